@@ -1,0 +1,99 @@
+// Training throughput of the sequential CPU trainer, and the GEMM-only bound for the same
+// shapes. Prints one JSON object; experiments/bench_sequential.py runs it beside PyTorch.
+//   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 5] [--data DIR]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu_backend.hpp"
+#include "config/config.hpp"
+#include "data/load.hpp"
+#include "train/local_trainer.hpp"
+
+using namespace tether;
+using Clock = std::chrono::steady_clock;
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+int main(int argc, char** argv) {
+    int threads = 1, batch = 64, steps = 938, repeats = 5;
+    std::string data_dir = DataConfig{}.dir, optimizer = "adam";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string flag = argv[i], value = argv[i + 1];
+        if (flag == "--threads") threads = std::atoi(value.c_str());
+        else if (flag == "--batch") batch = std::atoi(value.c_str());
+        else if (flag == "--steps") steps = std::atoi(value.c_str());
+        else if (flag == "--repeats") repeats = std::atoi(value.c_str());
+        else if (flag == "--data") data_dir = value;
+        else if (flag == "--optimizer") optimizer = value;
+        else {
+            std::fprintf(stderr, "tether-bench: unknown flag %s\n", flag.c_str());
+            return 2;
+        }
+    }
+    nlohmann::json document = {{"data", {{"dir", data_dir}}},
+                               {"training", {{"batch_size", batch}, {"device", "cpu"}, {"threads", threads},
+                                             {"optimizer", {{"name", optimizer}}}}}};
+    const RunConfig config = parse_config(document);
+    set_blas_threads(threads);
+    auto backend = make_backend({"cpu", threads, 0});
+    const TrainTestSplit data = load_data(config.data, 1);
+    LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);
+    for (int i = 0; i < 50; ++i) trainer.step();  // warm-up: page in buffers, settle BLAS
+
+    std::vector<double> trainer_rates, gemm_rates;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < steps; ++i) trainer.step();
+        trainer_rates.push_back(double(steps) * batch / std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+
+    // The same GEMMs the MLP issues per step (forward, weight gradients, hidden deltas), alone.
+    const std::vector<int> sizes{int(data.train->features), 256, 128, int(data.train->classes)};
+    std::vector<std::vector<float>> w, act, delta, dw;
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+        w.emplace_back(std::size_t(sizes[l]) * sizes[l + 1], 0.01f);
+        dw.emplace_back(std::size_t(sizes[l]) * sizes[l + 1]);
+        act.emplace_back(std::size_t(batch) * sizes[l + 1], 0.5f);
+        delta.emplace_back(std::size_t(batch) * sizes[l + 1], 0.1f);
+    }
+    std::vector<float> input(std::size_t(batch) * sizes[0], 0.3f);
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < steps; ++i) {
+            const float* in = input.data();
+            for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+                backend->gemm(false, false, batch, sizes[l + 1], sizes[l], 1.f, in, w[l].data(), 0.f, act[l].data());
+                in = act[l].data();
+            }
+            for (std::size_t l = sizes.size() - 1; l-- > 0;) {
+                const float* x = l == 0 ? input.data() : act[l - 1].data();
+                backend->gemm(true, false, sizes[l], sizes[l + 1], batch, 1.f, x, delta[l].data(), 0.f, dw[l].data());
+                if (l > 0)
+                    backend->gemm(false, true, batch, sizes[l], sizes[l + 1], 1.f, delta[l].data(), w[l].data(), 0.f,
+                                  delta[l - 1].data());
+            }
+        }
+        gemm_rates.push_back(double(steps) * batch / std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    const nlohmann::json result = {{"threads", threads},
+                                   {"batch", batch},
+                                   {"optimizer", optimizer},
+                                   {"steps", steps},
+                                   {"repeats", repeats},
+                                   {"trainer_samples_per_second", median(trainer_rates)},
+                                   {"gemm_only_samples_per_second", median(gemm_rates)},
+                                   {"trainer_runs", trainer_rates},
+                                   {"gemm_runs", gemm_rates}};
+    std::printf("%s\n", result.dump().c_str());
+    return 0;
+}

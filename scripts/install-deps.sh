@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what tether needs from Debian's packages, and only what is missing.
+# Idempotent: a second run installs nothing and touches no package lists.
+#   scripts/install-deps.sh           build + run + test dependencies
+#   scripts/install-deps.sh --peers   also the comparison peers (PyTorch) for benchmarks
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config meson ninja-build
+  libzmq3-dev cppzmq-dev nlohmann-json3-dev libboost-program-options-dev doctest-dev
+  libthrust-dev libopenblas-dev zlib1g-dev
+  dataset-fashion-mnist python3 python3-matplotlib
+)
+if [[ "${1:-}" == "--peers" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if (( ${#missing[@]} == 0 )); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run this script as root (or install them with apt-get)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"

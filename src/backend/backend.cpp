@@ -1,0 +1,25 @@
+#include "backend/backend.hpp"
+
+#include "backend/cpu_backend.hpp"
+#include "backend/cuda_backend.hpp"
+#include "util/errors.hpp"
+
+namespace tether {
+
+std::string to_string(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
+    if (options.device == "cpu") return make_cpu_backend(options.threads);
+    if (options.device == "cuda") {
+        if (!cuda_built()) return make_cuda_backend(options.cuda_device);  // throws with the reason
+        if (cuda_device_count() == 0)
+            throw ConfigError("training.device: \"cuda\" was asked for, but no CUDA GPU is visible on this "
+                              "machine; use \"cpu\" or \"auto\"");
+        return make_cuda_backend(options.cuda_device);
+    }
+    if (options.device == "auto")
+        return cuda_device_count() > 0 ? make_cuda_backend(options.cuda_device) : make_cpu_backend(options.threads);
+    throw ConfigError("training.device: \"" + options.device + "\" is not a device; expected auto, cpu or cuda");
+}
+
+}  // namespace tether

@@ -1,0 +1,94 @@
+// The CPU backend: Thrust on the OpenMP host system for element-wise work, CBLAS (OpenBLAS)
+// for GEMM. Thread count is per backend so that N embedded workers can share the cores.
+#include <cblas.h>
+#include <omp.h>
+#include <thrust/system/omp/execution_policy.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "backend/thrust_ops.inl"
+
+namespace tether {
+namespace {
+
+// The optimizer updates touch every parameter at every step and dominate the non-GEMM time of
+// a CPU step. They run the same Thrust functors as everywhere else, but through a loop that
+// the compiler clones per instruction set (AVX-512, AVX2, baseline), picked at load time, so a
+// portable binary still uses the wide vectors of the machine it runs on. They run on the
+// calling thread only: an OpenMP region here would be outlined out of the clone.
+template <typename F>
+__attribute__((always_inline)) inline void vector_loop(std::size_t n, const F& f) {
+#pragma GCC ivdep
+    for (std::size_t i = 0; i < n; ++i) f(i);
+}
+#define TETHER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+TETHER_CLONES void run_adam(std::size_t n, ops::AdamStep f) { vector_loop(n, f); }
+TETHER_CLONES void run_nesterov(std::size_t n, ops::NesterovStep f) { vector_loop(n, f); }
+TETHER_CLONES void run_sgd(std::size_t n, ops::SgdStep f) { vector_loop(n, f); }
+TETHER_CLONES void run_axpy(std::size_t n, ops::Axpy f) { vector_loop(n, f); }
+
+class CpuBackend final : public ops::ThrustOps<decltype(thrust::omp::par), /*kRowwise=*/true> {
+public:
+    explicit CpuBackend(int threads) : ThrustOps(thrust::omp::par), threads_(threads) {
+        // omp_set_num_threads is per calling thread: the worker thread that builds its backend
+        // also uses it, so each worker gets its own share of the cores.
+        omp_set_num_threads(threads_);
+    }
+    DeviceKind kind() const override { return DeviceKind::cpu; }
+    std::string description() const override {
+        return "cpu (" + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + ", OpenMP + CBLAS)";
+    }
+    void* allocate_bytes(std::size_t bytes) override {
+        // 64-byte alignment keeps the BLAS kernels and vector loops on full cache lines.
+        void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!p) throw std::bad_alloc();
+        return p;
+    }
+    void release_bytes(void* p) override { std::free(p); }
+    void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+    void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+    void copy(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+    void synchronize() override {}
+    bool host_addressable() const override { return true; }
+
+    void adam_step(float* x, float* m, float* v, const float* g, std::size_t n, float lr, float beta1, float beta2,
+                   float epsilon, float c1, float c2) override {
+        run_adam(n, ops::AdamStep{x, m, v, g, lr, beta1, beta2, epsilon, c1, c2});
+    }
+    void nesterov_step(float* x, float* u, const float* g, std::size_t n, float lr, float mu) override {
+        run_nesterov(n, ops::NesterovStep{x, u, g, lr, mu});
+    }
+    void sgd_step(float* x, const float* g, std::size_t n, float lr) override { run_sgd(n, ops::SgdStep{x, g, lr}); }
+    void axpy(float* y, const float* x, std::size_t n, float a) override { run_axpy(n, ops::Axpy{y, x, a}); }
+
+    void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+              float* c) override {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                    a, ta ? m : k, b, tb ? k : n, beta, c, n);
+    }
+
+    void column_sums(float* out, const float* m, int rows, int cols) override {
+        if (int(ones_.size()) < rows) ones_.assign(std::size_t(rows), 1.f);
+        cblas_sgemv(CblasRowMajor, CblasTrans, rows, cols, 1.f, m, cols, ones_.data(), 1, 0.f, out, 1);
+    }
+
+private:
+    int threads_;
+    std::vector<float> ones_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    return std::make_unique<CpuBackend>(threads);
+}
+
+void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+
+}  // namespace tether

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.hpp"
+
+namespace tether {
+
+// threads <= 0 means one per hardware thread.
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+// OpenBLAS keeps one process-wide thread count; callers running several workers in one
+// process set it to 1 so the workers' GEMMs do not oversubscribe the cores.
+void set_blas_threads(int threads);
+
+}  // namespace tether

@@ -1,0 +1,11 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tether::cli {
+
+// Each command takes the arguments after its name and returns the process exit code.
+int run_command(const std::vector<std::string>& arguments);
+
+}  // namespace tether::cli

@@ -1,0 +1,63 @@
+// The tether command line: tether run | version (and, as they land, sweep | server | worker).
+// Exit codes: 0 success, 2 usage or config error, 1 runtime failure.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "cli/commands.hpp"
+#include "util/errors.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+const char* kUsage =
+    "tether: asynchronous elastic-averaging distributed training\n"
+    "\n"
+    "usage:\n"
+    "  tether run CONFIG.json [--set KEY=VALUE]... [--out DIR]   train as the config says\n"
+    "  tether version                                           print version and build\n"
+    "  tether COMMAND --help                                    options of one command\n"
+    "\n"
+    "exit codes: 0 success, 2 usage or config error, 1 runtime failure\n"
+    "docs: docs/config.md (every config key), docs/strategies.md\n";
+
+int version() {
+    std::printf("tether %s (CUDA backend: %s, CUDA devices visible: %d)\n", TETHER_VERSION,
+                tether::cuda_built() ? "built" : "not built", tether::cuda_device_count());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        if (argc < 2) {
+            std::fputs(kUsage, stderr);
+            return 2;
+        }
+        const std::string command = argv[1];
+        std::vector<std::string> rest(argv + 2, argv + argc);
+        if (command == "--help" || command == "-h" || command == "help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (command == "version" || command == "--version") return version();
+        if (command == "run") return tether::cli::run_command(rest);
+        std::fprintf(stderr, "tether: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
+        return 2;
+    } catch (const tether::ConfigError& e) {
+        std::fprintf(stderr, "tether: config error: %s\n", e.what());
+        return 2;
+    } catch (const po::error& e) {
+        std::fprintf(stderr, "tether: %s (see tether --help)\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "tether: error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,43 @@
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "config/config.hpp"
+#include "run/run.hpp"
+#include "run/run_recorder.hpp"
+
+namespace po = boost::program_options;
+
+namespace tether::cli {
+
+int run_command(const std::vector<std::string>& arguments) {
+    po::options_description options("tether run CONFIG.json [options]");
+    std::string config_path, out;
+    std::vector<std::string> overrides;
+    options.add_options()("help,h", "show this help")(
+        "set", po::value(&overrides)->composing(), "override a config key: --set training.epochs=5 (repeatable)")(
+        "out", po::value(&out), "run directory (default runs/<name>-<timestamp>/)")(
+        "config", po::value(&config_path), "the config file (positional)");
+    po::positional_options_description positional;
+    positional.add("config", 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(arguments).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << options << "\n";
+        return 0;
+    }
+    if (config_path.empty()) throw po::error("tether run needs a config file: tether run CONFIG.json");
+
+    const RunConfig config = load_config(config_path, overrides);
+    const std::string directory = out.empty() ? default_run_directory(config.name) : out;
+    const nlohmann::json summary = run_experiment(config, directory);
+    std::printf("final test accuracy %.2f%% (best %.2f%%), %.0f samples/s, %.1f s; run directory %s\n",
+                100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
+                summary.value("samples_per_second", 0.0), summary.value("wall_seconds", 0.0), directory.c_str());
+    return 0;
+}
+
+}  // namespace tether::cli

@@ -1,0 +1,22 @@
+// Running a whole experiment from a config: what `tether run` does.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "config/config.hpp"
+
+namespace tether {
+
+// Trains as the config says, writes the run directory `directory` and returns the summary.
+nlohmann::json run_experiment(const RunConfig& config, const std::string& directory);
+
+// One worker, no center: the reference every distributed strategy is compared with.
+nlohmann::json run_sequential(const RunConfig& config, const std::string& directory);
+
+// Threads each of `workers` workers may use for its own vector work (cores / workers unless
+// training.threads says otherwise).
+int threads_per_worker(const RunConfig& config, int workers);
+
+}  // namespace tether

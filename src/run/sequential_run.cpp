@@ -1,0 +1,79 @@
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "backend/cpu_backend.hpp"
+#include "data/load.hpp"
+#include "run/progress.hpp"
+#include "run/run.hpp"
+#include "run/run_recorder.hpp"
+#include "train/evaluator.hpp"
+#include "train/local_trainer.hpp"
+
+namespace tether {
+
+using Clock = std::chrono::steady_clock;
+
+static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int threads_per_worker(const RunConfig& config, int workers) {
+    if (config.training.threads > 0) return int(config.training.threads);
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / std::max(1, workers));
+}
+
+nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
+    const int threads = threads_per_worker(config, 1);
+    set_blas_threads(threads);
+    auto backend = make_backend({config.training.device, threads, 0});
+    const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
+
+    LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));
+    Evaluator evaluator(config, *backend, data.test, std::size_t(config.eval.test_samples));
+    RunRecorder recorder(config, directory);
+    Progress progress(config.name, double(config.training.epochs));
+    const auto started = Clock::now();  // wall time counts training and evaluation, not loading
+    std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu test samples -> %s\n",
+                config.name.c_str(), trainer.model().description().c_str(), backend->description().c_str(),
+                trainer.num_parameters(), data.train->size(), evaluator.size(), directory.c_str());
+
+    const std::size_t steps_per_epoch = trainer.steps_per_epoch();
+    const std::size_t total_steps = steps_per_epoch * std::size_t(config.training.epochs);
+    const std::size_t per_epoch = std::size_t(config.eval.per_epoch);
+    double training_seconds = 0, loss_sum = 0;
+    std::size_t loss_count = 0, next_eval = 1;
+    auto segment_start = Clock::now();
+    for (std::size_t step = 1; step <= total_steps; ++step) {
+        loss_sum += trainer.step();
+        ++loss_count;
+        // Evaluations fall at per_epoch evenly spaced steps of each epoch, the last at its end.
+        const std::size_t eval_step = (next_eval * steps_per_epoch) / per_epoch;
+        if (step < eval_step && step != total_steps) continue;
+        backend->synchronize();
+        training_seconds += seconds_since(segment_start);
+        EvaluationPoint point;
+        const Evaluation e = evaluator.evaluate(trainer.parameters());
+        point.wall_seconds = seconds_since(started);
+        point.training_seconds = training_seconds;
+        point.samples = trainer.samples_seen();
+        point.epoch = double(point.samples) / double(data.train->size());
+        point.train_loss = loss_sum / double(loss_count);
+        point.test_loss = e.loss;
+        point.test_accuracy = e.accuracy;
+        recorder.record(point);
+        progress.report(point, double(point.samples) / training_seconds);
+        loss_sum = 0;
+        loss_count = 0;
+        ++next_eval;
+        segment_start = Clock::now();
+    }
+    nlohmann::json extra = {{"strategy", "sequential"}, {"workers", 1}, {"device", to_string(backend->kind())},
+                            {"model", trainer.model().description()}, {"parameters", trainer.num_parameters()}};
+    return recorder.finish(seconds_since(started), training_seconds, trainer.samples_seen(), extra);
+}
+
+nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
+    return run_sequential(config, directory);
+}
+
+}  // namespace tether

@@ -1,0 +1,40 @@
+// Test-set accuracy and loss of a parameter vector. Holds the test set in backend memory once
+// and its own model instance, so evaluating never disturbs a trainer's workspace.
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "data/dataset.hpp"
+#include "model/model.hpp"
+
+namespace tether {
+
+struct Evaluation {
+    double accuracy = 0;
+    double loss = 0;
+};
+
+class Evaluator {
+public:
+    // Uses the first `limit` test samples (0 = all).
+    Evaluator(const RunConfig& config, Backend& backend, std::shared_ptr<const Dataset> test, std::size_t limit);
+
+    // `parameters` lives in this evaluator's backend memory.
+    Evaluation evaluate(const float* parameters);
+    // `parameters` lives in host memory (e.g. the center's x~).
+    Evaluation evaluate_host(const float* parameters);
+
+    std::size_t size() const { return rows_; }
+
+private:
+    Backend& backend_;
+    std::unique_ptr<Model> model_;
+    std::size_t rows_, features_;
+    DeviceBuffer<float> inputs_, staging_;
+    DeviceBuffer<std::int32_t> labels_, predictions_;
+    std::vector<std::int32_t> host_labels_, host_predictions_;
+};
+
+}  // namespace tether

@@ -1,0 +1,67 @@
+#include "train/local_trainer.hpp"
+
+#include <stdexcept>
+
+#include "model/mlp.hpp"
+#include "util/errors.hpp"
+
+namespace tether {
+
+std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data) {
+    std::vector<std::size_t> sizes{data.features};
+    for (auto h : config.model.hidden_layers) sizes.push_back(std::size_t(h));
+    sizes.push_back(std::size_t(data.classes));
+    return std::make_unique<Mlp>(backend, sizes);
+}
+
+LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetView shard, std::uint64_t seed)
+    : backend_(backend),
+      model_(make_model(config, backend, shard.data())),
+      optimizer_(make_optimizer(config.training.optimizer, backend, model_->num_parameters())),
+      shard_(std::move(shard)),
+      seed_(seed),
+      batch_size_(std::size_t(config.training.batch_size)),
+      parameters_(backend, model_->num_parameters()),
+      gradient_(backend, model_->num_parameters()),
+      inputs_(backend, batch_size_ * shard_.data().features),
+      labels_(backend, batch_size_),
+      host_inputs_(batch_size_ * shard_.data().features),
+      host_labels_(batch_size_) {
+    if (shard_.size() == 0) throw ConfigError("a worker's shard of the training set is empty: use fewer cluster.workers");
+    // Every worker starts from the same point (the seed of the run, not of the worker), as the
+    // strategies assume x_i = x~ at time 0.
+    std::vector<float> initial(model_->num_parameters());
+    model_->initialize(initial.data(), std::uint64_t(config.training.seed));
+    parameters_.upload(initial.data(), initial.size());
+    order_ = shard_.shuffled(seed_);
+}
+
+std::size_t LocalTrainer::steps_per_epoch() const { return (shard_.size() + batch_size_ - 1) / batch_size_; }
+
+double LocalTrainer::step() {
+    if (cursor_ >= order_.size()) {
+        ++epoch_;
+        order_ = shard_.shuffled(seed_ + 0x9E3779B97F4A7C15ull * (epoch_ + 1));
+        cursor_ = 0;
+    }
+    const std::size_t rows = std::min(batch_size_, order_.size() - cursor_);
+    if (backend_.host_addressable()) {
+        order_.gather(cursor_, rows, inputs_.data(), labels_.data());
+    } else {
+        order_.gather(cursor_, rows, host_inputs_.data(), host_labels_.data());
+        inputs_.upload(host_inputs_.data(), rows * shard_.data().features);
+        labels_.upload(host_labels_.data(), rows);
+    }
+    cursor_ += rows;
+    const Batch batch{inputs_.data(), labels_.data(), int(rows)};
+    const double loss = model_->evaluate_with_gradient(parameters_.data(), batch, gradient_.data());
+    optimizer_->step(parameters_.data(), gradient_.data());
+    samples_seen_ += rows;
+    ++steps_taken_;
+    return loss;
+}
+
+void LocalTrainer::set_parameters_from_host(const float* host) { parameters_.upload(host, num_parameters()); }
+void LocalTrainer::parameters_to_host(float* host) const { parameters_.download(host, model_->num_parameters()); }
+
+}  // namespace tether

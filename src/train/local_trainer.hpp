@@ -1,0 +1,56 @@
+// One worker's local training: its shard, its copy of the parameters, the model and the
+// local optimizer. step() runs one minibatch; the shard is reshuffled at every local epoch.
+// Strategies act on parameters() between steps.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "data/dataset.hpp"
+#include "model/model.hpp"
+#include "optim/optimizer.hpp"
+
+namespace tether {
+
+// The model a config asks for, on `backend`, sized for `data`.
+std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data);
+
+class LocalTrainer {
+public:
+    // `shard` is this worker's part of the training set; `seed` drives its shuffling.
+    LocalTrainer(const RunConfig& config, Backend& backend, DatasetView shard, std::uint64_t seed);
+
+    // Runs one minibatch and returns its mean training loss.
+    double step();
+
+    Backend& backend() { return backend_; }
+    Model& model() { return *model_; }
+    float* parameters() { return parameters_.data(); }
+    std::size_t num_parameters() const { return model_->num_parameters(); }
+    // Steps that make one pass over this worker's shard.
+    std::size_t steps_per_epoch() const;
+    std::size_t samples_seen() const { return samples_seen_; }
+    std::size_t steps_taken() const { return steps_taken_; }
+
+    void set_parameters_from_host(const float* host);
+    void parameters_to_host(float* host) const;
+
+    // Swaps the local optimizer (eamsgd replaces Adam/SGD with Nesterov momentum).
+    void set_optimizer(std::unique_ptr<Optimizer> optimizer) { optimizer_ = std::move(optimizer); }
+
+private:
+    Backend& backend_;
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<Optimizer> optimizer_;
+    DatasetView shard_, order_;
+    std::uint64_t seed_;
+    std::size_t batch_size_, cursor_ = 0, epoch_ = 0, samples_seen_ = 0, steps_taken_ = 0;
+    DeviceBuffer<float> parameters_, gradient_, inputs_;
+    DeviceBuffer<std::int32_t> labels_;
+    std::vector<float> host_inputs_;
+    std::vector<std::int32_t> host_labels_;
+};
+
+}  // namespace tether

@@ -1,0 +1,16 @@
+// The two kinds of failure the CLI distinguishes: a ConfigError is the user's to fix (bad
+// config, bad flag, impossible device request; exit code 2), anything else is a runtime
+// failure (exit code 1).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tether {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace tether
