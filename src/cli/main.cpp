@@ -20,6 +20,8 @@ const char* kUsage =
     "\n"
     "usage:\n"
     "  tether run CONFIG.json [--set KEY=VALUE]... [--out DIR]   train as the config says\n"
+    "  tether server --config C --bind tcp://*:PORT [--out DIR] the center of a multi-process run\n"
+    "  tether worker --config C --connect tcp://HOST:PORT       one worker (under mpirun/srun, rank 0 serves)\n"
     "  tether version                                           print version and build\n"
     "  tether COMMAND --help                                    options of one command\n"
     "\n"
@@ -48,6 +50,8 @@ int main(int argc, char** argv) {
         }
         if (command == "version" || command == "--version") return version();
         if (command == "run") return tether::cli::run_command(rest);
+        if (command == "server") return tether::cli::server_command(rest);
+        if (command == "worker") return tether::cli::worker_command(rest);
         std::fprintf(stderr, "tether: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
         return 2;
     } catch (const tether::ConfigError& e) {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "algorithms/registry.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -61,6 +62,26 @@ EvalConfig parse_eval(JsonReader r) {
     return e;
 }
 
+ClusterConfig parse_cluster(JsonReader r) {
+    ClusterConfig k;
+    k.mode = r.choice("mode", k.mode, {"embedded", "local"});
+    k.workers = r.integer("workers", k.workers, 1, 1024);
+    k.endpoint = r.string("endpoint", k.endpoint);
+    k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
+    k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
+    k.worker_timeout_ms = r.integer("worker_timeout_ms", k.worker_timeout_ms, 100, 86'400'000);
+    k.heartbeat_ms = r.integer("heartbeat_ms", k.heartbeat_ms, 10, 3'600'000);
+    k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
+    k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
+    k.shard_elements = r.integer("shard_elements", k.shard_elements, 1, 1 << 24);
+    r.finish();
+    if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
+        throw ConfigError("cluster.heartbeat_ms: " + std::to_string(k.heartbeat_ms) +
+                          " must be at most half of cluster.worker_timeout_ms (" + std::to_string(k.worker_timeout_ms) +
+                          "), or live workers would be counted lost");
+    return k;
+}
+
 }  // namespace
 
 RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
@@ -77,18 +98,13 @@ RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
     }
     c.training = parse_training(root.object("training"));
     c.eval = parse_eval(root.object("eval"));
+    c.cluster = parse_cluster(root.object("cluster"));
     {
+        // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N.
         JsonReader s = root.object("strategy");
-        c.strategy.name = s.choice("name", c.strategy.name, {"sequential"});
+        c.strategy.rule = make_strategy(s, c);
+        c.strategy.name = c.strategy.rule->name();
         s.finish();
-        if (const auto it = document.find("strategy"); it != document.end() && it->is_object())
-            c.strategy.block = *it;
-    }
-    {
-        JsonReader k = root.object("cluster");
-        c.cluster.mode = k.choice("mode", c.cluster.mode, {"embedded", "local"});
-        c.cluster.workers = k.integer("workers", c.cluster.workers, 1, 1024);
-        k.finish();
     }
     root.finish();
     return c;

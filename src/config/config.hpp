@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,14 +57,24 @@ struct EvalConfig {
     std::int64_t test_samples = 0;                 // 0 = the whole test set
 };
 
+class Strategy;
+
 struct StrategyConfig {
     std::string name = "sequential";
-    nlohmann::json block = nlohmann::json::object();  // the whole `strategy` object, for the strategy's own keys
+    std::shared_ptr<const Strategy> rule;  // built by the registry from the `strategy` block
 };
 
 struct ClusterConfig {
     std::string mode = "embedded";  // embedded | local
     std::int64_t workers = 1;
+    std::string endpoint;             // "" = inproc:// (embedded) or tcp://127.0.0.1:* (local)
+    double quorum = 0.5;              // share of live workers that closes a round at its deadline
+    std::int64_t round_timeout_ms = 30000;
+    std::int64_t worker_timeout_ms = 20000;  // silence after which a worker is counted lost
+    std::int64_t heartbeat_ms = 1000;
+    std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
+    std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
+    std::int64_t shard_elements = 1 << 20;   // largest payload of one message (4 MiB of float32)
 };
 
 struct RunConfig {

@@ -72,8 +72,4 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     return recorder.finish(seconds_since(started), training_seconds, trainer.samples_seen(), extra);
 }
 
-nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
-    return run_sequential(config, directory);
-}
-
 }  // namespace tether

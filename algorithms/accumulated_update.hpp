@@ -1,0 +1,29 @@
+// The Strategy object shared by downpour, adag and dynsgd; they differ only in the payload's
+// scale (worker) and the damping (center).
+#pragma once
+
+#include <functional>
+
+#include "algorithms/pull_push.hpp"
+
+namespace tether {
+
+class AccumulatedUpdateStrategy final : public Strategy {
+public:
+    enum class Kind { downpour, adag, dynsgd };
+    AccumulatedUpdateStrategy(Kind kind, int window) : kind_(kind), window_(window) {}
+
+    std::string name() const override;
+    int communication_window() const override { return window_; }
+    nlohmann::json describe() const override;
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
+
+private:
+    Kind kind_;
+    int window_;
+};
+
+std::shared_ptr<const Strategy> make_accumulated_update(AccumulatedUpdateStrategy::Kind kind, JsonReader& block);
+
+}  // namespace tether

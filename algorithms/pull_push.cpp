@@ -1,0 +1,35 @@
+#include "algorithms/pull_push.hpp"
+
+#include "algorithms/vector_math.hpp"
+
+namespace tether {
+
+void PullPushWorker::on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) {
+    WorkerRule::on_join(backend, x, center_host, version);
+    pulled_ = DeviceBuffer<float>(backend, size_);
+    scratch_ = DeviceBuffer<float>(backend, size_);
+    backend.copy(pulled_.data(), x, size_ * sizeof(float));
+}
+
+void PullPushWorker::make_payload(Backend& backend, const float* x, float* payload_host) {
+    backend.difference(scratch_.data(), x, pulled_.data(), size_);
+    if (scale_ != 1.f) backend.scale(scratch_.data(), size_, scale_);
+    scratch_.download(payload_host, size_);
+}
+
+void PullPushWorker::apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) {
+    backend.copy_from_host(x, reply_host, size_ * sizeof(float));
+    backend.copy(pulled_.data(), x, size_ * sizeof(float));
+    pull_version_ = version;
+}
+
+double AccumulatingCenter::apply(CenterState& center, const Exchange& e, std::vector<float>& reply) {
+    const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
+    const float d = damping(staleness);
+    float* x = center.x.data();
+    for (std::size_t i = 0; i < e.size; ++i) x[i] += d * e.payload[i];
+    reply.assign(center.x.begin(), center.x.end());
+    return d * host::norm(e.payload, e.size);
+}
+
+}  // namespace tether

@@ -1,0 +1,33 @@
+// The worker and center halves shared by the accumulated-update family (downpour, adag,
+// dynsgd): the worker sends scale * (x_i - x_pull), the center adds it (possibly damped) and
+// replies with x~, which becomes both x_i and the next x_pull.
+#pragma once
+
+#include "algorithms/strategy.hpp"
+
+namespace tether {
+
+class PullPushWorker final : public WorkerRule {
+public:
+    PullPushWorker(std::size_t size, float scale) : scale_(scale), size_(size) {}
+    void on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) override;
+    void make_payload(Backend& backend, const float* x, float* payload_host) override;
+    void apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) override;
+
+private:
+    float scale_;
+    std::size_t size_;
+    DeviceBuffer<float> pulled_, scratch_;
+};
+
+// x~ <- x~ + damping(staleness) * payload; reply x~.
+class AccumulatingCenter : public CenterRule {
+public:
+    double apply(CenterState& center, const Exchange& exchange, std::vector<float>& reply) override;
+
+protected:
+    // 1 for downpour and adag; 1 / (staleness + 1) for dynsgd.
+    virtual float damping(std::uint64_t staleness) const { (void)staleness; return 1.f; }
+};
+
+}  // namespace tether

@@ -1,0 +1,81 @@
+#include "algorithms/synchronous.hpp"
+
+#include "algorithms/vector_math.hpp"
+
+namespace tether {
+namespace {
+
+// x~ <- mean of the x_i of the round; reply x~.
+class AveragingCenter final : public CenterRule {
+public:
+    bool synchronous() const override { return true; }
+    void contribute(CenterState& center, const Exchange& e) override {
+        if (sum_.empty()) sum_.assign(center.x.size(), 0.0);
+        for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
+        ++count_;
+    }
+    double close_round(CenterState& center, std::vector<float>& reply) override {
+        double moved = 0;
+        for (std::size_t i = 0; i < sum_.size(); ++i) {
+            const float mean = float(sum_[i] / count_);
+            moved += double(mean - center.x[i]) * (mean - center.x[i]);
+            center.x[i] = mean;
+        }
+        reply.assign(center.x.begin(), center.x.end());
+        sum_.assign(sum_.size(), 0.0);
+        count_ = 0;
+        return std::sqrt(moved);
+    }
+
+private:
+    std::vector<double> sum_;  // double: a sum of many float vectors keeps its precision
+    std::size_t count_ = 0;
+};
+
+// x~ <- x~ + alpha sum_i (x_i - x~_old); reply x~_old.
+class EasgdCenter final : public CenterRule {
+public:
+    explicit EasgdCenter(float alpha) : alpha_(alpha) {}
+    bool synchronous() const override { return true; }
+    void contribute(CenterState& center, const Exchange& e) override {
+        if (pull_.empty()) pull_.assign(center.x.size(), 0.0);
+        for (std::size_t i = 0; i < e.size; ++i) pull_[i] += double(e.payload[i]) - center.x[i];
+    }
+    double close_round(CenterState& center, std::vector<float>& reply) override {
+        reply.assign(center.x.begin(), center.x.end());
+        double moved = 0;
+        for (std::size_t i = 0; i < pull_.size(); ++i) {
+            const float step = float(alpha_ * pull_[i]);
+            center.x[i] += step;
+            moved += double(step) * step;
+        }
+        pull_.assign(pull_.size(), 0.0);
+        return std::sqrt(moved);
+    }
+
+private:
+    float alpha_;
+    std::vector<double> pull_;
+};
+
+}  // namespace
+
+nlohmann::json SynchronousStrategy::describe() const {
+    nlohmann::json j = {{"name", name()}, {"communication_window", window_}};
+    if (kind_ == Kind::easgd) j["moving_rate"] = alpha_;
+    return j;
+}
+
+std::unique_ptr<WorkerRule> SynchronousStrategy::make_worker_rule(const StrategyContext& c) const {
+    if (kind_ == Kind::averaging)
+        return std::make_unique<SendParametersWorker>(c.num_parameters, SendParametersWorker::Reply::replace, 1.f);
+    return std::make_unique<SendParametersWorker>(c.num_parameters, SendParametersWorker::Reply::pull_towards,
+                                                  float(alpha_));
+}
+
+std::unique_ptr<CenterRule> SynchronousStrategy::make_center_rule(const StrategyContext&) const {
+    if (kind_ == Kind::averaging) return std::make_unique<AveragingCenter>();
+    return std::make_unique<EasgdCenter>(float(alpha_));
+}
+
+}  // namespace tether

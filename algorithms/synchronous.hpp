@@ -1,0 +1,25 @@
+// The Strategy object and center rules of the synchronous family (averaging, easgd): the
+// center collects one x_i per live worker, then answers everyone at once.
+#pragma once
+
+#include "algorithms/elastic.hpp"
+
+namespace tether {
+
+class SynchronousStrategy final : public Strategy {
+public:
+    enum class Kind { averaging, easgd };
+    SynchronousStrategy(Kind kind, int window, double alpha) : kind_(kind), window_(window), alpha_(alpha) {}
+    std::string name() const override { return kind_ == Kind::averaging ? "averaging" : "easgd"; }
+    int communication_window() const override { return window_; }
+    nlohmann::json describe() const override;
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
+
+private:
+    Kind kind_;
+    int window_;
+    double alpha_;  // easgd only
+};
+
+}  // namespace tether

@@ -1,0 +1,293 @@
+#include "center/center.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <stdexcept>
+
+namespace tether {
+
+struct Center::Worker {
+    enum class State { joining, active, finished, lost };
+    std::string peer;
+    std::uint32_t id = 0;
+    State state = State::joining;
+    Clock::time_point last_seen;
+    std::vector<float> pending;  // the exchange being reassembled from its shards
+    std::uint32_t shards_received = 0;
+    std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
+    bool in_round = false;
+};
+
+std::uint64_t CenterStats::rejected_total() const {
+    std::uint64_t total = 0;
+    for (const auto& [reason, count] : rejected) total += count;
+    return total;
+}
+
+nlohmann::json CenterStats::to_json() const {
+    return {{"updates_applied", updates_applied},
+            {"exchanges", exchanges},
+            {"rounds", rounds},
+            {"late_reports", late_reports},
+            {"rejected_messages", rejected_total()},
+            {"rejected_by_reason", rejected},
+            {"workers_joined", workers_joined},
+            {"workers_finished", workers_finished},
+            {"workers_lost", workers_lost},
+            {"live_workers", live_workers()},
+            {"bytes_received", bytes_received},
+            {"bytes_sent", bytes_sent},
+            {"mean_staleness", staleness_count ? staleness_sum / double(staleness_count) : 0.0},
+            {"max_staleness", staleness_max}};
+}
+
+Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
+               CenterOptions options)
+    : endpoint_(std::move(endpoint)), rule_(std::move(rule)), options_(options) {
+    state_.x = std::move(initial);
+    next_snapshot_samples_ = options_.samples_per_snapshot;
+}
+
+Center::~Center() = default;
+
+Center::Worker* Center::find(const std::string& peer) {
+    const auto it = by_peer_.find(peer);
+    return it == by_peer_.end() ? nullptr : it->second;
+}
+
+void Center::serve() {
+    const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
+    std::string peer;
+    Frames frames;
+    while (!stop_requested_) {
+        if (endpoint_->receive(peer, frames, 50)) handle(peer, frames);
+        if (!started_ && Clock::now() > join_deadline)
+            throw std::runtime_error("center at " + address() + ": only " + std::to_string(stats_.workers_joined) +
+                                     " of " + std::to_string(options_.expected_workers) + " workers joined within " +
+                                     std::to_string(options_.join_timeout_ms) +
+                                     " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
+        check_liveness();
+        if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
+        if (started_ && stats_.live_workers() == 0) break;
+    }
+    maybe_snapshot(/*final=*/true);
+}
+
+void Center::handle(const std::string& peer, Frames& frames) {
+    std::string reason;
+    const auto header = decode(frames.header.data(), frames.header.size(), reason);
+    Worker* w = find(peer);
+    stats_.bytes_received += frames.header.size() + frames.payload.size();
+    if (!header) return reject(peer, w ? w->id : 0, reason, std::to_string(frames.header.size()) + "-byte header");
+    if (header->fingerprint != options_.fingerprint)
+        return reject(peer, header->worker_id, "wrong fingerprint",
+                      "the worker trains a different model or strategy than this center");
+    if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
+    if (header->type == MessageType::hello) return handle_hello(peer, *header);
+    if (!w || w->state == Worker::State::lost || w->state == Worker::State::finished)
+        return reject(peer, header->worker_id, "unknown worker", "send hello first");
+    w->last_seen = Clock::now();
+    w->samples = std::max(w->samples, header->samples);
+    switch (header->type) {
+        case MessageType::exchange: return handle_exchange(*w, *header, frames);
+        case MessageType::heartbeat: return maybe_snapshot(false);
+        case MessageType::bye:
+            w->state = Worker::State::finished;
+            ++stats_.workers_finished;
+            if (!round_.empty()) maybe_close_round(false);
+            return;
+        default: return reject(peer, w->id, "unexpected type", std::string("a worker does not send ") + to_string(header->type));
+    }
+}
+
+void Center::handle_hello(const std::string& peer, const Header& h) {
+    if (h.element_count != state_.x.size())
+        return reject(peer, 0, "wrong count",
+                      "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(state_.x.size()));
+    if (find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
+    auto w = std::make_unique<Worker>();
+    w->peer = peer;
+    w->id = std::uint32_t(workers_.size());
+    w->last_seen = Clock::now();
+    by_peer_[peer] = w.get();
+    workers_.push_back(std::move(w));
+    ++stats_.workers_joined;
+    if (started_) return welcome(*workers_.back());  // joining a run in progress: elastic
+    if (stats_.workers_joined < options_.expected_workers) return;
+    started_ = true;
+    for (auto& worker : workers_) welcome(*worker);
+}
+
+void Center::welcome(Worker& w) {
+    w.state = Worker::State::active;
+    w.pull_version = state_.version;
+    w.last_seen = Clock::now();
+    send_vector(w, MessageType::welcome, state_.x, 0);
+}
+
+void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames) {
+    const std::size_t n = state_.x.size(), shard = options_.shard_elements;
+    const std::uint32_t shard_count = std::uint32_t((n + shard - 1) / shard);
+    const std::size_t first = std::size_t(h.shard_id) * shard;
+    const std::size_t expected = h.shard_id < shard_count ? std::min(shard, n - first) : 0;
+    auto fail = [&](const std::string& reason, const std::string& detail) {
+        w.shards_received = 0;  // the partial exchange is dropped whole
+        reject(w.peer, w.id, reason, detail);
+    };
+    if (h.dtype != Dtype::float32) return fail("wrong dtype", "exchange payloads are float32");
+    if (w.in_round) return fail("exchange in flight", "wait for the reply to the previous exchange");
+    if (h.shard_count != shard_count)
+        return fail("wrong shard count", "expected " + std::to_string(shard_count) + ", got " + std::to_string(h.shard_count));
+    if (h.shard_id != w.shards_received)
+        return fail("shard out of order", "expected shard " + std::to_string(w.shards_received) + ", got " + std::to_string(h.shard_id));
+    if (h.element_count != expected)
+        return fail("wrong count", "shard " + std::to_string(h.shard_id) + " holds " + std::to_string(expected) +
+                                       " elements, message says " + std::to_string(h.element_count));
+    if (frames.payload.size() != expected * sizeof(float))
+        return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
+                                      std::to_string(expected) + " float32 elements");
+    if (w.pending.size() != n) w.pending.resize(n);
+    float* destination = w.pending.data() + first;
+    std::memcpy(destination, frames.payload.data(), frames.payload.size());
+    for (std::size_t i = 0; i < expected; ++i)
+        if (!std::isfinite(destination[i])) return fail("non-finite payload", "the exchange holds NaN or Inf");
+    if (h.shard_id == 0) {
+        w.sequence = h.sequence;
+        w.pull_version = h.center_version;
+        w.bytes_in = 0;
+    }
+    w.bytes_in += frames.header.size() + frames.payload.size();
+    if (++w.shards_received == shard_count) {
+        w.shards_received = 0;
+        complete_exchange(w);
+    }
+}
+
+void Center::complete_exchange(Worker& w) {
+    const std::uint64_t staleness = state_.version - std::min(state_.version, w.pull_version);
+    stats_.staleness_sum += double(staleness);
+    stats_.staleness_max = std::max(stats_.staleness_max, staleness);
+    ++stats_.staleness_count;
+    ++stats_.exchanges;
+    const Exchange exchange{w.id, w.pull_version, w.pending.data(), w.pending.size()};
+    if (rule_->synchronous()) {
+        if (w.pull_version < state_.version) ++stats_.late_reports;  // missed a round: folded into this one
+        rule_->contribute(state_, exchange);
+        if (round_.empty()) round_opened_ = Clock::now();
+        w.in_round = true;
+        round_.push_back(&w);
+        maybe_close_round(false);
+        return;
+    }
+    const double norm = rule_->apply(state_, exchange, reply_);
+    ++state_.version;
+    ++stats_.updates_applied;
+    const std::uint64_t before = stats_.bytes_sent;
+    send_vector(w, MessageType::reply, reply_, w.sequence);
+    if (on_exchange)
+        on_exchange({w.id, w.sequence, state_.version, staleness, w.bytes_in, stats_.bytes_sent - before, norm});
+    maybe_snapshot(false);
+}
+
+void Center::maybe_close_round(bool deadline_passed) {
+    // A contributor lost while waiting still counts towards x~ (its x_i is in the round) but
+    // not towards the live workers the round waits for.
+    const int live = stats_.live_workers();
+    const std::size_t waiting = std::size_t(std::count_if(round_.begin(), round_.end(),
+                                                          [](const Worker* w) { return w->state != Worker::State::lost; }));
+    const std::size_t quorum = std::max<std::size_t>(1, std::size_t(std::ceil(options_.quorum * live)));
+    if (round_.empty() || (int(waiting) < live && !(deadline_passed && waiting >= quorum))) return;
+    const double norm = rule_->close_round(state_, reply_);
+    ++state_.version;
+    ++stats_.updates_applied;
+    ++stats_.rounds;
+    std::vector<Worker*> contributors;
+    contributors.swap(round_);
+    for (Worker* w : contributors) {
+        w->in_round = false;
+        const std::uint64_t before = stats_.bytes_sent;
+        send_vector(*w, MessageType::reply, reply_, w->sequence);
+        if (on_exchange)
+            on_exchange({w->id, w->sequence, state_.version, 0, w->bytes_in, stats_.bytes_sent - before, norm});
+    }
+    maybe_snapshot(false);
+}
+
+void Center::send_vector(Worker& w, MessageType type, const std::vector<float>& data, std::uint64_t sequence) {
+    if (w.state == Worker::State::lost) return;
+    const std::size_t n = data.size(), shard = options_.shard_elements;
+    const std::uint32_t count = std::uint32_t((n + shard - 1) / shard);
+    Header h;
+    h.type = type;
+    h.dtype = Dtype::float32;
+    h.worker_id = w.id;
+    h.sequence = sequence;
+    h.center_version = state_.version;
+    h.fingerprint = options_.fingerprint;
+    h.shard_count = count;
+    try {
+        for (std::uint32_t s = 0; s < count; ++s) {
+            const std::size_t first = std::size_t(s) * shard, elements = std::min(shard, n - first);
+            h.shard_id = s;
+            h.element_count = elements;
+            h.flags = s + 1 == count ? kFlagLastShard : 0;
+            const auto header = encode(h);
+            endpoint_->send(w.peer, header, data.data() + first, elements * sizeof(float));
+            stats_.bytes_sent += header.size() + elements * sizeof(float);
+        }
+    } catch (const DeliveryError& e) {
+        lose(w, e.what());
+    }
+}
+
+void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
+                    const std::string& detail) {
+    ++stats_.rejected[reason];
+    const std::string text = reason + ": " + detail;
+    if (rejections_logged_++ < 50)
+        std::fprintf(stderr, "center: rejected a message from worker %u: %s (x~ unchanged)\n", worker_id, text.c_str());
+    Header h;
+    h.type = MessageType::error;
+    h.dtype = Dtype::utf8;
+    h.worker_id = worker_id;
+    h.center_version = state_.version;
+    h.fingerprint = options_.fingerprint;
+    h.element_count = text.size();
+    try {
+        endpoint_->send(peer, encode(h), text.data(), text.size());
+    } catch (const DeliveryError&) {
+        // The sender is gone already; the rejection is counted either way.
+    }
+}
+
+void Center::check_liveness() {
+    const auto now = Clock::now();
+    for (auto& w : workers_)
+        if (w->state == Worker::State::active && !w->in_round &&
+            now - w->last_seen > std::chrono::milliseconds(options_.worker_timeout_ms))
+            lose(*w, "silent for more than " + std::to_string(options_.worker_timeout_ms) + " ms (cluster.worker_timeout_ms)");
+}
+
+void Center::lose(Worker& w, const std::string& why) {
+    if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
+    w.state = Worker::State::lost;
+    ++stats_.workers_lost;
+    std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),
+                 stats_.live_workers());
+    if (!round_.empty()) maybe_close_round(false);
+}
+
+void Center::maybe_snapshot(bool final) {
+    std::uint64_t total = 0;
+    for (const auto& w : workers_) total += w->samples;
+    stats_.total_samples = total;
+    if (!on_snapshot) return;
+    const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
+    if (!due && !final) return;
+    if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
+    on_snapshot(Snapshot{state_.x, state_.version, stats_, final});
+}
+
+}  // namespace tether

@@ -1,0 +1,116 @@
+// The center node: owns x~, its version and the strategy's CenterRule, and serves workers
+// through an Endpoint. Every message is validated (protocol/header.hpp); a bad one is
+// answered with an `error`, counted by reason, and leaves x~ untouched.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/strategy.hpp"
+#include "protocol/header.hpp"
+#include "transport/transport.hpp"
+
+namespace tether {
+
+struct CenterOptions {
+    int expected_workers = 1;
+    std::uint64_t fingerprint = 0;
+    std::size_t shard_elements = 1 << 20;
+    double quorum = 0.5;
+    int round_timeout_ms = 30000;
+    int worker_timeout_ms = 20000;
+    int join_timeout_ms = 60000;
+    std::size_t samples_per_snapshot = 0;  // 0: no periodic snapshots
+};
+
+struct CenterStats {
+    std::uint64_t updates_applied = 0;
+    std::uint64_t exchanges = 0;
+    std::uint64_t rounds = 0;
+    std::uint64_t late_reports = 0;
+    std::map<std::string, std::uint64_t> rejected;  // by reason
+    int workers_joined = 0, workers_finished = 0, workers_lost = 0;
+    std::uint64_t bytes_received = 0, bytes_sent = 0;
+    double staleness_sum = 0;
+    std::uint64_t staleness_count = 0;
+    std::uint64_t staleness_max = 0;
+    std::uint64_t total_samples = 0;
+
+    std::uint64_t rejected_total() const;
+    int live_workers() const { return workers_joined - workers_finished - workers_lost; }
+    nlohmann::json to_json() const;
+};
+
+// One completed exchange, for the per-exchange log.
+struct ExchangeRecord {
+    std::uint32_t worker_id;
+    std::uint64_t sequence, version, staleness, bytes_received, bytes_sent;
+    double update_norm;
+};
+
+struct Snapshot {
+    std::vector<float> x;
+    std::uint64_t version = 0;
+    CenterStats stats;
+    bool final = false;
+};
+
+class Center {
+public:
+    Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
+           CenterOptions options);
+    ~Center();
+
+    std::string address() const { return endpoint_->address(); }
+    // Serves until every worker that joined has finished or been lost, or stop() is called.
+    // Throws when not all expected workers join within join_timeout_ms.
+    void serve();
+    void stop() { stop_requested_ = true; }
+
+    // Called on the center's thread; keep them short (copy and hand off).
+    std::function<void(Snapshot&&)> on_snapshot;
+    std::function<void(const ExchangeRecord&)> on_exchange;
+
+    const CenterStats& stats() const { return stats_; }
+    const CenterState& state() const { return state_; }
+
+private:
+    struct Worker;
+    using Clock = std::chrono::steady_clock;
+
+    void handle(const std::string& peer, Frames& frames);
+    void handle_hello(const std::string& peer, const Header& h);
+    void handle_exchange(Worker& w, const Header& h, const Frames& frames);
+    void complete_exchange(Worker& w);
+    void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
+    void send_vector(Worker& w, MessageType type, const std::vector<float>& data, std::uint64_t sequence);
+    void welcome(Worker& w);
+    void maybe_close_round(bool deadline_passed);
+    void check_liveness();
+    void lose(Worker& w, const std::string& why);
+    void maybe_snapshot(bool final);
+    Worker* find(const std::string& peer);
+
+    std::unique_ptr<Endpoint> endpoint_;
+    std::unique_ptr<CenterRule> rule_;
+    CenterOptions options_;
+    CenterState state_;
+    CenterStats stats_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::map<std::string, Worker*> by_peer_;
+    std::vector<Worker*> round_;  // contributors of the open synchronous round
+    Clock::time_point round_opened_;
+    bool started_ = false;
+    std::atomic<bool> stop_requested_{false};
+    std::uint64_t next_snapshot_samples_ = 0;
+    std::vector<float> reply_;
+    int rejections_logged_ = 0;
+};
+
+}  // namespace tether

@@ -1,0 +1,134 @@
+#include "protocol/header.hpp"
+
+namespace tether {
+
+const char* to_string(MessageType type) {
+    switch (type) {
+        case MessageType::hello: return "hello";
+        case MessageType::welcome: return "welcome";
+        case MessageType::exchange: return "exchange";
+        case MessageType::reply: return "reply";
+        case MessageType::heartbeat: return "heartbeat";
+        case MessageType::bye: return "bye";
+        case MessageType::error: return "error";
+    }
+    return "unknown";
+}
+
+namespace {
+
+class Writer {
+public:
+    explicit Writer(std::vector<std::uint8_t>& out) : out_(out) {}
+    template <typename T>
+    void put(T value) {
+        for (std::size_t i = 0; i < sizeof(T); ++i) out_.push_back(std::uint8_t(std::uint64_t(value) >> (8 * i)));
+    }
+
+private:
+    std::vector<std::uint8_t>& out_;
+};
+
+class Reader {
+public:
+    explicit Reader(const std::uint8_t* p) : p_(p) {}
+    template <typename T>
+    T get() {
+        std::uint64_t v = 0;
+        for (std::size_t i = 0; i < sizeof(T); ++i) v |= std::uint64_t(p_[i]) << (8 * i);
+        p_ += sizeof(T);
+        return T(v);
+    }
+
+private:
+    const std::uint8_t* p_;
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> encode(const Header& h) {
+    std::vector<std::uint8_t> out;
+    out.reserve(kHeaderBytes);
+    Writer w(out);
+    w.put<std::uint32_t>(kProtocolMagic);
+    w.put<std::uint16_t>(kProtocolVersion);
+    w.put<std::uint8_t>(std::uint8_t(h.type));
+    w.put<std::uint8_t>(std::uint8_t(h.dtype));
+    w.put<std::uint32_t>(h.worker_id);
+    w.put<std::uint32_t>(h.flags);
+    w.put<std::uint64_t>(h.sequence);
+    w.put<std::uint64_t>(h.center_version);
+    w.put<std::uint64_t>(h.local_step);
+    w.put<std::uint64_t>(h.samples);
+    w.put<std::uint32_t>(h.shard_id);
+    w.put<std::uint32_t>(h.shard_count);
+    w.put<std::uint64_t>(h.element_count);
+    w.put<std::uint64_t>(h.fingerprint);
+    return out;
+}
+
+std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::string& reason) {
+    if (size < kHeaderBytes) {
+        reason = "short header";
+        return std::nullopt;
+    }
+    if (size > kHeaderBytes) {
+        reason = "long header";
+        return std::nullopt;
+    }
+    Reader r(bytes);
+    if (r.get<std::uint32_t>() != kProtocolMagic) {
+        reason = "bad magic";
+        return std::nullopt;
+    }
+    if (r.get<std::uint16_t>() != kProtocolVersion) {
+        reason = "protocol version";
+        return std::nullopt;
+    }
+    Header h;
+    const auto type = r.get<std::uint8_t>();
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::error)) {
+        reason = "unknown type";
+        return std::nullopt;
+    }
+    h.type = MessageType(type);
+    const auto dtype = r.get<std::uint8_t>();
+    if (dtype > std::uint8_t(Dtype::utf8)) {
+        reason = "unknown dtype";
+        return std::nullopt;
+    }
+    h.dtype = Dtype(dtype);
+    h.worker_id = r.get<std::uint32_t>();
+    h.flags = r.get<std::uint32_t>();
+    h.sequence = r.get<std::uint64_t>();
+    h.center_version = r.get<std::uint64_t>();
+    h.local_step = r.get<std::uint64_t>();
+    h.samples = r.get<std::uint64_t>();
+    h.shard_id = r.get<std::uint32_t>();
+    h.shard_count = r.get<std::uint32_t>();
+    h.element_count = r.get<std::uint64_t>();
+    h.fingerprint = r.get<std::uint64_t>();
+    if (h.shard_count == 0 || h.shard_id >= h.shard_count) {
+        reason = "bad shard";
+        return std::nullopt;
+    }
+    return h;
+}
+
+std::uint64_t fingerprint(std::size_t parameters, const std::vector<std::size_t>& layer_sizes,
+                          const std::string& strategy) {
+    std::uint64_t hash = 1469598103934665603ull;
+    auto mix = [&](std::uint64_t v) {
+        for (int i = 0; i < 8; ++i) {
+            hash ^= (v >> (8 * i)) & 0xff;
+            hash *= 1099511628211ull;
+        }
+    };
+    mix(parameters);
+    mix(layer_sizes.size());
+    for (auto s : layer_sizes) mix(s);
+    for (char c : strategy) mix(std::uint8_t(c));
+    return hash;
+}
+
+}  // namespace tether

@@ -1,0 +1,59 @@
+// The wire header: a fixed-size, explicitly little-endian frame that precedes every payload
+// frame. Field by field encoding (never a struct memcpy), so layout and endianness are the
+// protocol's, not the compiler's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tether {
+
+constexpr std::uint32_t kProtocolMagic = 0x48544554;  // "TETH" read as little-endian bytes
+constexpr std::uint16_t kProtocolVersion = 1;
+constexpr std::size_t kHeaderBytes = 72;
+
+enum class MessageType : std::uint8_t {
+    hello = 1,      // worker -> center: join; payload empty, element_count = parameter count
+    welcome = 2,    // center -> worker: worker id + current x~ (payload)
+    exchange = 3,   // worker -> center: the strategy's payload
+    reply = 4,      // center -> worker: the strategy's answer
+    heartbeat = 5,  // worker -> center: still alive between exchanges
+    bye = 6,        // worker -> center: finished; payload empty
+    error = 7,      // center -> worker: payload is a UTF-8 reason
+};
+const char* to_string(MessageType type);
+
+enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2 };
+
+// Set on the last shard of a multi-shard exchange, reply or welcome.
+constexpr std::uint32_t kFlagLastShard = 1u << 0;
+
+struct Header {
+    MessageType type = MessageType::heartbeat;
+    Dtype dtype = Dtype::none;
+    std::uint32_t worker_id = 0;
+    std::uint32_t flags = 0;
+    std::uint64_t sequence = 0;        // per-worker exchange number
+    std::uint64_t center_version = 0;  // from the worker: version at its last pull; from the center: now
+    std::uint64_t local_step = 0;      // worker's local steps so far
+    std::uint64_t samples = 0;         // worker's training samples so far
+    std::uint32_t shard_id = 0;        // this message's slice of the vector
+    std::uint32_t shard_count = 1;
+    std::uint64_t element_count = 0;   // elements in this message's payload
+    std::uint64_t fingerprint = 0;     // model + strategy; checked on every message
+};
+
+std::vector<std::uint8_t> encode(const Header& header);
+
+// Decodes and checks magic, version, size and type; on failure returns nullopt and sets
+// `reason` to a short machine-readable reason ("short header", "bad magic", ...).
+std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::string& reason);
+
+// FNV-1a over parameter count, layer sizes and strategy name: two processes agree on it only
+// when they train the same model with the same strategy.
+std::uint64_t fingerprint(std::size_t parameters, const std::vector<std::size_t>& layer_sizes,
+                          const std::string& strategy);
+
+}  // namespace tether

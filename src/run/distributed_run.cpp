@@ -1,0 +1,122 @@
+// Embedded runs (center + N worker threads over inproc://) and local runs (center here, N
+// worker processes over tcp://127.0.0.1 or ipc://), both through the same protocol.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "backend/cpu_backend.hpp"
+#include "data/load.hpp"
+#include "run/center_run.hpp"
+#include "run/run.hpp"
+#include "run/run_recorder.hpp"
+#include "run/worker_run.hpp"
+
+namespace tether {
+
+namespace {
+
+std::string unique_inproc_address() {
+    static std::atomic<int> counter{0};
+    return "inproc://tether-center-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+nlohmann::json run_embedded(const RunConfig& config, const std::string& directory) {
+    const int workers = int(config.cluster.workers);
+    const int threads = threads_per_worker(config, workers);
+    set_blas_threads(workers > 1 ? 1 : threads);
+    const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
+    auto transport = make_zmq_transport();
+    const std::string address = config.cluster.endpoint.empty() ? unique_inproc_address() : config.cluster.endpoint;
+    CenterRun center(config, data, *transport, address, directory);
+    nlohmann::json summary;
+    std::exception_ptr center_failure;
+    std::thread center_thread([&] {
+        try {
+            summary = center.serve();
+        } catch (...) {
+            center_failure = std::current_exception();
+        }
+    });
+    std::vector<std::thread> pool;
+    std::atomic<int> failed{0};
+    for (int i = 0; i < workers; ++i)
+        pool.emplace_back([&, i] {
+            try {
+                run_worker(config, data, *transport, center.address(), "worker-" + std::to_string(i), threads);
+            } catch (const std::exception& e) {
+                ++failed;
+                std::fprintf(stderr, "worker %d failed: %s\n", i, e.what());
+            }
+        });
+    for (auto& t : pool) t.join();
+    center_thread.join();
+    if (center_failure) std::rethrow_exception(center_failure);
+    summary["failed_workers"] = failed.load();
+    return summary;
+}
+
+nlohmann::json run_local(const RunConfig& config, const std::string& directory) {
+    const int workers = int(config.cluster.workers);
+    const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
+    auto transport = make_zmq_transport();
+    const std::string address = config.cluster.endpoint.empty() ? "tcp://127.0.0.1:*" : config.cluster.endpoint;
+    CenterRun center(config, data, *transport, address, directory);  // writes directory/config.json
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const std::string config_path = directory + "/config.json";
+    std::vector<pid_t> children;
+    for (int i = 0; i < workers; ++i) {
+        // posix_spawn, not fork: this process already runs ZeroMQ's I/O threads.
+        const std::string log = directory + "/worker-" + std::to_string(i) + ".log";
+        const std::string connect = center.address();
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+        std::vector<std::string> args{self, "worker", "--config", config_path, "--connect", connect};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        pid_t pid = 0;
+        const int error = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        if (error != 0) throw std::runtime_error("cannot start worker process " + self + ": " + std::strerror(error));
+        children.push_back(pid);
+    }
+    std::printf("started %d worker processes (logs: %s/worker-*.log)\n", workers, directory.c_str());
+    nlohmann::json summary;
+    std::exception_ptr failure;
+    try {
+        summary = center.serve();
+    } catch (...) {
+        failure = std::current_exception();
+    }
+    nlohmann::json exits = nlohmann::json::array();
+    for (pid_t pid : children) {
+        if (failure) ::kill(pid, SIGTERM);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        exits.push_back(WIFEXITED(status) ? nlohmann::json(WEXITSTATUS(status))
+                                          : nlohmann::json("signal " + std::to_string(WTERMSIG(status))));
+    }
+    if (failure) std::rethrow_exception(failure);
+    summary["worker_exit_status"] = exits;
+    return summary;
+}
+
+}  // namespace
+
+nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
+    if (!config.strategy.rule->uses_center()) return run_sequential(config, directory);
+    return config.cluster.mode == "local" ? run_local(config, directory) : run_embedded(config, directory);
+}
+
+}  // namespace tether

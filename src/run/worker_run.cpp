@@ -1,0 +1,44 @@
+#include "run/worker_run.hpp"
+
+#include <cstdlib>
+
+#include "algorithms/strategy.hpp"
+#include "backend/backend.hpp"
+#include "run/center_run.hpp"
+#include "train/local_trainer.hpp"
+
+namespace tether {
+
+WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
+                        const std::string& address, const std::string& identity, int threads) {
+    const ClusterConfig& k = config.cluster;
+    // Declared first, destroyed last: the trainer and the rule hold buffers in its memory.
+    auto backend = make_backend({config.training.device, threads, 0});
+    const ModelIdentity model = model_identity(config, *data.train);
+    WorkerOptions options;
+    options.fingerprint = model.fingerprint;
+    options.shard_elements = std::size_t(k.shard_elements);
+    options.join_timeout_ms = int(k.join_timeout_ms);
+    options.reply_timeout_ms = int(k.reply_timeout_ms);
+    options.heartbeat_ms = int(k.heartbeat_ms);
+    options.epochs = std::size_t(config.training.epochs);
+    options.communication_window = config.strategy.rule->communication_window();
+    options.center_address = address;
+    WorkerNode node(transport.connect(address, identity, TransportOptions{}), options, model.num_parameters);
+    const Welcome welcome = node.join(model.num_parameters);
+
+    const std::size_t workers = std::size_t(k.workers);
+    DatasetView shard = DatasetView::whole(data.train).shard(welcome.worker_id % workers, workers);
+    LocalTrainer trainer(config, *backend, std::move(shard),
+                         std::uint64_t(config.training.seed) * 1000003u + welcome.worker_id);
+    const StrategyContext context{int(k.workers), model.num_parameters};
+    return node.train(trainer, config.strategy.rule->make_worker_rule(context), welcome);
+}
+
+std::optional<int> launcher_rank() {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+        if (const char* value = std::getenv(name)) return std::atoi(value);
+    return std::nullopt;
+}
+
+}  // namespace tether

@@ -1,0 +1,22 @@
+// The worker side of a distributed run, shared by embedded threads, local worker processes
+// and `tether worker`.
+#pragma once
+
+#include <string>
+
+#include "config/config.hpp"
+#include "data/dataset.hpp"
+#include "transport/transport.hpp"
+#include "worker/worker_node.hpp"
+
+namespace tether {
+
+// Joins the center at `address`, takes shard (worker id mod N) of the training set, trains
+// and returns what it did. `threads` is this worker's share of the CPU cores.
+WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
+                        const std::string& address, const std::string& identity, int threads);
+
+// The rank a launcher (mpirun, srun) gave this process, if any.
+std::optional<int> launcher_rank();
+
+}  // namespace tether

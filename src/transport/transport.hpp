@@ -1,0 +1,74 @@
+// The Transport seam: a worker's Channel to the center and the center's Endpoint facing all
+// workers. Messages are two frames, header and payload, opaque here (protocol/header.hpp
+// gives them meaning). Only transport/zmq_transport.cpp includes <zmq.hpp>.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tether {
+
+struct Frames {
+    std::vector<std::uint8_t> header;
+    std::vector<std::uint8_t> payload;
+    std::size_t extra_frames = 0;  // frames beyond the two expected (a malformed message)
+};
+
+// A send that could not be delivered: the peer is gone, or it stopped reading and its queue
+// stayed full past the send timeout. Never silent.
+class DeliveryError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class Channel {
+public:
+    virtual ~Channel() = default;
+    virtual void send(const std::vector<std::uint8_t>& header, const void* payload, std::size_t bytes) = 0;
+    // Waits up to timeout_ms (< 0: forever); false on timeout.
+    virtual bool receive(Frames& frames, int timeout_ms) = 0;
+};
+
+class Endpoint {
+public:
+    virtual ~Endpoint() = default;
+    // The address workers connect to, with the port the OS picked for "tcp://host:*" or ":0".
+    virtual std::string address() const = 0;
+    // Waits up to timeout_ms; false on timeout. `peer` identifies the sender for replies.
+    virtual bool receive(std::string& peer, Frames& frames, int timeout_ms) = 0;
+    // Throws DeliveryError when the peer is gone or not reading.
+    virtual void send(const std::string& peer, const std::vector<std::uint8_t>& header, const void* payload,
+                      std::size_t bytes) = 0;
+};
+
+struct TransportOptions {
+    int send_timeout_ms = 10000;
+    int high_water_mark = 1000;
+    std::size_t max_message_bytes = 64u << 20;  // the center refuses anything larger
+    int heartbeat_interval_ms = 1000;            // ZMTP heartbeats (connection level)
+    int heartbeat_timeout_ms = 10000;
+};
+
+// Owns the ZeroMQ context; inproc:// endpoints only reach channels of the same Transport.
+class Transport {
+public:
+    virtual ~Transport() = default;
+    virtual std::unique_ptr<Endpoint> bind(const std::string& address, const TransportOptions& options) = 0;
+    virtual std::unique_ptr<Channel> connect(const std::string& address, const std::string& identity,
+                                             const TransportOptions& options) = 0;
+    // Unblocks every socket of this transport (they then throw); for shutting down.
+    virtual void shutdown() = 0;
+};
+
+std::shared_ptr<Transport> make_zmq_transport();
+
+// Thrown by a socket when its transport was shut down.
+class TransportClosed : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace tether

@@ -1,0 +1,170 @@
+// The ZeroMQ implementation of the transport seam: ROUTER on the center, DEALER per worker.
+// ROUTER_MANDATORY makes a send to a gone peer fail (EHOSTUNREACH) instead of vanishing, and
+// a send timeout turns a full queue (EAGAIN) into an error instead of a silent drop.
+#include <zmq.hpp>
+
+#include <cerrno>
+
+#include "transport/transport.hpp"
+
+namespace tether {
+namespace {
+
+void apply_common(zmq::socket_t& s, const TransportOptions& o) {
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::sndhwm, o.high_water_mark);
+    s.set(zmq::sockopt::rcvhwm, o.high_water_mark);
+    s.set(zmq::sockopt::sndtimeo, o.send_timeout_ms);
+    s.set(zmq::sockopt::heartbeat_ivl, o.heartbeat_interval_ms);
+    s.set(zmq::sockopt::heartbeat_timeout, o.heartbeat_timeout_ms);
+}
+
+// Receives the rest of a multipart message into frames; returns the number of frames read.
+std::size_t receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts) {
+    parts.clear();
+    do {
+        parts.emplace_back();
+        if (!socket.recv(parts.back(), zmq::recv_flags::none)) return parts.size() - 1;
+    } while (parts.back().more());
+    return parts.size();
+}
+
+void to_frames(std::vector<zmq::message_t>& parts, std::size_t first, Frames& frames) {
+    const std::size_t count = parts.size() - first;
+    frames.header.assign(count > 0 ? parts[first].data<std::uint8_t>() : nullptr,
+                         count > 0 ? parts[first].data<std::uint8_t>() + parts[first].size() : nullptr);
+    frames.payload.assign(count > 1 ? parts[first + 1].data<std::uint8_t>() : nullptr,
+                          count > 1 ? parts[first + 1].data<std::uint8_t>() + parts[first + 1].size() : nullptr);
+    frames.extra_frames = count > 2 ? count - 2 : 0;
+}
+
+bool wait_readable(zmq::socket_t& socket, int timeout_ms) {
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    try {
+        return zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) > 0;
+    } catch (const zmq::error_t& e) {
+        if (e.num() == ETERM) throw TransportClosed("transport shut down");
+        if (e.num() == EINTR) return false;
+        throw;
+    }
+}
+
+class ZmqEndpoint final : public Endpoint {
+public:
+    ZmqEndpoint(std::shared_ptr<void> owner, zmq::context_t& context, const std::string& address,
+                const TransportOptions& o)
+        : owner_(std::move(owner)), socket_(context, zmq::socket_type::router) {
+        apply_common(socket_, o);
+        socket_.set(zmq::sockopt::router_mandatory, 1);
+        socket_.set(zmq::sockopt::maxmsgsize, std::int64_t(o.max_message_bytes));
+        try {
+            socket_.bind(address);
+        } catch (const zmq::error_t& e) {
+            throw std::runtime_error("cannot bind " + address + ": " + e.what());
+        }
+        address_ = socket_.get(zmq::sockopt::last_endpoint);
+        // A wildcard bind reports 0.0.0.0; workers on this host reach it via loopback.
+        const std::string wildcard = "tcp://0.0.0.0:";
+        if (address_.rfind(wildcard, 0) == 0) address_ = "tcp://127.0.0.1:" + address_.substr(wildcard.size());
+    }
+    std::string address() const override { return address_; }
+
+    bool receive(std::string& peer, Frames& frames, int timeout_ms) override {
+        if (!wait_readable(socket_, timeout_ms)) return false;
+        try {
+            if (receive_parts(socket_, parts_) == 0) return false;
+        } catch (const zmq::error_t& e) {
+            if (e.num() == ETERM) throw TransportClosed("transport shut down");
+            throw;
+        }
+        peer.assign(parts_[0].data<char>(), parts_[0].size());
+        to_frames(parts_, 1, frames);
+        return true;
+    }
+
+    void send(const std::string& peer, const std::vector<std::uint8_t>& header, const void* payload,
+              std::size_t bytes) override {
+        try {
+            if (!socket_.send(zmq::buffer(peer), zmq::send_flags::sndmore) ||
+                !socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
+                !socket_.send(zmq::buffer(payload, bytes), zmq::send_flags::none))
+                throw DeliveryError("worker is not reading: its queue stayed full for the send timeout");
+        } catch (const zmq::error_t& e) {
+            if (e.num() == EHOSTUNREACH) throw DeliveryError("worker is gone (EHOSTUNREACH)");
+            if (e.num() == ETERM) throw TransportClosed("transport shut down");
+            throw DeliveryError(std::string("send failed: ") + e.what());
+        }
+    }
+
+private:
+    std::shared_ptr<void> owner_;  // keeps the context alive until the socket is closed
+    zmq::socket_t socket_;
+    std::string address_;
+    std::vector<zmq::message_t> parts_;
+};
+
+class ZmqChannel final : public Channel {
+public:
+    ZmqChannel(std::shared_ptr<void> owner, zmq::context_t& context, const std::string& address,
+               const std::string& identity, const TransportOptions& o)
+        : owner_(std::move(owner)), socket_(context, zmq::socket_type::dealer) {
+        apply_common(socket_, o);
+        // A worker's last message is its bye: give it time to leave before the socket closes.
+        socket_.set(zmq::sockopt::linger, 5000);
+        socket_.set(zmq::sockopt::routing_id, identity);
+        try {
+            socket_.connect(address);
+        } catch (const zmq::error_t& e) {
+            throw std::runtime_error("cannot connect to " + address + ": " + e.what());
+        }
+    }
+
+    void send(const std::vector<std::uint8_t>& header, const void* payload, std::size_t bytes) override {
+        try {
+            if (!socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
+                !socket_.send(zmq::buffer(payload, bytes), zmq::send_flags::none))
+                throw DeliveryError("the center is not reading: the send queue stayed full for the send timeout");
+        } catch (const zmq::error_t& e) {
+            if (e.num() == ETERM) throw TransportClosed("transport shut down");
+            throw DeliveryError(std::string("send to the center failed: ") + e.what());
+        }
+    }
+
+    bool receive(Frames& frames, int timeout_ms) override {
+        if (!wait_readable(socket_, timeout_ms)) return false;
+        try {
+            if (receive_parts(socket_, parts_) == 0) return false;
+        } catch (const zmq::error_t& e) {
+            if (e.num() == ETERM) throw TransportClosed("transport shut down");
+            throw;
+        }
+        to_frames(parts_, 0, frames);
+        return true;
+    }
+
+private:
+    std::shared_ptr<void> owner_;
+    zmq::socket_t socket_;
+    std::vector<zmq::message_t> parts_;
+};
+
+class ZmqTransport final : public Transport, public std::enable_shared_from_this<ZmqTransport> {
+public:
+    std::unique_ptr<Endpoint> bind(const std::string& address, const TransportOptions& o) override {
+        return std::make_unique<ZmqEndpoint>(shared_from_this(), context_, address, o);
+    }
+    std::unique_ptr<Channel> connect(const std::string& address, const std::string& identity,
+                                     const TransportOptions& o) override {
+        return std::make_unique<ZmqChannel>(shared_from_this(), context_, address, identity, o);
+    }
+    void shutdown() override { context_.shutdown(); }
+
+private:
+    zmq::context_t context_;
+};
+
+}  // namespace
+
+std::shared_ptr<Transport> make_zmq_transport() { return std::make_shared<ZmqTransport>(); }
+
+}  // namespace tether

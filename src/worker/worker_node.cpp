@@ -1,0 +1,130 @@
+#include "worker/worker_node.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "protocol/header.hpp"
+
+namespace tether {
+
+using Clock = std::chrono::steady_clock;
+
+WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
+    : channel_(std::move(channel)), options_(std::move(options)), payload_(num_parameters), reply_(num_parameters) {}
+
+Header WorkerNode::base_header(MessageType type) const {
+    Header h;
+    h.type = type;
+    h.worker_id = result_.worker_id;
+    h.fingerprint = options_.fingerprint;
+    h.center_version = rule_ ? rule_->pull_version() : 0;
+    h.local_step = trainer_ ? trainer_->steps_taken() : 0;
+    h.samples = trainer_ ? trainer_->samples_seen() : 0;
+    h.sequence = sequence_;
+    return h;
+}
+
+void WorkerNode::send(const Header& header, const void* payload, std::size_t bytes) {
+    const auto encoded = encode(header);
+    channel_->send(encoded, payload, bytes);
+    result_.bytes_sent += encoded.size() + bytes;
+    last_send_ = Clock::now();
+}
+
+Header WorkerNode::receive_vector(MessageType type, std::vector<float>& out, int timeout_ms, std::uint64_t sequence) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    Frames frames;
+    std::uint32_t next_shard = 0;
+    while (true) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0 || !channel_->receive(frames, int(std::min<long long>(left, 5000)))) {
+            if (Clock::now() < deadline) {
+                if (type == MessageType::welcome)
+                    std::fprintf(stderr, "worker: still waiting for the center at %s to welcome us...\n",
+                                 options_.center_address.c_str());
+                continue;
+            }
+            throw std::runtime_error(std::string("no ") + to_string(type) + " from the center at " +
+                                     options_.center_address + " within " + std::to_string(timeout_ms) +
+                                     " ms; is the center running (and all cluster.workers started)?");
+        }
+        result_.bytes_received += frames.header.size() + frames.payload.size();
+        std::string reason;
+        const auto h = decode(frames.header.data(), frames.header.size(), reason);
+        if (!h) throw std::runtime_error("malformed message from the center: " + reason);
+        if (h->type == MessageType::error)
+            throw std::runtime_error("the center rejected this worker: " +
+                                     std::string(frames.payload.begin(), frames.payload.end()));
+        if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the center, got " + to_string(h->type));
+        if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the center trains a different model or strategy (fingerprint mismatch)");
+        if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
+        const std::size_t first = std::size_t(h->shard_id) * options_.shard_elements;
+        if (h->shard_id != next_shard || h->dtype != Dtype::float32 || first + h->element_count > out.size() ||
+            frames.payload.size() != h->element_count * sizeof(float))
+            throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " shard from the center");
+        std::memcpy(out.data() + first, frames.payload.data(), frames.payload.size());
+        if (++next_shard == h->shard_count) return *h;
+    }
+}
+
+Welcome WorkerNode::join(std::size_t) {
+    Header hello = base_header(MessageType::hello);
+    hello.element_count = payload_.size();
+    send(hello, nullptr, 0);
+    Welcome welcome;
+    welcome.center.resize(payload_.size());
+    const Header h = receive_vector(MessageType::welcome, welcome.center, options_.join_timeout_ms, 0);
+    welcome.worker_id = h.worker_id;
+    welcome.version = h.center_version;
+    result_.worker_id = h.worker_id;
+    return welcome;
+}
+
+void WorkerNode::exchange() {
+    const auto started = Clock::now();
+    ++sequence_;
+    rule_->make_payload(trainer_->backend(), trainer_->parameters(), payload_.data());
+    const std::size_t n = payload_.size(), shard = options_.shard_elements;
+    Header h = base_header(MessageType::exchange);
+    h.dtype = Dtype::float32;
+    h.shard_count = std::uint32_t((n + shard - 1) / shard);
+    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
+        const std::size_t first = std::size_t(s) * shard, elements = std::min(shard, n - first);
+        h.shard_id = s;
+        h.element_count = elements;
+        h.flags = s + 1 == h.shard_count ? kFlagLastShard : 0;
+        send(h, payload_.data() + first, elements * sizeof(float));
+    }
+    const Header reply = receive_vector(MessageType::reply, reply_, options_.reply_timeout_ms, sequence_);
+    rule_->apply_reply(trainer_->backend(), trainer_->parameters(), reply_.data(), reply.center_version);
+    ++result_.exchanges;
+    result_.seconds_waiting += std::chrono::duration<double>(Clock::now() - started).count();
+}
+
+void WorkerNode::heartbeat() {
+    if (Clock::now() - last_send_ < std::chrono::milliseconds(options_.heartbeat_ms)) return;
+    send(base_header(MessageType::heartbeat), nullptr, 0);
+}
+
+WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
+    trainer_ = &trainer;
+    rule_ = std::move(rule);
+    trainer.set_parameters_from_host(welcome.center.data());
+    rule_->on_join(trainer.backend(), trainer.parameters(), welcome.center.data(), welcome.version);
+    const std::size_t window = std::size_t(options_.communication_window);
+    const std::size_t total_steps = options_.epochs * trainer.steps_per_epoch();
+    for (std::size_t step = 1; step <= total_steps; ++step) {
+        trainer.step();
+        // The last step always ends with an exchange, so no local work is lost.
+        if (step % window == 0 || step == total_steps) exchange();
+        else heartbeat();
+    }
+    send(base_header(MessageType::bye), nullptr, 0);
+    result_.steps = trainer.steps_taken();
+    result_.samples = trainer.samples_seen();
+    return result_;
+}
+
+}  // namespace tether

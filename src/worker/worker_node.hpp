@@ -1,0 +1,69 @@
+// A worker: joins the center (hello/welcome), trains its shard with its local optimizer and,
+// every communication window, runs the strategy's exchange with the center.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "algorithms/strategy.hpp"
+#include "protocol/header.hpp"
+#include "train/local_trainer.hpp"
+#include "transport/transport.hpp"
+
+namespace tether {
+
+struct WorkerOptions {
+    std::uint64_t fingerprint = 0;
+    std::size_t shard_elements = 1 << 20;
+    int join_timeout_ms = 60000;
+    int reply_timeout_ms = 600000;
+    int heartbeat_ms = 1000;
+    std::size_t epochs = 1;  // passes over this worker's shard
+    int communication_window = 1;
+    std::string center_address;  // for messages only
+};
+
+struct WorkerResult {
+    std::uint32_t worker_id = 0;
+    std::size_t steps = 0, samples = 0, exchanges = 0;
+    std::uint64_t bytes_sent = 0, bytes_received = 0;
+    double seconds_waiting = 0;  // blocked on the center (send + reply)
+};
+
+// What the center told a worker on joining.
+struct Welcome {
+    std::uint32_t worker_id = 0;
+    std::uint64_t version = 0;
+    std::vector<float> center;  // x~ at join time
+};
+
+class WorkerNode {
+public:
+    WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters);
+    // Says hello and waits for the welcome (its worker id picks the worker's shard).
+    Welcome join(std::size_t num_parameters_check);
+    // Starts from x~, trains to the end and says bye. Throws on a center error, a timeout or
+    // a delivery failure.
+    WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);
+
+private:
+    void exchange();
+    void heartbeat();
+    void send(const Header& header, const void* payload, std::size_t bytes);
+    Header base_header(MessageType type) const;
+    // Receives a full vector (all shards) of `type` into `out`; returns the last header.
+    Header receive_vector(MessageType type, std::vector<float>& out, int timeout_ms, std::uint64_t sequence);
+
+    LocalTrainer* trainer_ = nullptr;
+    std::unique_ptr<WorkerRule> rule_;
+    std::unique_ptr<Channel> channel_;
+    WorkerOptions options_;
+    WorkerResult result_;
+    std::uint64_t sequence_ = 0;
+    std::vector<float> payload_, reply_;
+    std::chrono::steady_clock::time_point last_send_;
+};
+
+}  // namespace tether
