@@ -205,8 +205,10 @@ void Center::maybe_close_round(bool deadline_passed) {
     ++stats_.rounds;
     std::vector<Worker*> contributors;
     contributors.swap(round_);
+    const auto now = Clock::now();
     for (Worker* w : contributors) {
         w->in_round = false;
+        w->last_seen = now;  // it was waiting on us, not silent
         const std::uint64_t before = stats_.bytes_sent;
         send_vector(*w, MessageType::reply, reply_, w->sequence);
         if (on_exchange)
@@ -285,7 +287,10 @@ void Center::maybe_snapshot(bool final) {
     stats_.total_samples = total;
     if (!on_snapshot) return;
     const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
-    if (!due && !final) return;
+    // The last periodic snapshot often is the final state already; evaluate it once.
+    const bool unchanged = total == last_snapshot_.first && state_.version == last_snapshot_.second;
+    if (!due && !(final && !unchanged)) return;
+    last_snapshot_ = {total, state_.version};
     if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
     on_snapshot(Snapshot{state_.x, state_.version, stats_, final});
 }

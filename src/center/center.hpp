@@ -109,6 +109,7 @@ private:
     bool started_ = false;
     std::atomic<bool> stop_requested_{false};
     std::uint64_t next_snapshot_samples_ = 0;
+    std::pair<std::uint64_t, std::uint64_t> last_snapshot_{~0ull, ~0ull};  // samples, version
     std::vector<float> reply_;
     int rejections_logged_ = 0;
 };

@@ -61,6 +61,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
     center_thread.join();
     if (center_failure) std::rethrow_exception(center_failure);
     summary["failed_workers"] = failed.load();
+    write_json_file(directory + "/summary.json", summary);
     return summary;
 }
 
@@ -109,6 +110,7 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
     }
     if (failure) std::rethrow_exception(failure);
     summary["worker_exit_status"] = exits;
+    write_json_file(directory + "/summary.json", summary);
     return summary;
 }
 

@@ -19,7 +19,7 @@ std::string default_run_directory(const std::string& name) {
     return candidate;
 }
 
-static void write_json(const std::string& path, const json& value) {
+void write_json_file(const std::string& path, const json& value) {
     std::ofstream out(path);
     out << value.dump(2) << "\n";
     if (!out) throw std::runtime_error(path + ": cannot write");
@@ -30,7 +30,7 @@ RunRecorder::RunRecorder(const RunConfig& config, std::string directory)
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
     if (error) throw std::runtime_error(directory_ + ": cannot create the run directory: " + error.message());
-    write_json(directory_ + "/config.json", config.resolved);
+    write_json_file(directory_ + "/config.json", config.resolved);
     metrics_.open(directory_ + "/metrics.jsonl");
     if (!metrics_) throw std::runtime_error(directory_ + "/metrics.jsonl: cannot write");
 }
@@ -64,7 +64,7 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
         {"epochs", config_.training.epochs},
     };
     summary.update(extra);
-    write_json(directory_ + "/summary.json", summary);
+    write_json_file(directory_ + "/summary.json", summary);
     return summary;
 }
 

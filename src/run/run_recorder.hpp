@@ -25,6 +25,9 @@ struct EvaluationPoint {
     nlohmann::json extra = nlohmann::json::object();  // strategy / center figures
 };
 
+// Writes `value` as pretty JSON to `path`; throws naming the path when it cannot.
+void write_json_file(const std::string& path, const nlohmann::json& value);
+
 // The default run directory: runs/<name>-<YYYYmmdd-HHMMSS>.
 std::string default_run_directory(const std::string& name);
 
