@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
+#include "config/known_keys.hpp"
 #include "util/errors.hpp"
 
 namespace po = boost::program_options;
@@ -23,6 +24,7 @@ const char* kUsage =
     "  tether server --config C --bind tcp://*:PORT [--out DIR] the center of a multi-process run\n"
     "  tether worker --config C --connect tcp://HOST:PORT       one worker (under mpirun/srun, rank 0 serves)\n"
     "  tether version                                           print version and build\n"
+    "  tether config-keys                                       every config key, default and range (JSON lines)\n"
     "  tether COMMAND --help                                    options of one command\n"
     "\n"
     "exit codes: 0 success, 2 usage or config error, 1 runtime failure\n"
@@ -49,6 +51,12 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (command == "version" || command == "--version") return version();
+        if (command == "config-keys") {
+            // Every accepted config key as JSON lines: path, type, default, allowed.
+            for (const auto& k : tether::known_config_keys())
+                std::printf("%s\n", nlohmann::json{{"key", k.path}, {"type", k.type}, {"default", nlohmann::json::parse(k.default_value)}, {"allowed", k.allowed}}.dump().c_str());
+            return 0;
+        }
         if (command == "run") return tether::cli::run_command(rest);
         if (command == "server") return tether::cli::server_command(rest);
         if (command == "worker") return tether::cli::worker_command(rest);

@@ -1,0 +1,25 @@
+#include "config/known_keys.hpp"
+
+#include <set>
+
+#include "algorithms/registry.hpp"
+
+namespace tether {
+
+std::vector<KeyInfo> known_config_keys() {
+    std::vector<KeyInfo> all;
+    std::set<std::string> seen;
+    // Each strategy reads its own keys, so parse one config per strategy and merge.
+    for (const auto& name : strategy_names()) {
+        nlohmann::json document = {{"strategy", {{"name", name}}}, {"cluster", {{"workers", name == "sequential" ? 1 : 2}}}};
+        if (name == "eamsgd") document["training"] = {{"optimizer", {{"name", "nesterov"}}}};
+        std::vector<KeyInfo> keys;
+        parse_config(document, &keys);
+        for (auto& k : keys) {
+            if (seen.insert(k.path).second) all.push_back(k);
+        }
+    }
+    return all;
+}
+
+}  // namespace tether
