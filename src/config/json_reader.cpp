@@ -216,9 +216,10 @@ void apply_override(json& config, const std::string& assignment) {
         const auto dot = key.find('.', start);
         const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         if (part.empty()) throw ConfigError("--set " + assignment + ": empty component in key \"" + key + "\"");
-        walked += (walked.empty() ? "" : ".") + part;
         if (!node->is_object())
-            throw ConfigError("--set " + assignment + ": " + walked + " lies inside a value that is not an object");
+            throw ConfigError("--set " + assignment + ": " + walked + " is " + node->dump() +
+                              ", not an object, so it has no key \"" + part + "\"");
+        walked += (walked.empty() ? "" : ".") + part;
         if (dot == std::string::npos) {
             (*node)[part] = value;
             return;

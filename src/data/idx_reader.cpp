@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -50,8 +51,11 @@ IdxArray read_idx(const std::string& path, std::size_t expected_dimensions) {
     if (read_up_to(file.get(), magic, 4, path) != 4) fail(path, "truncated: shorter than the 4-byte IDX magic");
     if (magic[0] != 0 || magic[1] != 0)
         fail(path, "bad magic: not an IDX file (the first two bytes must be zero)");
-    if (magic[2] != 0x08)
-        fail(path, "unsupported IDX element type 0x" + std::to_string(magic[2]) + "; only unsigned bytes (0x08) are read");
+    if (magic[2] != 0x08) {
+        char type[8];
+        std::snprintf(type, sizeof type, "0x%02x", magic[2]);
+        fail(path, std::string("unsupported IDX element type ") + type + "; only unsigned bytes (0x08) are read");
+    }
     if (magic[3] != expected_dimensions)
         fail(path, "has " + std::to_string(magic[3]) + " dimensions, expected " + std::to_string(expected_dimensions) +
                        (expected_dimensions == 1 ? " (a label file)" : " (an image file)"));

@@ -39,7 +39,8 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
 
     const std::size_t steps_per_epoch = trainer.steps_per_epoch();
     const std::size_t total_steps = steps_per_epoch * std::size_t(config.training.epochs);
-    const std::size_t per_epoch = std::size_t(config.eval.per_epoch);
+    // More evaluations than steps in an epoch would fall between steps: one per step at most.
+    const std::size_t per_epoch = std::min<std::size_t>(std::size_t(config.eval.per_epoch), steps_per_epoch);
     double training_seconds = 0, loss_sum = 0;
     std::size_t loss_count = 0, next_eval = 1;
     auto segment_start = Clock::now();
@@ -61,7 +62,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         point.test_loss = e.loss;
         point.test_accuracy = e.accuracy;
         recorder.record(point);
-        progress.report(point, double(point.samples) / training_seconds);
+        progress.report(point, training_seconds > 0 ? double(point.samples) / training_seconds : 0.0);
         loss_sum = 0;
         loss_count = 0;
         ++next_eval;

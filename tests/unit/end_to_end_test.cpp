@@ -1,0 +1,155 @@
+// A whole run on a small separable synthetic problem: it must learn it, and the run directory
+// must hold config.json, metrics.jsonl (one line per evaluation) and summary.json with the
+// documented fields.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "data/dataset.hpp"
+#include "run/run.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using nlohmann::json;
+using tether::testing::TempDir;
+
+constexpr int kEpochs = 3, kPerEpoch = 2, kTrainSamples = 1000;
+
+tether::RunConfig small_config() {
+    json document = json::parse(R"({
+        "name": "e2e",
+        "data": {"source": "synthetic", "train_samples": 1000, "test_samples": 400,
+                 "features": 16, "classes": 4, "noise": 1.0},
+        "model": {"hidden_layers": [32]},
+        "training": {"epochs": 3, "batch_size": 32, "device": "cpu", "threads": 1, "seed": 5,
+                     "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "eval": {"per_epoch": 2, "target_accuracy": 0.9}
+    })");
+    return tether::parse_config(document);
+}
+
+std::vector<json> read_lines(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in);
+    std::vector<json> lines;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) lines.push_back(json::parse(line));
+    return lines;
+}
+
+}  // namespace
+
+TEST_CASE("make_synthetic is seeded and balanced") {
+    tether::SyntheticSpec spec;
+    spec.train_samples = 100;
+    spec.test_samples = 40;
+    spec.features = 5;
+    spec.classes = 4;
+    const auto a = tether::make_synthetic(spec), b = tether::make_synthetic(spec);
+    CHECK(a.train->size() == 100);
+    CHECK(a.test->size() == 40);
+    CHECK(a.train->features == 5);
+    CHECK(a.train->classes == 4);
+    CHECK(a.train->images == b.train->images);
+    CHECK(a.test->labels == b.test->labels);
+    std::vector<int> counts(4);
+    for (auto label : a.train->labels) ++counts[std::size_t(label)];
+    CHECK(counts == std::vector<int>{25, 25, 25, 25});
+    spec.seed = 8;
+    CHECK(tether::make_synthetic(spec).train->images != a.train->images);
+}
+
+TEST_CASE("a sequential run learns a separable problem and writes its run directory") {
+    TempDir dir;
+    const std::string run = dir.file("run");
+    const tether::RunConfig config = small_config();
+    const json summary = tether::run_experiment(config, run);
+
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.95);
+    CHECK(summary["best_test_accuracy"].get<double>() >= summary["final_test_accuracy"].get<double>());
+
+    REQUIRE(std::filesystem::exists(run + "/config.json"));
+    REQUIRE(std::filesystem::exists(run + "/metrics.jsonl"));
+    REQUIRE(std::filesystem::exists(run + "/summary.json"));
+
+    // config.json is the resolved config: given values and defaults.
+    const json written_config = json::parse(tether::testing::read_text(run + "/config.json"));
+    CHECK(written_config == config.resolved);
+    CHECK(written_config["training"]["optimizer"]["beta2"] == 0.999);
+
+    const std::vector<json> metrics = read_lines(run + "/metrics.jsonl");
+    REQUIRE(metrics.size() == std::size_t(kEpochs * kPerEpoch));
+    double previous_wall = 0, previous_epoch = 0;
+    std::size_t previous_samples = 0;
+    for (const json& line : metrics) {
+        CAPTURE(line.dump());
+        for (const char* field : {"wall_seconds", "epoch", "samples", "train_loss", "test_accuracy"})
+            CHECK(line.contains(field));
+        CHECK(line["wall_seconds"].get<double>() >= previous_wall);
+        CHECK(line["epoch"].get<double>() > previous_epoch);
+        CHECK(line["samples"].get<std::size_t>() > previous_samples);
+        CHECK(line["train_loss"].get<double>() > 0);
+        CHECK(line["test_accuracy"].get<double>() >= 0);
+        CHECK(line["test_accuracy"].get<double>() <= 1);
+        previous_wall = line["wall_seconds"].get<double>();
+        previous_epoch = line["epoch"].get<double>();
+        previous_samples = line["samples"].get<std::size_t>();
+    }
+    // Evaluations fall at the middle and the end of each epoch.
+    CHECK(metrics[0]["epoch"].get<double>() == doctest::Approx(0.5).epsilon(0.05));
+    CHECK(metrics.back()["epoch"].get<double>() == doctest::Approx(kEpochs));
+    CHECK(metrics.back()["samples"] == kEpochs * kTrainSamples);
+    CHECK(metrics.back()["test_accuracy"] == summary["final_test_accuracy"]);
+
+    const json written_summary = json::parse(tether::testing::read_text(run + "/summary.json"));
+    CHECK(written_summary == summary);
+    for (const char* field : {"final_test_accuracy", "best_test_accuracy", "wall_seconds", "samples_per_second",
+                              "time_to_target"})
+        CHECK(written_summary.contains(field));
+    CHECK(summary["wall_seconds"].get<double>() > 0);
+    CHECK(summary["wall_seconds"].get<double>() >= metrics.back()["wall_seconds"].get<double>());
+    CHECK(summary["samples_per_second"].get<double>() > 0);
+    CHECK(summary["samples"] == kEpochs * kTrainSamples);
+    REQUIRE(summary["time_to_target"].is_number());
+    CHECK(summary["time_to_target"].get<double>() <= summary["wall_seconds"].get<double>());
+    double best = 0;
+    for (const json& line : metrics) best = std::max(best, line["test_accuracy"].get<double>());
+    CHECK(summary["best_test_accuracy"].get<double>() == best);
+}
+
+TEST_CASE("a run that never reaches its target reports time_to_target null") {
+    TempDir dir;
+    tether::RunConfig config = small_config();
+    json document = config.resolved;
+    document["training"]["epochs"] = 1;
+    document["eval"]["per_epoch"] = 1;
+    document["eval"]["target_accuracy"] = 1.0;
+    document["data"]["noise"] = 50.0;  // no model can reach 100% on this
+    config = tether::parse_config(document);
+    const json summary = tether::run_experiment(config, dir.file("run"));
+    CHECK(summary["time_to_target"].is_null());
+    CHECK(summary["target_accuracy"] == 1.0);
+}
+
+TEST_CASE("the same seed gives the same run on one CPU thread") {
+    TempDir dir;
+    tether::RunConfig config = small_config();
+    json document = config.resolved;
+    document["training"]["epochs"] = 1;
+    config = tether::parse_config(document);
+    const json first = tether::run_experiment(config, dir.file("first"));
+    const json second = tether::run_experiment(config, dir.file("second"));
+    CHECK(first["final_test_accuracy"] == second["final_test_accuracy"]);
+    CHECK(first["final_test_loss"] == second["final_test_loss"]);
+    const std::vector<json> a = read_lines(dir.file("first") + "/metrics.jsonl");
+    const std::vector<json> b = read_lines(dir.file("second") + "/metrics.jsonl");
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i]["train_loss"] == b[i]["train_loss"]);
+}
