@@ -25,7 +25,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     options.communication_window = config.strategy.rule->communication_window();
     options.center_address = address;
     WorkerNode node(transport.connect(address, identity, TransportOptions{}), options, model.num_parameters);
-    const Welcome welcome = node.join(model.num_parameters);
+    const Welcome welcome = node.join();
 
     const std::size_t workers = std::size_t(k.workers);
     DatasetView shard = DatasetView::whole(data.train).shard(welcome.worker_id % workers, workers);

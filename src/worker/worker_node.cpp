@@ -20,8 +20,8 @@ Header WorkerNode::base_header(MessageType type) const {
     h.worker_id = result_.worker_id;
     h.fingerprint = options_.fingerprint;
     h.center_version = rule_ ? rule_->pull_version() : 0;
-    h.local_step = trainer_ ? trainer_->steps_taken() : 0;
-    h.samples = trainer_ ? trainer_->samples_seen() : 0;
+    h.local_step = result_.steps;
+    h.samples = result_.samples;
     h.sequence = sequence_;
     return h;
 }
@@ -69,7 +69,7 @@ Header WorkerNode::receive_vector(MessageType type, std::vector<float>& out, int
     }
 }
 
-Welcome WorkerNode::join(std::size_t) {
+Welcome WorkerNode::join() {
     Header hello = base_header(MessageType::hello);
     hello.element_count = payload_.size();
     send(hello, nullptr, 0);
@@ -85,7 +85,7 @@ Welcome WorkerNode::join(std::size_t) {
 void WorkerNode::exchange() {
     const auto started = Clock::now();
     ++sequence_;
-    rule_->make_payload(trainer_->backend(), trainer_->parameters(), payload_.data());
+    rule_->make_payload(*backend_, x_, payload_.data());
     const std::size_t n = payload_.size(), shard = options_.shard_elements;
     Header h = base_header(MessageType::exchange);
     h.dtype = Dtype::float32;
@@ -98,7 +98,8 @@ void WorkerNode::exchange() {
         send(h, payload_.data() + first, elements * sizeof(float));
     }
     const Header reply = receive_vector(MessageType::reply, reply_, options_.reply_timeout_ms, sequence_);
-    rule_->apply_reply(trainer_->backend(), trainer_->parameters(), reply_.data(), reply.center_version);
+    rule_->apply_reply(*backend_, x_, reply_.data(), reply.center_version);
+    steps_since_exchange_ = 0;
     ++result_.exchanges;
     result_.seconds_waiting += std::chrono::duration<double>(Clock::now() - started).count();
 }
@@ -108,23 +109,41 @@ void WorkerNode::heartbeat() {
     send(base_header(MessageType::heartbeat), nullptr, 0);
 }
 
-WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
-    trainer_ = &trainer;
+void WorkerNode::start(Backend& backend, float* x, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
+    backend_ = &backend;
+    x_ = x;
     rule_ = std::move(rule);
-    trainer.set_parameters_from_host(welcome.center.data());
-    rule_->on_join(trainer.backend(), trainer.parameters(), welcome.center.data(), welcome.version);
-    const std::size_t window = std::size_t(options_.communication_window);
-    const std::size_t total_steps = options_.epochs * trainer.steps_per_epoch();
-    for (std::size_t step = 1; step <= total_steps; ++step) {
-        trainer.step();
-        // The last step always ends with an exchange, so no local work is lost.
-        if (step % window == 0 || step == total_steps) exchange();
-        else heartbeat();
+    backend.copy_from_host(x, welcome.center.data(), welcome.center.size() * sizeof(float));
+    rule_->on_join(backend, x, welcome.center.data(), welcome.version);
+    last_send_ = Clock::now();
+}
+
+bool WorkerNode::after_step(std::size_t samples) {
+    ++result_.steps;
+    result_.samples += samples;
+    if (++steps_since_exchange_ >= std::size_t(options_.communication_window)) {
+        exchange();
+        return true;
     }
+    heartbeat();
+    return false;
+}
+
+WorkerResult WorkerNode::finish() {
+    if (steps_since_exchange_ > 0) exchange();
     send(base_header(MessageType::bye), nullptr, 0);
-    result_.steps = trainer.steps_taken();
-    result_.samples = trainer.samples_seen();
     return result_;
+}
+
+WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
+    start(trainer.backend(), trainer.parameters(), std::move(rule), welcome);
+    const std::size_t total_steps = options_.epochs * trainer.steps_per_epoch();
+    for (std::size_t step = 0; step < total_steps; ++step) {
+        const std::size_t before = trainer.samples_seen();
+        trainer.step();
+        after_step(trainer.samples_seen() - before);
+    }
+    return finish();
 }
 
 }  // namespace tether

@@ -43,9 +43,16 @@ class WorkerNode {
 public:
     WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters);
     // Says hello and waits for the welcome (its worker id picks the worker's shard).
-    Welcome join(std::size_t num_parameters_check);
-    // Starts from x~, trains to the end and says bye. Throws on a center error, a timeout or
-    // a delivery failure.
+    Welcome join();
+    // Binds the worker's parameters x (backend memory) and its rule, and sets x <- x~.
+    void start(Backend& backend, float* x, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);
+    // Call after each local step that processed `samples` samples: runs the strategy's exchange
+    // when the communication window is full. Returns true when it exchanged.
+    bool after_step(std::size_t samples);
+    // Exchanges what the steps since the last exchange did (nothing is lost), then says bye.
+    WorkerResult finish();
+    // start + one pass of after_step per local step for options.epochs epochs + finish.
+    // Throws on a center error, a timeout or a delivery failure.
     WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);
 
 private:
@@ -56,8 +63,10 @@ private:
     // Receives a full vector (all shards) of `type` into `out`; returns the last header.
     Header receive_vector(MessageType type, std::vector<float>& out, int timeout_ms, std::uint64_t sequence);
 
-    LocalTrainer* trainer_ = nullptr;
+    Backend* backend_ = nullptr;
+    float* x_ = nullptr;
     std::unique_ptr<WorkerRule> rule_;
+    std::size_t steps_since_exchange_ = 0;
     std::unique_ptr<Channel> channel_;
     WorkerOptions options_;
     WorkerResult result_;

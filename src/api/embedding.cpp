@@ -1,0 +1,134 @@
+// The embedding API (include/tether/tether.hpp) on top of the same Center, WorkerNode,
+// strategies and transport that `tether run` uses.
+#include <tether/tether.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "algorithms/strategy.hpp"
+#include "backend/backend.hpp"
+#include "center/center.hpp"
+#include "config/config.hpp"
+#include "protocol/header.hpp"
+#include "worker/worker_node.hpp"
+
+namespace tether {
+namespace {
+
+// The strategy as the config parser builds it, so the API accepts exactly the config's keys.
+RunConfig strategy_config(const ServiceOptions& o) {
+    nlohmann::json strategy;
+    try {
+        strategy = nlohmann::json::parse(o.strategy);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::invalid_argument("ServiceOptions.strategy: not valid JSON: " + std::string(e.what()));
+    }
+    nlohmann::json document = {{"strategy", strategy}, {"cluster", {{"workers", o.workers}}}};
+    // eamsgd checks the local optimizer; the embedding user runs their own, so declare Nesterov.
+    if (strategy.value("name", "") == "eamsgd") document["training"] = {{"optimizer", {{"name", "nesterov"}}}};
+    return parse_config(document);
+}
+
+std::uint64_t api_fingerprint(std::size_t count, const RunConfig& c) { return fingerprint(count, {}, c.strategy.name); }
+
+class Worker final : public WorkerClient {
+public:
+    Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o, float* x,
+           std::size_t count, Memory memory)
+        : transport_(std::move(transport)), config_(strategy_config(o)),
+          backend_(make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, 0})) {
+        static std::atomic<unsigned> counter{0};
+        WorkerOptions options;
+        options.fingerprint = api_fingerprint(count, config_);
+        options.join_timeout_ms = o.join_timeout_ms;
+        options.reply_timeout_ms = o.reply_timeout_ms;
+        options.communication_window = config_.strategy.rule->communication_window();
+        options.center_address = address;
+        node_ = std::make_unique<WorkerNode>(
+            transport_->connect(address, "api-worker-" + std::to_string(::getpid()) + "-" + std::to_string(counter++),
+                                TransportOptions{}),
+            options, count);
+        const Welcome welcome = node_->join();
+        id_ = welcome.worker_id;
+        node_->start(*backend_, x, config_.strategy.rule->make_worker_rule({o.workers, count}), welcome);
+    }
+    bool step(std::size_t samples) override { return node_->after_step(samples); }
+    WorkerReport finish() override {
+        const WorkerResult r = node_->finish();
+        return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting};
+    }
+    unsigned id() const override { return id_; }
+
+private:
+    std::shared_ptr<Transport> transport_;
+    RunConfig config_;
+    std::unique_ptr<Backend> backend_;  // before node_: the rule's buffers live in its memory
+    std::unique_ptr<WorkerNode> node_;
+    unsigned id_ = 0;
+};
+
+class Service final : public CenterService {
+public:
+    Service(std::vector<float> initial, const ServiceOptions& o)
+        : options_(o), config_(strategy_config(o)), transport_(make_zmq_transport()), count_(initial.size()) {
+        static std::atomic<unsigned> counter{0};
+        const std::string address = o.address.empty() ? "inproc://tether-api-" + std::to_string(counter++) : o.address;
+        CenterOptions c;
+        c.expected_workers = o.workers;
+        c.fingerprint = api_fingerprint(count_, config_);
+        c.quorum = o.quorum;
+        c.round_timeout_ms = o.round_timeout_ms;
+        c.worker_timeout_ms = o.worker_timeout_ms;
+        c.join_timeout_ms = o.join_timeout_ms;
+        center_ = std::make_unique<Center>(transport_->bind(address, TransportOptions{}),
+                                           config_.strategy.rule->make_center_rule({o.workers, count_}),
+                                           std::move(initial), c);
+        thread_ = std::thread([this] {
+            try {
+                center_->serve();
+            } catch (...) {
+                failure_ = std::current_exception();
+            }
+        });
+    }
+    ~Service() override {
+        if (thread_.joinable()) {
+            center_->stop();
+            thread_.join();
+        }
+    }
+    std::string address() const override { return center_->address(); }
+    std::unique_ptr<WorkerClient> connect_worker(float* x, std::size_t count, Memory memory) override {
+        return std::make_unique<Worker>(transport_, address(), options_, x, count, memory);
+    }
+    std::vector<float> wait() override {
+        if (thread_.joinable()) thread_.join();
+        if (failure_) std::rethrow_exception(failure_);
+        return center_->state().x;
+    }
+    std::string stats_json() const override { return center_->stats().to_json().dump(); }
+
+private:
+    ServiceOptions options_;
+    RunConfig config_;
+    std::shared_ptr<Transport> transport_;
+    std::size_t count_;
+    std::unique_ptr<Center> center_;
+    std::thread thread_;
+    std::exception_ptr failure_;
+};
+
+}  // namespace
+
+std::unique_ptr<WorkerClient> WorkerClient::connect(const std::string& address, const ServiceOptions& options,
+                                                    float* parameters, std::size_t count, Memory memory) {
+    return std::make_unique<Worker>(make_zmq_transport(), address, options, parameters, count, memory);
+}
+
+std::unique_ptr<CenterService> CenterService::start(std::vector<float> initial, const ServiceOptions& options) {
+    return std::make_unique<Service>(std::move(initial), options);
+}
+
+}  // namespace tether
