@@ -27,7 +27,7 @@ using CudaOps = ops::ThrustOps<CudaPolicy, /*kRowwise=*/false>;
 
 class CudaBackend final : public CudaOps {
 public:
-    CudaBackend(int device, cudaStream_t stream) : CudaOps(thrust::cuda::par.on(stream)), device_(device), stream_(stream) {
+    CudaBackend(int device, cudaStream_t stream) : CudaOps(thrust::cuda::par.on(stream), /*parallel_threshold=*/0), device_(device), stream_(stream) {
         check(cublasCreate(&blas_), "cublasCreate");
         check(cublasSetStream(blas_, stream_), "cublasSetStream");
     }

@@ -34,7 +34,9 @@ TETHER_CLONES void run_axpy(std::size_t n, ops::Axpy f) { vector_loop(n, f); }
 
 class CpuBackend final : public ops::ThrustOps<decltype(thrust::omp::par), /*kRowwise=*/true> {
 public:
-    explicit CpuBackend(int threads) : ThrustOps(thrust::omp::par), threads_(threads) {
+    // With one thread every loop runs inline; with more, only loops of 64k+ elements fan out.
+    explicit CpuBackend(int threads)
+        : ThrustOps(thrust::omp::par, threads == 1 ? ~std::size_t(0) : std::size_t(1) << 16), threads_(threads) {
         // omp_set_num_threads is per calling thread: the worker thread that builds its backend
         // also uses it, so each worker gets its own share of the cores.
         omp_set_num_threads(threads_);

@@ -7,6 +7,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform_reduce.h>
 #include <thrust/functional.h>
+#include <thrust/execution_policy.h>
 
 #include <cmath>
 #include <cstdint>
@@ -121,10 +122,13 @@ struct AdamStep {
 // Implements every Backend operation except memory and BLAS, on the system of `Policy`.
 // kRowwise picks how matrix-shaped element-wise work is split: one row per task suits a few
 // CPU threads with vector units, one element per task suits thousands of GPU threads.
+// Loops shorter than parallel_threshold run on the calling thread (thrust::seq): on the CPU
+// an OpenMP team costs more than a few thousand floats of work, and under oversubscription a
+// barrier can wait milliseconds for a descheduled thread. The GPU passes 0 (always parallel).
 template <typename Policy, bool kRowwise>
 class ThrustOps : public Backend {
 public:
-    explicit ThrustOps(Policy policy) : policy_(policy) {}
+    ThrustOps(Policy policy, std::size_t parallel_threshold) : policy_(policy), parallel_threshold_(parallel_threshold) {}
 
     void fill(float* x, std::size_t n, float value) override { each(n, Fill{x, value}); }
     void scale(float* x, std::size_t n, float a) override { each(n, Scale{x, a}); }
@@ -133,13 +137,11 @@ public:
         each(n, Difference{out, a, b});
     }
     double sum_of_squares(const float* x, std::size_t n) override {
-        return thrust::transform_reduce(policy_, count(0), count(n), Square{x}, 0.0, thrust::plus<double>());
+        return reduce(n, Square{x}, 0.0, thrust::plus<double>());
     }
-    bool all_finite(const float* x, std::size_t n) override {
-        return thrust::transform_reduce(policy_, count(0), count(n), IsFinite{x}, 1, Minimum{}) == 1;
-    }
+    bool all_finite(const float* x, std::size_t n) override { return reduce(n, IsFinite{x}, 1, Minimum{}) == 1; }
     void add_bias(float* z, const float* bias, int rows, int cols, bool relu) override {
-        if (kRowwise) each(std::size_t(rows), AddBiasRow{z, bias, cols, relu});
+        if (kRowwise) each(std::size_t(rows), AddBiasRow{z, bias, cols, relu}, std::size_t(rows) * cols);
         else each(std::size_t(rows) * cols, AddBias{z, bias, cols, relu});
     }
     void relu_backward(float* dz, const float* activation, std::size_t n) override {
@@ -147,15 +149,12 @@ public:
     }
     double softmax_cross_entropy(const float* logits, const std::int32_t* labels, int rows, int cols,
                                  float* dlogits) override {
-        const double total = thrust::transform_reduce(
-            policy_, thrust::counting_iterator<int>(0), thrust::counting_iterator<int>(rows),
-            SoftmaxCrossEntropyRow{logits, labels, cols, 1.f / float(rows), dlogits}, 0.0,
-            thrust::plus<double>());
+        const double total = reduce(std::size_t(rows), SoftmaxCrossEntropyRow{logits, labels, cols, 1.f / float(rows), dlogits},
+                                    0.0, thrust::plus<double>());
         return total / rows;
     }
     void argmax_rows(std::int32_t* out, const float* m, int rows, int cols) override {
-        thrust::for_each(policy_, thrust::counting_iterator<int>(0), thrust::counting_iterator<int>(rows),
-                         ArgmaxRow{out, m, cols});
+        each(std::size_t(rows), ArgmaxRow{out, m, cols});
     }
     void sgd_step(float* x, const float* g, std::size_t n, float lr) override { each(n, SgdStep{x, g, lr}); }
     void nesterov_step(float* x, float* velocity, const float* g, std::size_t n, float lr,
@@ -169,10 +168,20 @@ public:
 
 protected:
     static thrust::counting_iterator<std::size_t> count(std::size_t i) { return thrust::counting_iterator<std::size_t>(i); }
+    // `work` is the element count the loop touches (rows x cols for row-wise loops).
     template <typename F>
-    void each(std::size_t n, F f) { thrust::for_each(policy_, count(0), count(n), f); }
+    void each(std::size_t n, F f, std::size_t work = 0) {
+        if ((work ? work : n) < parallel_threshold_) thrust::for_each(thrust::seq, count(0), count(n), f);
+        else thrust::for_each(policy_, count(0), count(n), f);
+    }
+    template <typename F, typename T, typename Op>
+    T reduce(std::size_t n, F f, T init, Op op) {
+        if (n < parallel_threshold_) return thrust::transform_reduce(thrust::seq, count(0), count(n), f, init, op);
+        return thrust::transform_reduce(policy_, count(0), count(n), f, init, op);
+    }
 
     Policy policy_;
+    std::size_t parallel_threshold_;
 };
 
 }  // namespace tether::ops
