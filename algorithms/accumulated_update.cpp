@@ -29,8 +29,7 @@ nlohmann::json AccumulatedUpdateStrategy::describe() const {
 }
 
 std::unique_ptr<WorkerRule> AccumulatedUpdateStrategy::make_worker_rule(const StrategyContext& c) const {
-    const float scale = kind_ == Kind::adag ? 1.f / float(window_) : 1.f;
-    return std::make_unique<PullPushWorker>(c.num_parameters, scale);
+    return std::make_unique<PullPushWorker>(c.num_parameters, kind_ == Kind::adag ? window_ : 0);
 }
 
 std::unique_ptr<CenterRule> AccumulatedUpdateStrategy::make_center_rule(const StrategyContext&) const {

@@ -13,7 +13,10 @@ void PullPushWorker::on_join(Backend& backend, float* x, const float* center_hos
 
 void PullPushWorker::make_payload(Backend& backend, const float* x, float* payload_host) {
     backend.difference(scratch_.data(), x, pulled_.data(), size_);
-    if (scale_ != 1.f) backend.scale(scratch_.data(), size_, scale_);
+    if (normalize_window_ > 0) {
+        const std::size_t steps = steps_in_window_ ? steps_in_window_ : std::size_t(normalize_window_);
+        backend.scale(scratch_.data(), size_, 1.f / float(steps));
+    }
     scratch_.download(payload_host, size_);
 }
 

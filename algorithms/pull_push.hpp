@@ -1,6 +1,7 @@
 // The worker and center halves shared by the accumulated-update family (downpour, adag,
-// dynsgd): the worker sends scale * (x_i - x_pull), the center adds it (possibly damped) and
-// replies with x~, which becomes both x_i and the next x_pull.
+// dynsgd): the worker sends x_i - x_pull (adag: divided by the local steps it accumulates),
+// the center adds it (possibly damped) and replies with x~, which becomes both x_i and the
+// next x_pull.
 #pragma once
 
 #include "algorithms/strategy.hpp"
@@ -9,13 +10,15 @@ namespace tether {
 
 class PullPushWorker final : public WorkerRule {
 public:
-    PullPushWorker(std::size_t size, float scale) : scale_(scale), size_(size) {}
+    // `normalize_window`: 0 sends the accumulated update as it is; tau divides it by the steps
+    // of the window (tau, or fewer for the last window of a run).
+    PullPushWorker(std::size_t size, int normalize_window) : normalize_window_(normalize_window), size_(size) {}
     void on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) override;
     void make_payload(Backend& backend, const float* x, float* payload_host) override;
     void apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) override;
 
 private:
-    float scale_;
+    int normalize_window_;
     std::size_t size_;
     DeviceBuffer<float> pulled_, scratch_;
 };

@@ -80,6 +80,8 @@ void Center::handle(const std::string& peer, Frames& frames) {
     const auto header = decode(frames.header.data(), frames.header.size(), reason);
     Worker* w = find(peer);
     stats_.bytes_received += frames.header.size() + frames.payload.size();
+    // Any rejection drops a partly received exchange whole, whichever check fails.
+    if (w && (!header || header->fingerprint != options_.fingerprint || frames.extra_frames)) w->shards_received = 0;
     if (!header) return reject(peer, w ? w->id : 0, reason, std::to_string(frames.header.size()) + "-byte header");
     if (header->fingerprint != options_.fingerprint)
         return reject(peer, header->worker_id, "wrong fingerprint",
@@ -88,6 +90,8 @@ void Center::handle(const std::string& peer, Frames& frames) {
     if (header->type == MessageType::hello) return handle_hello(peer, *header);
     if (!w || w->state == Worker::State::lost || w->state == Worker::State::finished)
         return reject(peer, header->worker_id, "unknown worker", "send hello first");
+    if (w->state == Worker::State::joining)
+        return reject(peer, w->id, "not welcomed", "wait for the welcome (the center waits for all cluster.workers)");
     w->last_seen = Clock::now();
     w->samples = std::max(w->samples, header->samples);
     switch (header->type) {

@@ -3,6 +3,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <random>
+
+#include <unistd.h>
 
 #include "backend/cpu_backend.hpp"
 #include "cli/commands.hpp"
@@ -30,7 +33,9 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
     options.add_options()("help,h", "show this help")("config", po::value(&c.config_path), "the config file")(
         address_flag, po::value(&c.address), address_help)("set", po::value(&c.overrides)->composing(),
                                                            "override a config key (repeatable)");
-    if (std::string(address_flag) == "bind") options.add_options()("out", po::value(&c.out), "run directory");
+    options.add_options()("out", po::value(&c.out), std::string(address_flag) == "bind"
+                                                        ? "run directory (default runs/<name>-<timestamp>/)"
+                                                        : "run directory when this process is rank 0 under a launcher");
     po::variables_map vm;
     po::store(po::command_line_parser(arguments).options(options).run(), vm);
     po::notify(vm);
@@ -99,7 +104,11 @@ int worker_command(const std::vector<std::string>& arguments) {
     set_blas_threads(threads);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    const std::string identity = "worker-" + std::to_string(::getpid()) + "-" + std::to_string(launcher_rank().value_or(-1));
+    // Unique across hosts: two workers with the same identity would collide in the ROUTER.
+    char host[256] = "host";
+    ::gethostname(host, sizeof host - 1);
+    const std::string identity = std::string("worker-") + host + "-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(std::random_device{}());
     const WorkerResult r = run_worker(config, data, *transport, c.address, identity, threads);
     std::printf("worker %u done: %zu steps, %zu samples, %zu exchanges, %.1f s waiting on the center\n", r.worker_id,
                 r.steps, r.samples, r.exchanges, r.seconds_waiting);

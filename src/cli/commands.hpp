@@ -9,5 +9,6 @@ namespace tether::cli {
 int run_command(const std::vector<std::string>& arguments);
 int server_command(const std::vector<std::string>& arguments);
 int worker_command(const std::vector<std::string>& arguments);
+int sweep_command(const std::vector<std::string>& arguments);
 
 }  // namespace tether::cli

@@ -21,6 +21,7 @@ const char* kUsage =
     "\n"
     "usage:\n"
     "  tether run CONFIG.json [--set KEY=VALUE]... [--out DIR]   train as the config says\n"
+    "  tether sweep SWEEP.json [--out DIR] [--jobs K]           a grid of runs, resumable, with summaries\n"
     "  tether server --config C --bind tcp://*:PORT [--out DIR] the center of a multi-process run\n"
     "  tether worker --config C --connect tcp://HOST:PORT       one worker (under mpirun/srun, rank 0 serves)\n"
     "  tether version                                           print version and build\n"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
         }
         if (command == "run") return tether::cli::run_command(rest);
         if (command == "server") return tether::cli::server_command(rest);
+        if (command == "sweep") return tether::cli::sweep_command(rest);
         if (command == "worker") return tether::cli::worker_command(rest);
         std::fprintf(stderr, "tether: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
         return 2;

@@ -83,8 +83,8 @@ struct CenterRun::State {
         const double exchanges_since = double(s.stats.staleness_count - previous.staleness_count);
         p.extra = {{"center_version", s.version},
                    {"live_workers", s.stats.live_workers()},
-                   {"bytes_received", s.stats.bytes_received},
-                   {"bytes_sent", s.stats.bytes_sent},
+                   {"bytes_to_center", s.stats.bytes_received},
+                   {"bytes_to_workers", s.stats.bytes_sent},
                    {"rejected_messages", s.stats.rejected_total()},
                    {"mean_staleness", exchanges_since > 0 ? (s.stats.staleness_sum - previous.staleness_sum) / exchanges_since : 0.0}};
         previous = s.stats;
@@ -120,7 +120,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     s.center->on_exchange = [&s](const ExchangeRecord& r) {
         s.exchanges << nlohmann::json{{"worker", r.worker_id},       {"sequence", r.sequence},
                                       {"version", r.version},         {"staleness", r.staleness},
-                                      {"bytes_received", r.bytes_received}, {"bytes_sent", r.bytes_sent},
+                                      {"bytes_to_center", r.bytes_received}, {"bytes_to_worker", r.bytes_sent},
                                       {"update_norm", r.update_norm}}
                            .dump()
                     << "\n";

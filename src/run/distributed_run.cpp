@@ -11,14 +11,17 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
+#include "backend/backend.hpp"
 #include "backend/cpu_backend.hpp"
 #include "data/load.hpp"
 #include "run/center_run.hpp"
 #include "run/run.hpp"
 #include "run/run_recorder.hpp"
 #include "run/worker_run.hpp"
+#include "util/errors.hpp"
 
 namespace tether {
 
@@ -48,10 +51,18 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
     });
     std::vector<std::thread> pool;
     std::atomic<int> failed{0};
+    std::mutex config_error_mutex;
+    std::exception_ptr config_error;
     for (int i = 0; i < workers; ++i)
         pool.emplace_back([&, i] {
             try {
                 run_worker(config, data, *transport, center.address(), "worker-" + std::to_string(i), threads);
+            } catch (const ConfigError&) {
+                // The user's to fix (e.g. training.device cuda without a GPU): stop the run now
+                // rather than let the center wait for a worker that will never join.
+                std::lock_guard<std::mutex> lock(config_error_mutex);
+                if (!config_error) config_error = std::current_exception();
+                center.stop();
             } catch (const std::exception& e) {
                 ++failed;
                 std::fprintf(stderr, "worker %d failed: %s\n", i, e.what());
@@ -59,6 +70,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
         });
     for (auto& t : pool) t.join();
     center_thread.join();
+    if (config_error) std::rethrow_exception(config_error);
     if (center_failure) std::rethrow_exception(center_failure);
     summary["failed_workers"] = failed.load();
     write_json_file(directory + "/summary.json", summary);
@@ -73,6 +85,14 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
     CenterRun center(config, data, *transport, address, directory);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";
+    // A launcher's rank variables (say this whole run is rank 0 of an sbatch job) must not make
+    // every child think it is the center.
+    std::vector<std::string> kept;
+    for (char** e = environ; *e; ++e)
+        if (!is_launcher_rank_variable(*e)) kept.emplace_back(*e);
+    std::vector<char*> child_environment;
+    for (auto& e : kept) child_environment.push_back(e.data());
+    child_environment.push_back(nullptr);
     std::vector<pid_t> children;
     for (int i = 0; i < workers; ++i) {
         // posix_spawn, not fork: this process already runs ZeroMQ's I/O threads.
@@ -82,12 +102,14 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-        std::vector<std::string> args{self, "worker", "--config", config_path, "--connect", connect};
+        // The children share this host: each takes its share of the cores.
+        const std::string threads = "training.threads=" + std::to_string(threads_per_worker(config, workers));
+        std::vector<std::string> args{self, "worker", "--config", config_path, "--connect", connect, "--set", threads};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
         pid_t pid = 0;
-        const int error = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ);
+        const int error = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), child_environment.data());
         posix_spawn_file_actions_destroy(&actions);
         if (error != 0) throw std::runtime_error("cannot start worker process " + self + ": " + std::strerror(error));
         children.push_back(pid);
@@ -117,6 +139,8 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
 }  // namespace
 
 nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
+    // An impossible device request is a config error before anything starts, not a worker failure.
+    if (config.training.device == "cuda") make_backend({"cuda", 1, 0});
     if (!config.strategy.rule->uses_center()) return run_sequential(config, directory);
     return config.cluster.mode == "local" ? run_local(config, directory) : run_embedded(config, directory);
 }

@@ -35,10 +35,20 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     return node.train(trainer, config.strategy.rule->make_worker_rule(context), welcome);
 }
 
+namespace {
+constexpr const char* kRankVariables[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+}
+
 std::optional<int> launcher_rank() {
-    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    for (const char* name : kRankVariables)
         if (const char* value = std::getenv(name)) return std::atoi(value);
     return std::nullopt;
+}
+
+bool is_launcher_rank_variable(const std::string& entry) {
+    for (const char* name : kRankVariables)
+        if (entry.rfind(std::string(name) + "=", 0) == 0) return true;
+    return false;
 }
 
 }  // namespace tether

@@ -18,5 +18,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
 
 // The rank a launcher (mpirun, srun) gave this process, if any.
 std::optional<int> launcher_rank();
+// True for "NAME=value" entries of the environment variables launcher_rank() reads.
+bool is_launcher_rank_variable(const std::string& entry);
 
 }  // namespace tether

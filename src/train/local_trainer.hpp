@@ -37,9 +37,6 @@ public:
     void set_parameters_from_host(const float* host);
     void parameters_to_host(float* host) const;
 
-    // Swaps the local optimizer (eamsgd replaces Adam/SGD with Nesterov momentum).
-    void set_optimizer(std::unique_ptr<Optimizer> optimizer) { optimizer_ = std::move(optimizer); }
-
 private:
     Backend& backend_;
     std::unique_ptr<Model> model_;

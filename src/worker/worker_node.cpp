@@ -85,6 +85,7 @@ Welcome WorkerNode::join() {
 void WorkerNode::exchange() {
     const auto started = Clock::now();
     ++sequence_;
+    rule_->set_steps_in_window(steps_since_exchange_);
     rule_->make_payload(*backend_, x_, payload_.data());
     const std::size_t n = payload_.size(), shard = options_.shard_elements;
     Header h = base_header(MessageType::exchange);

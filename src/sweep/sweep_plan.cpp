@@ -1,0 +1,152 @@
+#include "sweep/sweep_plan.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/config.hpp"
+#include "util/errors.hpp"
+
+namespace tether {
+
+using nlohmann::json;
+
+namespace {
+
+json read_json(const std::string& path, const std::string& what) {
+    std::ifstream in(path);
+    if (!in) throw ConfigError(path + ": cannot open " + what);
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+        return json::parse(text.str());
+    } catch (const json::parse_error& e) {
+        throw ConfigError(path + ": not valid JSON: " + e.what());
+    }
+}
+
+std::string id_part(const std::string& key, const json& value) {
+    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    std::string part = key + "=" + text;
+    for (char& c : part)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '=' && c != '-' && c != '_') c = '_';
+    return part;
+}
+
+json with_assignment(json document, const std::string& key, const json& value) {
+    apply_override(document, key + "=" + value.dump());
+    return document;
+}
+
+}  // namespace
+
+std::optional<std::size_t> SweepPlan::reference_for(const SweepRun& run) const {
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        if (runs[i].is_reference && runs[i].repeat == run.repeat) return i;
+    return reference;
+}
+
+SweepPlan load_sweep(const std::string& path) {
+    const json sweep = read_json(path, "the sweep file");
+    auto fail = [&](const std::string& message) { throw ConfigError(path + ": " + message); };
+    if (!sweep.is_object()) fail("expected a JSON object with \"base\" and \"grid\"");
+    for (const auto& [key, value] : sweep.items())
+        if (key != "base" && key != "grid" && key != "repeats" && key != "reference" && key != "name")
+            fail(key + ": unknown key; a sweep has base, grid, repeats, reference and name");
+
+    json base;
+    if (!sweep.contains("base")) fail("base: missing; give a config path (relative to the sweep file) or an object");
+    if (sweep["base"].is_string()) {
+        const auto base_path = std::filesystem::path(path).parent_path() / sweep["base"].get<std::string>();
+        base = read_json(base_path.string(), "the sweep's base config");
+    } else if (sweep["base"].is_object()) {
+        base = sweep["base"];
+    } else {
+        fail("base: expected a config path or a config object, got " + sweep["base"].dump());
+    }
+
+    SweepPlan plan;
+    plan.name = sweep.value("name", std::filesystem::path(path).stem().string());
+    const json grid = sweep.value("grid", json::object());
+    if (!grid.is_object() || grid.empty()) fail("grid: expected an object of KEY: [VALUES], e.g. {\"cluster.workers\": [1, 2, 4]}");
+    for (const auto& [key, values] : grid.items()) {
+        if (!values.is_array() || values.empty()) fail("grid." + key + ": expected a non-empty list of values, got " + values.dump());
+        plan.keys.push_back(key);
+    }
+    const json repeats_value = sweep.value("repeats", json(1));
+    if (!repeats_value.is_number_integer() || repeats_value.get<int>() < 1) fail("repeats: expected an integer >= 1, got " + repeats_value.dump());
+    const int repeats = repeats_value.get<int>();
+
+    // Every combination, odometer order (the last key varies fastest).
+    std::vector<std::size_t> index(plan.keys.size(), 0);
+    std::vector<std::vector<std::pair<std::string, json>>> combinations;
+    while (true) {
+        std::vector<std::pair<std::string, json>> combination;
+        for (std::size_t k = 0; k < plan.keys.size(); ++k) combination.emplace_back(plan.keys[k], grid[plan.keys[k]][index[k]]);
+        combinations.push_back(std::move(combination));
+        std::size_t k = plan.keys.size();
+        while (k > 0 && ++index[k - 1] == grid[plan.keys[k - 1]].size()) index[--k] = 0;
+        if (k == 0) break;
+    }
+
+    std::optional<std::vector<std::pair<std::string, json>>> reference;
+    if (sweep.contains("reference")) {
+        if (!sweep["reference"].is_object()) fail("reference: expected an object of KEY: VALUE naming one run");
+        reference.emplace();
+        for (const auto& [key, value] : sweep["reference"].items()) reference->emplace_back(key, value);
+    }
+    const std::int64_t base_seed = base.contains("training") && base["training"].contains("seed") ? base["training"]["seed"].get<std::int64_t>() : 1;
+
+    auto make_run = [&](const std::vector<std::pair<std::string, json>>& assignments, int repeat, bool is_reference) {
+        SweepRun run;
+        run.assignments = assignments;
+        run.repeat = repeat;
+        run.is_reference = is_reference;
+        run.document = base;
+        for (const auto& [key, value] : assignments) {
+            try {
+                run.document = with_assignment(run.document, key, value);
+            } catch (const ConfigError& e) {
+                fail(std::string(is_reference ? "reference." : "grid.") + key + ": " + e.what());
+            }
+        }
+        if (repeats > 1) run.document = with_assignment(run.document, "training.seed", base_seed + repeat);
+        for (const auto& [key, value] : assignments) run.id += (run.id.empty() ? "" : ",") + id_part(key, value);
+        if (is_reference && run.id.empty()) run.id = "reference";
+        run.id += ",repeat=" + std::to_string(repeat);
+        try {
+            parse_config(run.document);
+        } catch (const ConfigError& e) {
+            std::string where;
+            for (const auto& [key, value] : assignments) where += (where.empty() ? "" : ", ") + key + " = " + value.dump();
+            fail("run " + run.id + " (" + where + "): " + e.what());
+        }
+        return run;
+    };
+
+    for (int r = 0; r < repeats; ++r)
+        for (const auto& combination : combinations) {
+            bool matches_reference = reference.has_value();
+            if (reference) {
+                // The reference names some keys; a grid run matches when it agrees on all of them.
+                json a = base, b = base;
+                for (const auto& [key, value] : combination) a = with_assignment(a, key, value);
+                b = a;
+                for (const auto& [key, value] : *reference) b = with_assignment(b, key, value);
+                matches_reference = a == b;
+            }
+            plan.runs.push_back(make_run(combination, r, matches_reference));
+        }
+    if (reference) {
+        bool found = false;
+        for (const auto& run : plan.runs) found = found || run.is_reference;
+        if (!found)  // the reference is not a grid point: it runs as an extra run
+            for (int r = 0; r < repeats; ++r) plan.runs.push_back(make_run(*reference, r, true));
+        for (std::size_t i = 0; i < plan.runs.size(); ++i)
+            if (plan.runs[i].is_reference && plan.runs[i].repeat == 0 && !plan.reference) plan.reference = i;
+    }
+    return plan;
+}
+
+}  // namespace tether

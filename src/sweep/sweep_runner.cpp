@@ -1,0 +1,110 @@
+#include "sweep/sweep_runner.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "run/run_recorder.hpp"
+
+extern char** environ;
+
+namespace tether {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::optional<json> read_json_file(const fs::path& path) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    const json j = json::parse(in, nullptr, false);
+    if (j.is_discarded()) return std::nullopt;
+    return j;
+}
+
+// Complete: a summary exists and the run was made from this very config.
+bool complete(const fs::path& dir, const json& document) {
+    const auto input = read_json_file(dir / "input.json");
+    return input && *input == document && fs::exists(dir / "summary.json");
+}
+
+pid_t spawn_run(const std::string& binary, const fs::path& dir) {
+    const std::string log = (dir / "log.txt").string(), input = (dir / "input.json").string(), out = dir.string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    std::vector<std::string> args{binary, "run", input, "--out", out};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int error = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error) throw std::runtime_error("cannot start " + binary + ": " + std::strerror(error));
+    return pid;
+}
+
+}  // namespace
+
+SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
+    SweepOutcome outcome;
+    const std::size_t total = plan.runs.size();
+    std::map<pid_t, std::pair<std::size_t, std::chrono::steady_clock::time_point>> running;
+    std::size_t next = 0;
+    auto report_done = [&](std::size_t i, int status, double seconds) {
+        const SweepRun& run = plan.runs[i];
+        const fs::path dir = fs::path(options.directory) / run.id;
+        if (status == 0) {
+            ++outcome.completed;
+            const auto summary = read_json_file(dir / "summary.json").value_or(json::object());
+            std::printf("[%zu/%zu] done    %s: final %.2f%% (best %.2f%%) in %.1f s\n", i + 1, total, run.id.c_str(),
+                        100 * summary.value("final_test_accuracy", 0.0), 100 * summary.value("best_test_accuracy", 0.0),
+                        seconds);
+        } else {
+            ++outcome.failed;
+            std::printf("[%zu/%zu] FAILED  %s (exit %d): see %s\n", i + 1, total, run.id.c_str(), status,
+                        (dir / "log.txt").c_str());
+        }
+        std::fflush(stdout);
+    };
+    while (next < total || !running.empty()) {
+        while (next < total && int(running.size()) < options.jobs) {
+            const std::size_t i = next++;
+            const SweepRun& run = plan.runs[i];
+            const fs::path dir = fs::path(options.directory) / run.id;
+            if (complete(dir, run.document)) {
+                ++outcome.skipped;
+                std::printf("[%zu/%zu] skipped %s: already complete\n", i + 1, total, run.id.c_str());
+                continue;
+            }
+            fs::create_directories(dir);
+            fs::remove(dir / "summary.json");  // a stale summary must not mark a rerun complete
+            write_json_file((dir / "input.json").string(), run.document);
+            running[spawn_run(options.tether_binary, dir)] = {i, std::chrono::steady_clock::now()};
+            std::printf("[%zu/%zu] running %s (%zu running)\n", i + 1, total, run.id.c_str(), running.size());
+            std::fflush(stdout);
+        }
+        if (running.empty()) break;
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, 0);
+        const auto it = running.find(pid);
+        if (it == running.end()) continue;
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
+        report_done(it->second.first, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), seconds);
+        running.erase(it);
+    }
+    return outcome;
+}
+
+}  // namespace tether
