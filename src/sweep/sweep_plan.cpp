@@ -39,6 +39,11 @@ json with_assignment(json document, const std::string& key, const json& value) {
     return document;
 }
 
+nlohmann::ordered_json grid_in_file_order(const std::string& path) {
+    std::ifstream in(path);
+    return nlohmann::ordered_json::parse(in).value("grid", nlohmann::ordered_json::object());
+}
+
 }  // namespace
 
 std::optional<std::size_t> SweepPlan::reference_for(const SweepRun& run) const {
@@ -70,10 +75,11 @@ SweepPlan load_sweep(const std::string& path) {
     plan.name = sweep.value("name", std::filesystem::path(path).stem().string());
     const json grid = sweep.value("grid", json::object());
     if (!grid.is_object() || grid.empty()) fail("grid: expected an object of KEY: [VALUES], e.g. {\"cluster.workers\": [1, 2, 4]}");
-    for (const auto& [key, values] : grid.items()) {
+    for (const auto& [key, values] : grid.items())
         if (!values.is_array() || values.empty()) fail("grid." + key + ": expected a non-empty list of values, got " + values.dump());
-        plan.keys.push_back(key);
-    }
+    // The grid keys in the order the file gives them (json objects sort their keys).
+    const nlohmann::ordered_json ordered_grid = grid_in_file_order(path);
+    for (const auto& [key, values] : ordered_grid.items()) plan.keys.push_back(key);
     const json repeats_value = sweep.value("repeats", json(1));
     if (!repeats_value.is_number_integer() || repeats_value.get<int>() < 1) fail("repeats: expected an integer >= 1, got " + repeats_value.dump());
     const int repeats = repeats_value.get<int>();
