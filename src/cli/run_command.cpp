@@ -37,6 +37,7 @@ int run_command(const std::vector<std::string>& arguments) {
     std::printf("final test accuracy %.2f%% (best %.2f%%), %.0f samples/s, %.1f s; run directory %s\n",
                 100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
                 summary.value("samples_per_second", 0.0), summary.value("wall_seconds", 0.0), directory.c_str());
+    std::printf("plots: /usr/bin/python3 experiments/plot.py %s\n", directory.c_str());
     return 0;
 }
 
