@@ -289,6 +289,8 @@ void Center::maybe_snapshot(bool final) {
     std::uint64_t total = 0;
     for (const auto& w : workers_) total += w->samples;
     stats_.total_samples = total;
+    live_samples_.store(total, std::memory_order_relaxed);
+    live_version_.store(state_.version, std::memory_order_relaxed);
     if (!on_snapshot) return;
     const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
     // The last periodic snapshot often is the final state already; evaluate it once.

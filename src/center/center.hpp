@@ -78,6 +78,9 @@ public:
     std::function<void(const ExchangeRecord&)> on_exchange;
 
     const CenterStats& stats() const { return stats_; }
+    // Safe from any thread, for progress displays: samples reported so far, and the version.
+    std::uint64_t live_samples() const { return live_samples_.load(std::memory_order_relaxed); }
+    std::uint64_t live_version() const { return live_version_.load(std::memory_order_relaxed); }
     const CenterState& state() const { return state_; }
 
 private:
@@ -108,6 +111,7 @@ private:
     Clock::time_point round_opened_;
     bool started_ = false;
     std::atomic<bool> stop_requested_{false};
+    std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;
     std::pair<std::uint64_t, std::uint64_t> last_snapshot_{~0ull, ~0ull};  // samples, version
     std::vector<float> reply_;

@@ -55,7 +55,7 @@ struct CenterRun::State {
 
     State(const RunConfig& c, const TrainTestSplit& d, const std::string& directory)
         : config(c), data(d), identity(model_identity(c, *d.train)), recorder(c, directory),
-          progress(c.name, double(c.training.epochs)) {}
+          progress(c.name, double(c.training.epochs), d.train->size()) {}
 
     void evaluate_loop() {
         while (true) {
@@ -147,6 +147,8 @@ nlohmann::json CenterRun::serve() {
     std::fflush(stdout);
     s.started = Clock::now();
     std::thread evaluator([&s] { s.evaluate_loop(); });
+    Center* center = s.center.get();
+    s.progress.start([center] { return LiveStatus{center->live_samples(), center->live_version()}; });
     std::exception_ptr failure;
     try {
         s.center->serve();
@@ -160,6 +162,7 @@ nlohmann::json CenterRun::serve() {
         s.ready.notify_one();
     }
     evaluator.join();
+    s.progress.stop();
     s.exchanges.flush();
     if (failure) std::rethrow_exception(failure);
     const CenterStats& stats = s.center->stats();

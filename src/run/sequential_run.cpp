@@ -1,3 +1,4 @@
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -31,7 +32,8 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));
     Evaluator evaluator(config, *backend, data.test, std::size_t(config.eval.test_samples));
     RunRecorder recorder(config, directory);
-    Progress progress(config.name, double(config.training.epochs));
+    Progress progress(config.name, double(config.training.epochs), data.train->size());
+    std::atomic<std::uint64_t> samples_so_far{0};
     const auto started = Clock::now();  // wall time counts training and evaluation, not loading
     std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu test samples -> %s\n",
                 config.name.c_str(), trainer.model().description().c_str(), backend->description().c_str(),
@@ -41,12 +43,14 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const std::size_t total_steps = steps_per_epoch * std::size_t(config.training.epochs);
     // More evaluations than steps in an epoch would fall between steps: one per step at most.
     const std::size_t per_epoch = std::min<std::size_t>(std::size_t(config.eval.per_epoch), steps_per_epoch);
+    progress.start([&samples_so_far] { return LiveStatus{samples_so_far.load(std::memory_order_relaxed), 0}; });
     double training_seconds = 0, loss_sum = 0;
     std::size_t loss_count = 0, next_eval = 1;
     auto segment_start = Clock::now();
     for (std::size_t step = 1; step <= total_steps; ++step) {
         loss_sum += trainer.step();
         ++loss_count;
+        samples_so_far.store(trainer.samples_seen(), std::memory_order_relaxed);
         // Evaluations fall at per_epoch evenly spaced steps of each epoch, the last at its end.
         const std::size_t eval_step = (next_eval * steps_per_epoch) / per_epoch;
         if (step < eval_step && step != total_steps) continue;
@@ -68,6 +72,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         ++next_eval;
         segment_start = Clock::now();
     }
+    progress.stop();
     nlohmann::json extra = {{"strategy", "sequential"}, {"workers", 1}, {"device", to_string(backend->kind())},
                             {"model", trainer.model().description()}, {"parameters", trainer.num_parameters()}};
     return recorder.finish(seconds_since(started), training_seconds, trainer.samples_seen(), extra);
