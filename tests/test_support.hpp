@@ -1,6 +1,11 @@
-// Helpers shared by the tests: a temporary directory that removes itself, and small file I/O.
+// Helpers shared by the tests: a temporary directory that removes itself, small file I/O, and
+// capturing what the process writes to stderr.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,5 +47,34 @@ inline std::string read_text(const std::string& path) {
     if (!in) throw std::runtime_error(path + ": cannot read");
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
+
+// Sends this process's stderr (fd 2) to a file until text() is called.
+class StderrCapture {
+public:
+    explicit StderrCapture(std::string path) : path_(std::move(path)) {
+        std::fflush(stderr);
+        saved_ = dup(2);
+        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) throw std::runtime_error(path_ + ": cannot write");
+        dup2(fd, 2);
+        close(fd);
+    }
+    ~StderrCapture() { restore(); }
+    std::string text() {
+        restore();
+        return read_text(path_);
+    }
+
+private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        dup2(saved_, 2);
+        close(saved_);
+        saved_ = -1;
+    }
+    std::string path_;
+    int saved_ = -1;
+};
 
 }  // namespace tether::testing

@@ -80,8 +80,6 @@ void Center::handle(const std::string& peer, Frames& frames) {
     const auto header = decode(frames.header.data(), frames.header.size(), reason);
     Worker* w = find(peer);
     stats_.bytes_received += frames.header.size() + frames.payload.size();
-    // Any rejection drops a partly received exchange whole, whichever check fails.
-    if (w && (!header || header->fingerprint != options_.fingerprint || frames.extra_frames)) w->shards_received = 0;
     if (!header) return reject(peer, w ? w->id : 0, reason, std::to_string(frames.header.size()) + "-byte header");
     if (header->fingerprint != options_.fingerprint)
         return reject(peer, header->worker_id, "wrong fingerprint",
@@ -251,6 +249,8 @@ void Center::send_vector(Worker& w, MessageType type, const std::vector<float>& 
 void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
                     const std::string& detail) {
     ++stats_.rejected[reason];
+    // Any rejection drops the sender's partly received exchange whole, whichever check failed.
+    if (Worker* w = find(peer)) w->shards_received = 0;
     const std::string text = reason + ": " + detail;
     if (rejections_logged_++ < 50)
         std::fprintf(stderr, "center: rejected a message from worker %u: %s (x~ unchanged)\n", worker_id, text.c_str());

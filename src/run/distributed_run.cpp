@@ -111,7 +111,13 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
         pid_t pid = 0;
         const int error = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), child_environment.data());
         posix_spawn_file_actions_destroy(&actions);
-        if (error != 0) throw std::runtime_error("cannot start worker process " + self + ": " + std::strerror(error));
+        if (error != 0) {
+            for (pid_t started : children) {  // do not leave the others waiting for a center
+                ::kill(started, SIGTERM);
+                ::waitpid(started, nullptr, 0);
+            }
+            throw std::runtime_error("cannot start worker process " + self + ": " + std::strerror(error));
+        }
         children.push_back(pid);
     }
     std::printf("started %d worker processes (logs: %s/worker-*.log)\n", workers, directory.c_str());

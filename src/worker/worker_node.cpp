@@ -38,9 +38,10 @@ Header WorkerNode::receive_vector(MessageType type, std::vector<float>& out, int
     Frames frames;
     std::uint32_t next_shard = 0;
     while (true) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        // Rounded up: a deadline less than 1 ms away still waits, it does not spin.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
         if (left <= 0 || !channel_->receive(frames, int(std::min<long long>(left, 5000)))) {
-            if (Clock::now() < deadline) {
+            if (left > 5000) {
                 if (type == MessageType::welcome)
                     std::fprintf(stderr, "worker: still waiting for the center at %s to welcome us...\n",
                                  options_.center_address.c_str());

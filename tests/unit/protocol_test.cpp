@@ -1,0 +1,172 @@
+// The wire header: every field survives encode/decode, the encoding is the documented 72-byte
+// little-endian layout, and decode refuses anything malformed with a machine-readable reason.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/header.hpp"
+
+namespace {
+
+using tether::Dtype;
+using tether::Header;
+using tether::MessageType;
+
+Header every_field_set() {
+    Header h;
+    h.type = MessageType::exchange;
+    h.dtype = Dtype::float32;
+    h.worker_id = 0xA1B2C3D4u;
+    h.flags = tether::kFlagLastShard | 0x80000000u;
+    h.sequence = 0x0102030405060708ull;
+    h.center_version = 0x1112131415161718ull;
+    h.local_step = 0x2122232425262728ull;
+    h.samples = 0x3132333435363738ull;
+    h.shard_id = 6;
+    h.shard_count = 7;
+    h.element_count = 0x4142434445464748ull;
+    h.fingerprint = 0xF1F2F3F4F5F6F7F8ull;
+    return h;
+}
+
+// Decodes `bytes`; returns the failure reason, or "" when the header is accepted.
+std::string decode_reason(const std::vector<std::uint8_t>& bytes) {
+    std::string reason;
+    const auto h = tether::decode(bytes.data(), bytes.size(), reason);
+    if (h) return "";
+    CHECK_FALSE(reason.empty());
+    return reason;
+}
+
+void put_u32(std::vector<std::uint8_t>& bytes, std::size_t offset, std::uint32_t value) {
+    for (int i = 0; i < 4; ++i) bytes.at(offset + std::size_t(i)) = std::uint8_t(value >> (8 * i));
+}
+
+// Byte offsets of the fields, from the order header.cpp writes them in.
+constexpr std::size_t kMagicAt = 0, kVersionAt = 4, kTypeAt = 6, kDtypeAt = 7, kShardIdAt = 48, kShardCountAt = 52;
+
+}  // namespace
+
+TEST_CASE("encode writes 72 bytes that decode to the same header, field by field") {
+    const Header in = every_field_set();
+    const std::vector<std::uint8_t> bytes = tether::encode(in);
+    REQUIRE(bytes.size() == tether::kHeaderBytes);
+    REQUIRE(tether::kHeaderBytes == 72);
+
+    std::string reason;
+    const auto out = tether::decode(bytes.data(), bytes.size(), reason);
+    REQUIRE_MESSAGE(out.has_value(), reason);
+    CHECK(out->type == in.type);
+    CHECK(out->dtype == in.dtype);
+    CHECK(out->worker_id == in.worker_id);
+    CHECK(out->flags == in.flags);
+    CHECK(out->sequence == in.sequence);
+    CHECK(out->center_version == in.center_version);
+    CHECK(out->local_step == in.local_step);
+    CHECK(out->samples == in.samples);
+    CHECK(out->shard_id == in.shard_id);
+    CHECK(out->shard_count == in.shard_count);
+    CHECK(out->element_count == in.element_count);
+    CHECK(out->fingerprint == in.fingerprint);
+}
+
+TEST_CASE("every message type and dtype round-trips") {
+    for (auto type : {MessageType::hello, MessageType::welcome, MessageType::exchange, MessageType::reply,
+                      MessageType::heartbeat, MessageType::bye, MessageType::error})
+        for (auto dtype : {Dtype::none, Dtype::float32, Dtype::utf8}) {
+            Header h;
+            h.type = type;
+            h.dtype = dtype;
+            const auto bytes = tether::encode(h);
+            std::string reason;
+            const auto out = tether::decode(bytes.data(), bytes.size(), reason);
+            CAPTURE(tether::to_string(type));
+            REQUIRE(out.has_value());
+            CHECK(out->type == type);
+            CHECK(out->dtype == dtype);
+        }
+    CHECK(std::string(tether::to_string(MessageType::exchange)) == "exchange");
+    CHECK(std::string(tether::to_string(MessageType::error)) == "error");
+}
+
+TEST_CASE("the encoding is little-endian, magic \"TETH\" first") {
+    const auto bytes = tether::encode(every_field_set());
+    CHECK(std::string(bytes.begin(), bytes.begin() + 4) == "TETH");
+    CHECK(bytes[kVersionAt] == std::uint8_t(tether::kProtocolVersion));
+    CHECK(bytes[kVersionAt + 1] == 0);
+    CHECK(bytes[kTypeAt] == std::uint8_t(MessageType::exchange));
+    CHECK(bytes[kDtypeAt] == std::uint8_t(Dtype::float32));
+    CHECK(bytes[8] == 0xD4);  // worker_id, least significant byte first
+    CHECK(bytes[11] == 0xA1);
+    CHECK(bytes[kShardIdAt] == 6);
+    CHECK(bytes[kShardCountAt] == 7);
+    CHECK(bytes[64] == 0xF8);  // fingerprint, the last field
+    CHECK(bytes[71] == 0xF1);
+}
+
+TEST_CASE("decode rejects a malformed header with the documented reason") {
+    const std::vector<std::uint8_t> good = tether::encode(every_field_set());
+    REQUIRE(decode_reason(good).empty());
+
+    SUBCASE("short header") {
+        CHECK(decode_reason({}) == "short header");
+        CHECK(decode_reason(std::vector<std::uint8_t>(good.begin(), good.end() - 1)) == "short header");
+    }
+    SUBCASE("long header") {
+        auto bytes = good;
+        bytes.push_back(0);
+        CHECK(decode_reason(bytes) == "long header");
+    }
+    SUBCASE("bad magic") {
+        auto bytes = good;
+        put_u32(bytes, kMagicAt, 0x54455448);  // "HTET": the magic byte-swapped
+        CHECK(decode_reason(bytes) == "bad magic");
+    }
+    SUBCASE("wrong protocol version") {
+        auto bytes = good;
+        bytes[kVersionAt] = std::uint8_t(tether::kProtocolVersion + 1);
+        CHECK(decode_reason(bytes) == "protocol version");
+        bytes[kVersionAt] = 0;
+        CHECK(decode_reason(bytes) == "protocol version");
+    }
+    SUBCASE("unknown type") {
+        auto bytes = good;
+        bytes[kTypeAt] = 0;
+        CHECK(decode_reason(bytes) == "unknown type");
+        bytes[kTypeAt] = std::uint8_t(MessageType::error) + 1;
+        CHECK(decode_reason(bytes) == "unknown type");
+        bytes[kTypeAt] = 0xFF;
+        CHECK(decode_reason(bytes) == "unknown type");
+    }
+    SUBCASE("unknown dtype") {
+        auto bytes = good;
+        bytes[kDtypeAt] = std::uint8_t(Dtype::utf8) + 1;
+        CHECK(decode_reason(bytes) == "unknown dtype");
+    }
+    SUBCASE("bad shard") {
+        auto bytes = good;
+        put_u32(bytes, kShardIdAt, 7);  // == shard_count
+        CHECK(decode_reason(bytes) == "bad shard");
+        put_u32(bytes, kShardIdAt, 8);  // > shard_count
+        CHECK(decode_reason(bytes) == "bad shard");
+        put_u32(bytes, kShardIdAt, 0);
+        put_u32(bytes, kShardCountAt, 0);
+        CHECK(decode_reason(bytes) == "bad shard");
+        put_u32(bytes, kShardCountAt, 1);
+        CHECK(decode_reason(bytes).empty());
+    }
+}
+
+TEST_CASE("the fingerprint tells models and strategies apart") {
+    const std::vector<std::size_t> layers{784, 256, 10};
+    const std::uint64_t base = tether::fingerprint(203530, layers, "aeasgd");
+    CHECK(tether::fingerprint(203530, layers, "aeasgd") == base);  // deterministic
+    CHECK(tether::fingerprint(203531, layers, "aeasgd") != base);
+    CHECK(tether::fingerprint(203530, {784, 128, 10}, "aeasgd") != base);
+    CHECK(tether::fingerprint(203530, {784, 256, 10, 10}, "aeasgd") != base);
+    CHECK(tether::fingerprint(203530, {784, 256}, "aeasgd") != base);
+    CHECK(tether::fingerprint(203530, layers, "eamsgd") != base);
+    CHECK(tether::fingerprint(203530, layers, "") != base);
+}

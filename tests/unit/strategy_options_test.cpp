@@ -1,0 +1,108 @@
+// What parse_config makes of a `strategy` block: the defaults the strategy headers document
+// (alpha = 0.9 / N, the communication windows) and the blocks that cannot work, each a
+// ConfigError naming the key.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/strategy.hpp"
+#include "config/config.hpp"
+#include "util/errors.hpp"
+
+namespace {
+
+using nlohmann::json;
+using tether::CenterState;
+using tether::ConfigError;
+
+std::shared_ptr<const tether::Strategy> strategy(const json& document) {
+    return tether::parse_config(document).strategy.rule;
+}
+
+std::string parse_error(const json& document) {
+    try {
+        tether::parse_config(document);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("the default moving rate is 0.9 / N") {
+    for (const char* name : {"aeasgd", "easgd"})
+        for (int workers : {1, 2, 3, 4}) {
+            CAPTURE(name);
+            CAPTURE(workers);
+            const auto s = strategy({{"strategy", {{"name", name}}}, {"cluster", {{"workers", workers}}}});
+            CHECK(s->describe()["moving_rate"].get<double>() == doctest::Approx(0.9 / workers));
+            CHECK(s->communication_window() == 10);
+        }
+    // And the rule uses it: e = 0.3 (x_i - x~) with 3 workers.
+    const auto s = strategy({{"strategy", {{"name", "aeasgd"}}}, {"cluster", {{"workers", 3}}}});
+    auto center_rule = s->make_center_rule({3, 3});
+    CenterState center{{1.f, -1.f, 0.5f}, 0};
+    const std::vector<float> x_i{2.f, 0.f, 5.f};
+    std::vector<float> reply;
+    center_rule->apply(center, {0, 0, x_i.data(), x_i.size()}, reply);
+    REQUIRE(reply.size() == 3);
+    CHECK(reply[0] == doctest::Approx(0.3));
+    CHECK(reply[1] == doctest::Approx(0.3));
+    CHECK(reply[2] == doctest::Approx(1.35));
+}
+
+TEST_CASE("the default communication windows") {
+    for (const char* name : {"averaging", "easgd", "aeasgd"}) {
+        CAPTURE(name);
+        CHECK(strategy({{"strategy", {{"name", name}}}})->communication_window() == 10);
+    }
+    for (const char* name : {"downpour", "adag", "dynsgd"}) {
+        CAPTURE(name);
+        CHECK(strategy({{"strategy", {{"name", name}}}})->communication_window() == 5);
+    }
+    CHECK(strategy({{"strategy", {{"name", "adag"}, {"communication_window", 7}}}})->communication_window() == 7);
+}
+
+TEST_CASE("strategy blocks that cannot work are ConfigErrors") {
+    SUBCASE("easgd with N alpha >= 1 is unstable") {
+        const std::string error =
+            parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.5}}}, {"cluster", {{"workers", 2}}}});
+        CHECK(contains(error, "strategy.moving_rate"));
+        CHECK(contains(error, "beta"));
+        CHECK(contains(parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.4}}}, {"cluster", {{"workers", 3}}}}),
+                       "strategy.moving_rate"));
+        CHECK(parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.3}}}, {"cluster", {{"workers", 3}}}}).empty());
+    }
+    SUBCASE("sequential with more than one worker") {
+        const std::string error = parse_error({{"strategy", {{"name", "sequential"}}}, {"cluster", {{"workers", 2}}}});
+        CHECK(contains(error, "cluster.workers"));
+        CHECK(contains(error, "sequential"));
+        CHECK(parse_error({{"strategy", {{"name", "sequential"}}}}).empty());
+    }
+    SUBCASE("a key the chosen strategy does not have") {
+        const std::string error =
+            parse_error({{"strategy", {{"name", "adag"}, {"moving_rate", 0.1}}}, {"cluster", {{"workers", 2}}}});
+        CHECK(contains(error, "strategy.moving_rate"));
+        CHECK(contains(error, "unknown key"));
+        CHECK(contains(parse_error({{"strategy", {{"name", "averaging"}, {"moving_rate", 0.1}}}}), "strategy.moving_rate"));
+        CHECK(contains(parse_error({{"strategy", {{"name", "aeasgd"}, {"comunication_window", 3}}}}),
+                       "did you mean strategy.communication_window?"));
+    }
+    SUBCASE("an unknown strategy name lists the registered ones") {
+        const std::string error = parse_error({{"strategy", {{"name", "hogwild"}}}});
+        CHECK(contains(error, "strategy.name"));
+        for (const auto& name : tether::strategy_names()) CHECK(contains(error, name));
+    }
+    SUBCASE("moving_rate out of range") {
+        CHECK(contains(parse_error({{"strategy", {{"name", "aeasgd"}, {"moving_rate", 0.0}}}}), "strategy.moving_rate"));
+        CHECK(contains(parse_error({{"strategy", {{"name", "aeasgd"}, {"moving_rate", 1.5}}}}), "strategy.moving_rate"));
+    }
+}

@@ -1,0 +1,326 @@
+// Each strategy's two halves, WorkerRule and CenterRule, against values computed by hand from
+// the table in DESIGN.md ("Notation and the strategies") on 3-element vectors. Strategies are
+// built the way a run builds them: parse_config -> registry -> config.strategy.rule.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "algorithms/strategy.hpp"
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "util/errors.hpp"
+
+namespace {
+
+using nlohmann::json;
+using tether::Backend;
+using tether::CenterRule;
+using tether::CenterState;
+using tether::ConfigError;
+using tether::DeviceBuffer;
+using tether::Exchange;
+using tether::Strategy;
+using tether::StrategyContext;
+using tether::WorkerRule;
+using Vec = std::vector<float>;
+
+constexpr std::size_t kSize = 3;
+
+std::shared_ptr<const Strategy> strategy(const json& document) {
+    return tether::parse_config(document).strategy.rule;
+}
+
+std::string parse_error(const json& document) {
+    try {
+        tether::parse_config(document);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void check_equal(const Vec& actual, const Vec& expected) {
+    REQUIRE(actual.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        CAPTURE(i);
+        CHECK(actual[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+    }
+}
+
+double norm(const Vec& v) {
+    double s = 0;
+    for (float x : v) s += double(x) * x;
+    return std::sqrt(s);
+}
+
+// A worker: its rule and its x_i in the backend's memory.
+struct Worker {
+    Backend& backend;
+    std::unique_ptr<WorkerRule> rule;
+    DeviceBuffer<float> x;
+
+    Worker(Backend& b, const Strategy& s, int workers) : backend(b), rule(s.make_worker_rule({workers, kSize})), x(b, kSize) {}
+
+    // Every worker starts from x~, as the welcome sets it.
+    void join(const Vec& center, std::uint64_t version) {
+        set(center);
+        rule->on_join(backend, x.data(), center.data(), version);
+    }
+    void set(const Vec& value) { x.upload(value.data(), kSize); }
+    Vec get() const {
+        Vec v(kSize);
+        x.download(v.data(), kSize);
+        return v;
+    }
+    Vec payload() {
+        Vec p(kSize);
+        rule->make_payload(backend, x.data(), p.data());
+        return p;
+    }
+    void apply(const Vec& reply, std::uint64_t version) { rule->apply_reply(backend, x.data(), reply.data(), version); }
+};
+
+Exchange exchange_of(std::uint32_t worker, std::uint64_t pull_version, const Vec& payload) {
+    return Exchange{worker, pull_version, payload.data(), payload.size()};
+}
+
+// x~ = (1, -1, 0.5); after local training x_1 = (2, 0, 5), x_2 = (0, 4, 1).
+const Vec kCenter{1.f, -1.f, 0.5f}, kX1{2.f, 0.f, 5.f}, kX2{0.f, 4.f, 1.f};
+
+struct Fixture {
+    std::unique_ptr<Backend> backend = tether::make_backend({"cpu", 1, 0});
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Fixture, "averaging: x~ <- mean of the x_i; every worker takes x~") {
+    const auto s = strategy({{"strategy", {{"name", "averaging"}}}, {"cluster", {{"workers", 2}}}});
+    REQUIRE(s->name() == "averaging");
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK(center_rule->synchronous());
+    Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
+    w1.join(kCenter, 0);
+    w2.join(kCenter, 0);
+    w1.set(kX1);
+    w2.set(kX2);
+
+    CenterState center{kCenter, 0};
+    const Vec p1 = w1.payload(), p2 = w2.payload();
+    check_equal(p1, kX1);  // the worker sends x_i itself
+    center_rule->contribute(center, exchange_of(0, 0, p1));
+    center_rule->contribute(center, exchange_of(1, 0, p2));
+    check_equal(center.x, kCenter);  // nothing moves before the round closes
+    Vec reply;
+    const double moved = center_rule->close_round(center, reply);
+    const Vec mean{1.f, 2.f, 3.f};
+    check_equal(center.x, mean);
+    check_equal(reply, mean);
+    CHECK(moved == doctest::Approx(norm({0.f, 3.f, 2.5f})));
+    w1.apply(reply, 1);
+    w2.apply(reply, 1);
+    check_equal(w1.get(), mean);
+    check_equal(w2.get(), mean);
+    CHECK(w1.rule->pull_version() == 1);
+
+    // The next round starts from an empty sum.
+    center_rule->contribute(center, exchange_of(0, 1, kX2));
+    center_rule->close_round(center, reply);
+    check_equal(center.x, kX2);
+    CHECK_THROWS_AS(center_rule->apply(center, exchange_of(0, 0, kX1), reply), std::logic_error);
+}
+
+TEST_CASE_FIXTURE(Fixture, "easgd: reply x~_old, x~ <- x~ + alpha sum(x_i - x~_old), x_i <- x_i - alpha(x_i - x~_old)") {
+    const auto s = strategy({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.25}}}, {"cluster", {{"workers", 2}}}});
+    REQUIRE(s->name() == "easgd");
+    CHECK(s->describe()["moving_rate"] == 0.25);
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK(center_rule->synchronous());
+    Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
+    w1.join(kCenter, 0);
+    w2.join(kCenter, 0);
+    w1.set(kX1);
+    w2.set(kX2);
+
+    CenterState center{kCenter, 0};
+    center_rule->contribute(center, exchange_of(0, 0, w1.payload()));
+    center_rule->contribute(center, exchange_of(1, 0, w2.payload()));
+    Vec reply;
+    const double moved = center_rule->close_round(center, reply);
+    // sum(x_i - x~) = (1, 1, 4.5) + (-1, 5, 0.5) = (0, 6, 5); x~ + 0.25 * that:
+    check_equal(center.x, {1.f, 0.5f, 1.75f});
+    check_equal(reply, kCenter);  // x~_old
+    CHECK(moved == doctest::Approx(norm({0.f, 1.5f, 1.25f})));
+    w1.apply(reply, 1);
+    w2.apply(reply, 1);
+    check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
+    check_equal(w2.get(), {0.25f, 2.75f, 0.875f});
+}
+
+TEST_CASE_FIXTURE(Fixture, "aeasgd: e = alpha(x_i - x~) from the current x~; x~ += e; x_i -= e") {
+    const auto s = strategy({{"strategy", {{"name", "aeasgd"}, {"moving_rate", 0.25}}}, {"cluster", {{"workers", 2}}}});
+    REQUIRE(s->name() == "aeasgd");
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK_FALSE(center_rule->synchronous());
+    Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
+    w1.join(kCenter, 0);
+    w2.join(kCenter, 0);
+    w1.set(kX1);
+    w2.set(kX2);
+
+    CenterState center{kCenter, 0};
+    Vec reply;
+    const Vec p1 = w1.payload();
+    check_equal(p1, kX1);
+    double moved = center_rule->apply(center, exchange_of(0, 0, p1), reply);
+    const Vec e1{0.25f, 0.25f, 1.125f};  // 0.25 * ((2, 0, 5) - (1, -1, 0.5))
+    check_equal(reply, e1);
+    check_equal(center.x, {1.25f, -0.75f, 1.625f});
+    CHECK(moved == doctest::Approx(norm(e1)));
+    w1.apply(reply, 1);
+    check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
+    CHECK(w1.rule->pull_version() == 1);
+
+    // The second worker is pulled towards the x~ the first one already moved.
+    moved = center_rule->apply(center, exchange_of(1, 0, w2.payload()), reply);
+    const Vec e2{-0.3125f, 1.1875f, -0.15625f};  // 0.25 * ((0, 4, 1) - (1.25, -0.75, 1.625))
+    check_equal(reply, e2);
+    check_equal(center.x, {0.9375f, 0.4375f, 1.46875f});
+    w2.apply(reply, 2);
+    check_equal(w2.get(), {0.3125f, 2.8125f, 1.15625f});
+    CHECK_THROWS_AS(center_rule->contribute(center, exchange_of(0, 0, p1)), std::logic_error);
+}
+
+TEST_CASE_FIXTURE(Fixture, "eamsgd: the aeasgd exchange, with Nesterov as the local optimizer") {
+    const json document = {{"strategy", {{"name", "eamsgd"}, {"moving_rate", 0.25}}},
+                           {"cluster", {{"workers", 2}}},
+                           {"training", {{"optimizer", {{"name", "nesterov"}}}}}};
+    const auto s = strategy(document);
+    REQUIRE(s->name() == "eamsgd");
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK_FALSE(center_rule->synchronous());
+    Worker w1(*backend, *s, 2);
+    w1.join(kCenter, 0);
+    w1.set(kX1);
+    CenterState center{kCenter, 0};
+    Vec reply;
+    center_rule->apply(center, exchange_of(0, 0, w1.payload()), reply);
+    check_equal(reply, {0.25f, 0.25f, 1.125f});
+    check_equal(center.x, {1.25f, -0.75f, 1.625f});
+    w1.apply(reply, 1);
+    check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
+
+    json with_adam = document;
+    with_adam["training"]["optimizer"]["name"] = "adam";
+    const std::string error = parse_error(with_adam);
+    CHECK(contains(error, "eamsgd"));
+    CHECK(contains(error, "training.optimizer.name"));
+    CHECK(contains(error, "\"adam\""));
+    CHECK(contains(error, "nesterov"));
+    // adam is also the default local optimizer.
+    CHECK(contains(parse_error({{"strategy", {{"name", "eamsgd"}}}, {"cluster", {{"workers", 2}}}}), "nesterov"));
+}
+
+TEST_CASE_FIXTURE(Fixture, "downpour: send x_i - x_pull; x~ += it; x_i and x_pull become x~") {
+    const auto s = strategy({{"strategy", {{"name", "downpour"}}}, {"cluster", {{"workers", 2}}}});
+    REQUIRE(s->name() == "downpour");
+    CHECK(s->communication_window() == 5);  // the documented default
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK_FALSE(center_rule->synchronous());
+    Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
+    w1.join(kCenter, 0);
+    w2.join(kCenter, 0);
+    check_equal(w1.payload(), {0.f, 0.f, 0.f});  // no local work yet
+    w1.set(kX1);
+    w2.set(kX2);
+
+    CenterState center{kCenter, 0};
+    Vec reply;
+    const Vec d1 = w1.payload();
+    check_equal(d1, {1.f, 1.f, 4.5f});
+    double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d1), reply);
+    check_equal(center.x, kX1);
+    check_equal(reply, kX1);
+    CHECK(moved == doctest::Approx(norm(d1)));
+    center.version = 1;  // the Center counts versions, not the rule
+    w1.apply(reply, 1);
+    check_equal(w1.get(), kX1);
+    CHECK(w1.rule->pull_version() == 1);
+
+    // The second worker's whole update lands on the x~ the first one moved: (2, 0, 5) + (-1, 5, 0.5).
+    const Vec d2 = w2.payload();
+    check_equal(d2, {-1.f, 5.f, 0.5f});
+    center_rule->apply(center, exchange_of(1, w2.rule->pull_version(), d2), reply);
+    check_equal(center.x, {1.f, 5.f, 5.5f});
+    w2.apply(reply, 2);
+    check_equal(w2.get(), {1.f, 5.f, 5.5f});
+
+    // x_pull moved with x: the next payload is only the new local work.
+    w2.set({1.5f, 5.f, 3.5f});
+    check_equal(w2.payload(), {0.5f, 0.f, -2.f});
+    w2.rule->set_steps_in_window(2);  // a short last window: downpour sends the update as it is
+    check_equal(w2.payload(), {0.5f, 0.f, -2.f});
+}
+
+TEST_CASE_FIXTURE(Fixture, "adag: the payload is (x_i - x_pull) / communication_window") {
+    const auto s = strategy({{"strategy", {{"name", "adag"}, {"communication_window", 4}}}, {"cluster", {{"workers", 2}}}});
+    REQUIRE(s->name() == "adag");
+    CHECK(s->communication_window() == 4);
+    auto center_rule = s->make_center_rule({2, kSize});
+    Worker w1(*backend, *s, 2);
+    w1.join(kCenter, 0);
+    w1.set(kX1);
+    const Vec p = w1.payload();
+    check_equal(p, {0.25f, 0.25f, 1.125f});  // (1, 1, 4.5) / 4
+    CenterState center{kCenter, 0};
+    Vec reply;
+    center_rule->apply(center, exchange_of(0, 0, p), reply);
+    check_equal(center.x, {1.25f, -0.75f, 1.625f});
+    check_equal(reply, center.x);
+    w1.apply(reply, 1);
+    check_equal(w1.get(), center.x);
+    check_equal(w1.payload(), {0.f, 0.f, 0.f});
+
+    // The last window of a run may be shorter: the update is divided by the steps it holds.
+    w1.set({2.25f, 0.25f, 1.625f});
+    w1.rule->set_steps_in_window(2);
+    check_equal(w1.payload(), {0.5f, 0.5f, 0.f});  // ((2.25, 0.25, 1.625) - (1.25, -0.75, 1.625)) / 2
+}
+
+TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, staleness = v - v_pull") {
+    const auto s = strategy({{"strategy", {{"name", "dynsgd"}}}, {"cluster", {{"workers", 2}}}});
+    REQUIRE(s->name() == "dynsgd");
+    auto center_rule = s->make_center_rule({2, kSize});
+    Worker w1(*backend, *s, 2);
+    w1.join(kCenter, 3);
+    CHECK(w1.rule->pull_version() == 3);
+    w1.set({4.f, -7.f, 2.f});
+    const Vec d = w1.payload();
+    check_equal(d, {3.f, -6.f, 1.5f});  // not scaled on the worker
+
+    SUBCASE("stale by 2: a third of the update") {
+        CenterState center{kCenter, 5};
+        Vec reply;
+        const double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d), reply);
+        check_equal(center.x, {2.f, -3.f, 1.f});
+        check_equal(reply, center.x);
+        CHECK(moved == doctest::Approx(norm(d) / 3));
+        CHECK(center.version == 5);
+        w1.apply(reply, 6);
+        check_equal(w1.get(), center.x);
+        CHECK(w1.rule->pull_version() == 6);
+    }
+    SUBCASE("fresh: the whole update") {
+        CenterState center{kCenter, 3};
+        Vec reply;
+        center_rule->apply(center, exchange_of(0, 3, d), reply);
+        check_equal(center.x, {4.f, -7.f, 2.f});
+    }
+}
