@@ -1,0 +1,83 @@
+// tether sweep: a 2 x 2 grid on synthetic data runs, writes both summaries, and a rerun skips
+// every finished run; a bad grid key is an error before anything runs.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "sweep/sweep_plan.hpp"
+#include "sweep/sweep_runner.hpp"
+#include "test_support.hpp"
+#include "util/errors.hpp"
+
+namespace {
+
+const char* kBase = R"({"name": "tiny",
+  "data": {"source": "synthetic", "train_samples": 600, "test_samples": 200, "features": 8, "classes": 3},
+  "model": {"hidden_layers": [8]},
+  "training": {"epochs": 2, "batch_size": 32, "device": "cpu", "threads": 1},
+  "eval": {"per_epoch": 2},
+  "strategy": {"name": "adag"},
+  "cluster": {"workers": 2, "join_timeout_ms": 20000}})";
+
+std::string tether_binary() {
+    const char* path = std::getenv("TETHER_BIN");
+    REQUIRE_MESSAGE(path != nullptr, "set TETHER_BIN to the built tether binary (meson test does)");
+    return path;
+}
+
+int lines_in(const std::string& path) {
+    std::ifstream in(path);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += !line.empty();
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("a 2 x 2 sweep completes, writes summary.csv and summary.md, and resumes") {
+    tether::testing::TempDir dir;
+    tether::testing::write_text(dir.file("base.json"), kBase);
+    tether::testing::write_text(dir.file("sweep.json"), R"({"base": "base.json",
+        "grid": {"strategy.name": ["adag", "aeasgd"], "cluster.workers": [1, 2]},
+        "reference": {"strategy.name": "adag", "cluster.workers": 1}})");
+    const tether::SweepPlan plan = tether::load_sweep(dir.file("sweep.json"));
+    REQUIRE(plan.runs.size() == 4);
+    CHECK(plan.keys == std::vector<std::string>{"strategy.name", "cluster.workers"});  // file order
+    REQUIRE(plan.reference.has_value());
+    CHECK(plan.runs[*plan.reference].id == "strategy.name=adag,cluster.workers=1,repeat=0");
+
+    const tether::SweepOptions options{dir.file("out"), 2, tether_binary()};
+    const tether::SweepOutcome first = tether::run_sweep(plan, options);
+    CHECK(first.completed == 4);
+    CHECK(first.failed == 0);
+    const std::string table = tether::write_sweep_report(plan, options.directory);
+    CHECK(lines_in(dir.file("out/summary.csv")) == 5);  // header + 4 runs
+    const std::string csv = tether::testing::read_text(dir.file("out/summary.csv"));
+    CHECK(csv.rfind("strategy.name,cluster.workers,repeat,final_test_accuracy,best_test_accuracy,wall_seconds,"
+                    "time_to_target,bytes_sent,mean_staleness,temporal_efficiency", 0) == 0);
+    CHECK(csv.find("missing") == std::string::npos);
+    CHECK(tether::testing::read_text(dir.file("out/summary.md")).find("| aeasgd | 2 |") != std::string::npos);
+    // The reference compared with itself: efficiency exactly 1.
+    CHECK(table.find("| adag | 1 | 0 |") != std::string::npos);
+    CHECK(table.find("| 1.0000 | reference |") != std::string::npos);
+
+    const tether::SweepOutcome second = tether::run_sweep(plan, options);
+    CHECK(second.skipped == 4);
+    CHECK(second.completed == 0);
+}
+
+TEST_CASE("a bad grid key or value is a config error naming it, before any run") {
+    tether::testing::TempDir dir;
+    tether::testing::write_text(dir.file("base.json"), kBase);
+    tether::testing::write_text(dir.file("key.json"), R"({"base": "base.json", "grid": {"strategy.nmae": ["adag"]}})");
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("key.json")),
+                         doctest::Contains("strategy.nmae: unknown key; did you mean strategy.name?"), tether::ConfigError);
+    tether::testing::write_text(dir.file("value.json"), R"({"base": "base.json", "grid": {"cluster.workers": [2, 0]}})");
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("value.json")), doctest::Contains("cluster.workers"),
+                         tether::ConfigError);
+    tether::testing::write_text(dir.file("grid.json"), R"({"base": "base.json", "grid": {"cluster.workers": 2}})");
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("grid.json")),
+                         doctest::Contains("grid.cluster.workers: expected a non-empty list"), tether::ConfigError);
+}
