@@ -105,9 +105,12 @@ int cuda_device_count() {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {
-    check(cudaSetDevice(device), "cudaSetDevice");
+    if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice");  // the caller's current GPU
+    else check(cudaSetDevice(device), "cudaSetDevice");
+    // A blocking stream: it waits for work the caller queued on the legacy default stream, so
+    // an exchange never reads parameters that the caller's last update is still writing.
     cudaStream_t stream{};
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreate(&stream), "cudaStreamCreate");
     return std::make_unique<CudaBackend>(device, stream);
 }
 

@@ -87,10 +87,11 @@ def plot_sweep(sweep_dir, out_dir):
     keys = [k for k in rows[0] if k not in fixed]
     rows = [r for r in rows if r["status"] != "missing" and "(reference)" not in r.values()]
     written = []
-    for x_key in keys:
+    varied = [k for k in keys if len({r[k] for r in rows}) > 1]
+    for x_key in varied:
         if not all(numeric(r[x_key]) is not None for r in rows):
             continue
-        others = [k for k in keys if k != x_key]
+        others = [k for k in varied if k != x_key]
         for y_key, y_label in [("final_test_accuracy", "final test accuracy (%)"),
                                ("time_to_target", "time to target accuracy (s)")]:
             series = defaultdict(lambda: defaultdict(list))  # line label -> x -> [y over repeats]
@@ -115,9 +116,41 @@ def plot_sweep(sweep_dir, out_dir):
             fig.savefig(path, dpi=120)
             plt.close(fig)
             written.append(path)
+    if not any(all(numeric(r[k]) is not None for r in rows) for k in varied):
+        written += plot_categories(rows, varied, out_dir)
     run_dirs = [Path(sweep_dir) / r["run"] for r in rows if (Path(sweep_dir) / r["run"] / "metrics.jsonl").is_file()]
     if run_dirs:
         written += plot_runs(run_dirs, out_dir)
+    return written
+
+
+def plot_categories(rows, varied, out_dir):
+    """No numeric key varies (e.g. strategies side by side): bars of the mean over repeats."""
+    written = []
+    for y_key, y_label, scale in [("final_test_accuracy", "final test accuracy (%)", 100),
+                                  ("time_to_target", "time to target accuracy (s)", 1)]:
+        groups = defaultdict(list)
+        for r in rows:
+            if r[y_key] != "":
+                groups[", ".join(f"{short(k)}={r[k]}" for k in varied)].append(scale * float(r[y_key]))
+        if not groups:
+            continue
+        labels = list(groups)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        means = [statistics.mean(groups[g]) for g in labels]
+        ax.bar(labels, means, color="tab:blue", alpha=0.7)
+        for i, g in enumerate(labels):  # every repeat as a dot over its bar
+            ax.plot([i] * len(groups[g]), groups[g], "k.", markersize=8)
+        ax.set_ylabel(y_label + (" (bars: mean; dots: repeats)" if any(len(v) > 1 for v in groups.values()) else ""))
+        if y_key == "final_test_accuracy":
+            ax.set_ylim(min(means) - 3, max(max(v) for v in groups.values()) + 1)
+        ax.tick_params(axis="x", labelrotation=20)
+        ax.grid(alpha=0.3, axis="y")
+        fig.tight_layout()
+        path = Path(out_dir) / f"{y_key}_by_run.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
     return written
 
 

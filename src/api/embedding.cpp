@@ -12,6 +12,7 @@
 #include "center/center.hpp"
 #include "config/config.hpp"
 #include "protocol/header.hpp"
+#include "util/errors.hpp"
 #include "worker/worker_node.hpp"
 
 namespace tether {
@@ -23,8 +24,16 @@ RunConfig strategy_config(const ServiceOptions& o) {
     try {
         strategy = nlohmann::json::parse(o.strategy);
     } catch (const nlohmann::json::parse_error& e) {
-        throw std::invalid_argument("ServiceOptions.strategy: not valid JSON: " + std::string(e.what()));
+        throw ConfigError("ServiceOptions.strategy: not valid JSON: " + std::string(e.what()));
     }
+    if (!strategy.is_object())
+        throw ConfigError("ServiceOptions.strategy: expected a JSON object such as {\"name\": \"aeasgd\"}, got " + strategy.dump());
+    if (strategy.value("name", "sequential") == "sequential")
+        throw ConfigError("ServiceOptions.strategy: name a distributed strategy (averaging, easgd, aeasgd, eamsgd, downpour, "
+                          "adag, dynsgd); \"sequential\" has no center");
+    if (o.worker_timeout_ms < 200)
+        throw ConfigError("ServiceOptions.worker_timeout_ms: " + std::to_string(o.worker_timeout_ms) +
+                          " ms is too short for the workers' heartbeats; use at least 200");
     nlohmann::json document = {{"strategy", strategy}, {"cluster", {{"workers", o.workers}}}};
     // eamsgd checks the local optimizer; the embedding user runs their own, so declare Nesterov.
     if (strategy.value("name", "") == "eamsgd") document["training"] = {{"optimizer", {{"name", "nesterov"}}}};
@@ -38,13 +47,14 @@ public:
     Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o, float* x,
            std::size_t count, Memory memory)
         : transport_(std::move(transport)), config_(strategy_config(o)),
-          backend_(make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, 0})) {
+          backend_(make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1})) {
         static std::atomic<unsigned> counter{0};
         WorkerOptions options;
         options.fingerprint = api_fingerprint(count, config_);
         options.join_timeout_ms = o.join_timeout_ms;
         options.reply_timeout_ms = o.reply_timeout_ms;
         options.communication_window = config_.strategy.rule->communication_window();
+        options.heartbeat_ms = std::min(1000, o.worker_timeout_ms / 4);  // well inside the center's timeout
         options.center_address = address;
         node_ = std::make_unique<WorkerNode>(
             transport_->connect(address, "api-worker-" + std::to_string(::getpid()) + "-" + std::to_string(counter++),

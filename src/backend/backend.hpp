@@ -111,7 +111,7 @@ private:
 struct BackendOptions {
     std::string device = "auto";  // auto | cpu | cuda
     int threads = 0;              // CPU threads for this backend's operations; 0 = all cores
-    int cuda_device = 0;
+    int cuda_device = 0;  // < 0: the calling thread's current device
 };
 
 // Makes the backend `options.device` asks for. Throws ConfigError when "cuda" is asked for

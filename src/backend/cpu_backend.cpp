@@ -36,11 +36,7 @@ class CpuBackend final : public ops::ThrustOps<decltype(thrust::omp::par), /*kRo
 public:
     // With one thread every loop runs inline; with more, only loops of 64k+ elements fan out.
     explicit CpuBackend(int threads)
-        : ThrustOps(thrust::omp::par, threads == 1 ? ~std::size_t(0) : std::size_t(1) << 16), threads_(threads) {
-        // omp_set_num_threads is per calling thread: the worker thread that builds its backend
-        // also uses it, so each worker gets its own share of the cores.
-        omp_set_num_threads(threads_);
-    }
+        : ThrustOps(thrust::omp::par, threads == 1 ? ~std::size_t(0) : std::size_t(1) << 16), threads_(threads) {}
     DeviceKind kind() const override { return DeviceKind::cpu; }
     std::string description() const override {
         return "cpu (" + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + ", OpenMP + CBLAS)";
@@ -80,6 +76,11 @@ public:
     }
 
 private:
+    // The OpenMP team size is a per-thread setting: set it at each parallel loop, not once, so
+    // another backend built on the same thread (or the caller's own OpenMP code) cannot change
+    // this backend's share of the cores.
+    void prepare_parallel() override { omp_set_num_threads(threads_); }
+
     int threads_;
     std::vector<float> ones_;
 };

@@ -171,14 +171,22 @@ protected:
     // `work` is the element count the loop touches (rows x cols for row-wise loops).
     template <typename F>
     void each(std::size_t n, F f, std::size_t work = 0) {
-        if ((work ? work : n) < parallel_threshold_) thrust::for_each(thrust::seq, count(0), count(n), f);
-        else thrust::for_each(policy_, count(0), count(n), f);
+        if ((work ? work : n) < parallel_threshold_) {
+            thrust::for_each(thrust::seq, count(0), count(n), f);
+            return;
+        }
+        prepare_parallel();
+        thrust::for_each(policy_, count(0), count(n), f);
     }
     template <typename F, typename T, typename Op>
     T reduce(std::size_t n, F f, T init, Op op) {
         if (n < parallel_threshold_) return thrust::transform_reduce(thrust::seq, count(0), count(n), f, init, op);
+        prepare_parallel();
         return thrust::transform_reduce(policy_, count(0), count(n), f, init, op);
     }
+
+    // Called before each parallel loop (the CPU backend sets its OpenMP team size there).
+    virtual void prepare_parallel() {}
 
     Policy policy_;
     std::size_t parallel_threshold_;

@@ -91,11 +91,18 @@ void Center::handle(const std::string& peer, Frames& frames) {
     if (w->state == Worker::State::joining)
         return reject(peer, w->id, "not welcomed", "wait for the welcome (the center waits for all cluster.workers)");
     w->last_seen = Clock::now();
-    w->samples = std::max(w->samples, header->samples);
+    // A worker's sample count comes from messages the center accepts, and it is bounded, so a
+    // bad header can move neither the evaluation schedule nor the summary.
+    const std::uint64_t samples = std::min<std::uint64_t>(header->samples, std::uint64_t(1) << 50);
     switch (header->type) {
-        case MessageType::exchange: return handle_exchange(*w, *header, frames);
-        case MessageType::heartbeat: return maybe_snapshot(false);
+        case MessageType::exchange:
+            handle_exchange(*w, *header, frames, samples);
+            return;
+        case MessageType::heartbeat:
+            w->samples = std::max(w->samples, samples);
+            return maybe_snapshot(false);
         case MessageType::bye:
+            w->samples = std::max(w->samples, samples);
             w->state = Worker::State::finished;
             ++stats_.workers_finished;
             if (!round_.empty()) maybe_close_round(false);
@@ -129,7 +136,7 @@ void Center::welcome(Worker& w) {
     send_vector(w, MessageType::welcome, state_.x, 0);
 }
 
-void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames) {
+void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
     const std::size_t n = state_.x.size(), shard = options_.shard_elements;
     const std::uint32_t shard_count = std::uint32_t((n + shard - 1) / shard);
     const std::size_t first = std::size_t(h.shard_id) * shard;
@@ -163,6 +170,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames) {
     w.bytes_in += frames.header.size() + frames.payload.size();
     if (++w.shards_received == shard_count) {
         w.shards_received = 0;
+        w.samples = std::max(w.samples, samples);
         complete_exchange(w);
     }
 }
@@ -262,7 +270,9 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
     h.fingerprint = options_.fingerprint;
     h.element_count = text.size();
     try {
-        endpoint_->send(peer, encode(h), text.data(), text.size());
+        const auto header = encode(h);
+        endpoint_->send(peer, header, text.data(), text.size());
+        stats_.bytes_sent += header.size() + text.size();
     } catch (const DeliveryError&) {
         // The sender is gone already; the rejection is counted either way.
     }

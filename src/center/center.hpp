@@ -89,7 +89,7 @@ private:
 
     void handle(const std::string& peer, Frames& frames);
     void handle_hello(const std::string& peer, const Header& h);
-    void handle_exchange(Worker& w, const Header& h, const Frames& frames);
+    void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
     void complete_exchange(Worker& w);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
     void send_vector(Worker& w, MessageType type, const std::vector<float>& data, std::uint64_t sequence);

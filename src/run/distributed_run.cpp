@@ -6,6 +6,8 @@
 
 #include <fcntl.h>
 
+#include <chrono>
+
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -68,9 +70,16 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
                 std::fprintf(stderr, "worker %d failed: %s\n", i, e.what());
             }
         });
-    for (auto& t : pool) t.join();
+    // Once the center is done nobody answers: a worker counted lost but still running (it
+    // stalled past cluster.worker_timeout_ms) would wait reply_timeout_ms. Closing the transport
+    // ends its wait at once.
     center_thread.join();
-    if (config_error) std::rethrow_exception(config_error);
+    transport->shutdown();
+    for (auto& t : pool) t.join();
+    if (config_error) {
+        std::filesystem::remove(directory + "/summary.json");  // this run is not complete
+        std::rethrow_exception(config_error);
+    }
     if (center_failure) std::rethrow_exception(center_failure);
     summary["failed_workers"] = failed.load();
     write_json_file(directory + "/summary.json", summary);
@@ -128,11 +137,20 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
     } catch (...) {
         failure = std::current_exception();
     }
+    // Children still running once the center is done (a worker counted lost that still trains)
+    // get a grace period to say bye, then SIGTERM: nobody would answer them any more.
     nlohmann::json exits = nlohmann::json::array();
+    const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(failure ? 0 : 10);
     for (pid_t pid : children) {
-        if (failure) ::kill(pid, SIGTERM);
         int status = 0;
-        ::waitpid(pid, &status, 0);
+        while (::waitpid(pid, &status, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() >= grace_end) {
+                ::kill(pid, SIGTERM);
+                ::waitpid(pid, &status, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
         exits.push_back(WIFEXITED(status) ? nlohmann::json(WEXITSTATUS(status))
                                           : nlohmann::json("signal " + std::to_string(WTERMSIG(status))));
     }
@@ -145,8 +163,11 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
 }  // namespace
 
 nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
-    // An impossible device request is a config error before anything starts, not a worker failure.
+    // Errors the user must fix surface before anything starts, not as a failing worker.
     if (config.training.device == "cuda") make_backend({"cuda", 1, 0});
+    if (config.data.source == "synthetic" && config.data.train_samples < config.cluster.workers)
+        throw ConfigError("data.train_samples: " + std::to_string(config.data.train_samples) + " samples cannot be split over " +
+                          std::to_string(config.cluster.workers) + " workers (cluster.workers); every worker needs at least one");
     if (!config.strategy.rule->uses_center()) return run_sequential(config, directory);
     return config.cluster.mode == "local" ? run_local(config, directory) : run_embedded(config, directory);
 }

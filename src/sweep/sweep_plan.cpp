@@ -102,7 +102,6 @@ SweepPlan load_sweep(const std::string& path) {
         reference.emplace();
         for (const auto& [key, value] : sweep["reference"].items()) reference->emplace_back(key, value);
     }
-    const std::int64_t base_seed = base.contains("training") && base["training"].contains("seed") ? base["training"]["seed"].get<std::int64_t>() : 1;
 
     auto make_run = [&](const std::vector<std::pair<std::string, json>>& assignments, int repeat, bool is_reference) {
         SweepRun run;
@@ -117,7 +116,12 @@ SweepPlan load_sweep(const std::string& path) {
                 fail(std::string(is_reference ? "reference." : "grid.") + key + ": " + e.what());
             }
         }
-        if (repeats > 1) run.document = with_assignment(run.document, "training.seed", base_seed + repeat);
+        if (repeats > 1) {  // repeat r: the run's own seed (from the base or the grid) + r
+            const json* seed = run.document.contains("training") ? &run.document["training"] : nullptr;
+            const json given = seed && seed->contains("seed") ? (*seed)["seed"] : json(1);
+            if (!given.is_number_integer()) fail("training.seed: expected an integer, got " + given.dump());
+            run.document = with_assignment(run.document, "training.seed", given.get<std::int64_t>() + repeat);
+        }
         for (const auto& [key, value] : assignments) run.id += (run.id.empty() ? "" : ",") + id_part(key, value);
         if (is_reference && run.id.empty()) run.id = "reference";
         run.id += ",repeat=" + std::to_string(repeat);
@@ -146,12 +150,25 @@ SweepPlan load_sweep(const std::string& path) {
         }
     if (reference) {
         bool found = false;
-        for (const auto& run : plan.runs) found = found || run.is_reference;
+        int matches_in_repeat_0 = 0;
+        for (const auto& run : plan.runs) {
+            found = found || run.is_reference;
+            matches_in_repeat_0 += run.is_reference && run.repeat == 0;
+        }
+        if (matches_in_repeat_0 > 1)
+            fail("reference: " + sweep["reference"].dump() + " matches " + std::to_string(matches_in_repeat_0) +
+                 " runs of the grid; name a value for every grid key so that it picks one");
         if (!found)  // the reference is not a grid point: it runs as an extra run
             for (int r = 0; r < repeats; ++r) plan.runs.push_back(make_run(*reference, r, true));
         for (std::size_t i = 0; i < plan.runs.size(); ++i)
             if (plan.runs[i].is_reference && plan.runs[i].repeat == 0 && !plan.reference) plan.reference = i;
     }
+    std::set<std::string> ids;
+    for (const auto& run : plan.runs)
+        if (!ids.insert(run.id).second)
+            fail("two runs would share the directory " + run.id +
+                 "; grid values that differ only in characters other than letters, digits, '.', '-' and '_' "
+                 "cannot be told apart");
     return plan;
 }
 

@@ -73,6 +73,7 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
                         seconds);
         } else {
             ++outcome.failed;
+            fs::remove(dir / "summary.json");  // a failed run is never taken as complete on resume
             std::printf("[%zu/%zu] FAILED  %s (exit %d): see %s\n", i + 1, total, run.id.c_str(), status,
                         (dir / "log.txt").c_str());
         }

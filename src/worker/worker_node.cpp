@@ -101,6 +101,7 @@ void WorkerNode::exchange() {
     }
     const Header reply = receive_vector(MessageType::reply, reply_, options_.reply_timeout_ms, sequence_);
     rule_->apply_reply(*backend_, x_, reply_.data(), reply.center_version);
+    backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
     steps_since_exchange_ = 0;
     ++result_.exchanges;
     result_.seconds_waiting += std::chrono::duration<double>(Clock::now() - started).count();
