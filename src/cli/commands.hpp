@@ -3,7 +3,16 @@
 #include <string>
 #include <vector>
 
+namespace boost::program_options {
+class options_description;
+}
+
 namespace tether::cli {
+
+// Parses `arguments` against `options`, with one positional argument bound to the option
+// named `positional`. Returns false (after printing the options) when --help was asked for.
+bool parse_arguments(const std::vector<std::string>& arguments, boost::program_options::options_description& options,
+                     const char* positional);
 
 // Each command takes the arguments after its name and returns the process exit code.
 int run_command(const std::vector<std::string>& arguments);

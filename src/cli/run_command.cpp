@@ -12,6 +12,20 @@ namespace po = boost::program_options;
 
 namespace tether::cli {
 
+bool parse_arguments(const std::vector<std::string>& arguments, po::options_description& options,
+                     const char* positional_name) {
+    po::positional_options_description positional;
+    positional.add(positional_name, 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(arguments).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << options << "\n";
+        return false;
+    }
+    return true;
+}
+
 int run_command(const std::vector<std::string>& arguments) {
     po::options_description options("tether run CONFIG.json [options]");
     std::string config_path, out;
@@ -20,15 +34,7 @@ int run_command(const std::vector<std::string>& arguments) {
         "set", po::value(&overrides)->composing(), "override a config key: --set training.epochs=5 (repeatable)")(
         "out", po::value(&out), "run directory (default runs/<name>-<timestamp>/)")(
         "config", po::value(&config_path), "the config file (positional)");
-    po::positional_options_description positional;
-    positional.add("config", 1);
-    po::variables_map vm;
-    po::store(po::command_line_parser(arguments).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-        std::cout << options << "\n";
-        return 0;
-    }
+    if (!parse_arguments(arguments, options, "config")) return 0;
     if (config_path.empty()) throw po::error("tether run needs a config file: tether run CONFIG.json");
 
     const RunConfig config = load_config(config_path, overrides);

@@ -19,15 +19,7 @@ int sweep_command(const std::vector<std::string>& arguments) {
     options.add_options()("help,h", "show this help")(
         "out", po::value(&out), "sweep directory (default sweeps/<sweep name>; rerunning resumes it)")(
         "jobs", po::value(&jobs)->default_value(1), "runs at once")("sweep", po::value(&sweep_path), "the sweep file");
-    po::positional_options_description positional;
-    positional.add("sweep", 1);
-    po::variables_map vm;
-    po::store(po::command_line_parser(arguments).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-        std::cout << options << "\n";
-        return 0;
-    }
+    if (!parse_arguments(arguments, options, "sweep")) return 0;
     if (sweep_path.empty()) throw po::error("tether sweep needs a sweep file: tether sweep SWEEP.json");
     if (jobs < 1) throw po::error("--jobs must be at least 1");
 

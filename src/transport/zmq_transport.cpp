@@ -19,14 +19,23 @@ void apply_common(zmq::socket_t& s, const TransportOptions& o) {
     s.set(zmq::sockopt::heartbeat_timeout, o.heartbeat_timeout_ms);
 }
 
-// Receives the rest of a multipart message into frames; returns the number of frames read.
-std::size_t receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts) {
+bool wait_readable(zmq::socket_t& socket, int timeout_ms);
+
+// Waits up to timeout_ms, then receives one whole multipart message; false on timeout. A
+// transport shut down meanwhile surfaces as TransportClosed.
+bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, int timeout_ms) {
+    if (!wait_readable(socket, timeout_ms)) return false;
     parts.clear();
-    do {
-        parts.emplace_back();
-        if (!socket.recv(parts.back(), zmq::recv_flags::none)) return parts.size() - 1;
-    } while (parts.back().more());
-    return parts.size();
+    try {
+        do {
+            parts.emplace_back();
+            if (!socket.recv(parts.back(), zmq::recv_flags::none)) return false;
+        } while (parts.back().more());
+    } catch (const zmq::error_t& e) {
+        if (e.num() == ETERM) throw TransportClosed("transport shut down");
+        throw;
+    }
+    return true;
 }
 
 void to_frames(std::vector<zmq::message_t>& parts, std::size_t first, Frames& frames) {
@@ -70,13 +79,7 @@ public:
     std::string address() const override { return address_; }
 
     bool receive(std::string& peer, Frames& frames, int timeout_ms) override {
-        if (!wait_readable(socket_, timeout_ms)) return false;
-        try {
-            if (receive_parts(socket_, parts_) == 0) return false;
-        } catch (const zmq::error_t& e) {
-            if (e.num() == ETERM) throw TransportClosed("transport shut down");
-            throw;
-        }
+        if (!receive_parts(socket_, parts_, timeout_ms)) return false;
         peer.assign(parts_[0].data<char>(), parts_[0].size());
         to_frames(parts_, 1, frames);
         return true;
@@ -131,13 +134,7 @@ public:
     }
 
     bool receive(Frames& frames, int timeout_ms) override {
-        if (!wait_readable(socket_, timeout_ms)) return false;
-        try {
-            if (receive_parts(socket_, parts_) == 0) return false;
-        } catch (const zmq::error_t& e) {
-            if (e.num() == ETERM) throw TransportClosed("transport shut down");
-            throw;
-        }
+        if (!receive_parts(socket_, parts_, timeout_ms)) return false;
         to_frames(parts_, 0, frames);
         return true;
     }
