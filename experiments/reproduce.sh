@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
 sweeps=("$@")
-(( ${#sweeps[@]} )) || sweeps=(scaling_workers window_sweep sync_vs_async)
+(( ${#sweeps[@]} )) || sweeps=(scaling_workers window_sweep sync_vs_async sync_vs_async_straggler)
 for name in "${sweeps[@]}"; do
   build/tether sweep "experiments/$name.json" --out "sweeps/$name"
   /usr/bin/python3 experiments/plot.py "sweeps/$name" --out "docs/results/$name" >/dev/null

@@ -74,6 +74,10 @@ ClusterConfig parse_cluster(JsonReader r) {
     k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
     k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
     k.shard_elements = r.integer("shard_elements", k.shard_elements, 1, 1 << 24);
+    k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
+    if (k.step_delay_ms.size() > std::size_t(k.workers))
+        throw ConfigError("cluster.step_delay_ms: " + std::to_string(k.step_delay_ms.size()) + " delays for " +
+                          std::to_string(k.workers) + " workers (cluster.workers); give at most one per worker");
     r.finish();
     if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
         throw ConfigError("cluster.heartbeat_ms: " + std::to_string(k.heartbeat_ms) +

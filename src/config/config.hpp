@@ -75,6 +75,9 @@ struct ClusterConfig {
     std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
     std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
     std::int64_t shard_elements = 1 << 20;   // largest payload of one message (4 MiB of float32)
+    // Extra milliseconds worker k sleeps after each local step (entry k; missing entries 0):
+    // simulated stragglers, to study strategies with workers of unequal speed.
+    std::vector<std::int64_t> step_delay_ms;
 };
 
 struct RunConfig {

@@ -22,6 +22,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     options.reply_timeout_ms = int(k.reply_timeout_ms);
     options.heartbeat_ms = int(k.heartbeat_ms);
     options.epochs = std::size_t(config.training.epochs);
+    options.step_delay_ms = k.step_delay_ms;
     options.communication_window = config.strategy.rule->communication_window();
     options.center_address = address;
     WorkerNode node(transport.connect(address, identity, TransportOptions{}), options, model.num_parameters);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "protocol/header.hpp"
 
@@ -141,9 +142,12 @@ WorkerResult WorkerNode::finish() {
 WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
     start(trainer.backend(), trainer.parameters(), std::move(rule), welcome);
     const std::size_t total_steps = options_.epochs * trainer.steps_per_epoch();
+    const auto& delays = options_.step_delay_ms;
+    const auto delay = std::chrono::milliseconds(welcome.worker_id < delays.size() ? delays[welcome.worker_id] : 0);
     for (std::size_t step = 0; step < total_steps; ++step) {
         const std::size_t before = trainer.samples_seen();
         trainer.step();
+        if (delay.count() > 0) std::this_thread::sleep_for(delay);
         after_step(trainer.samples_seen() - before);
     }
     return finish();

@@ -21,6 +21,7 @@ struct WorkerOptions {
     int reply_timeout_ms = 600000;
     int heartbeat_ms = 1000;
     std::size_t epochs = 1;  // passes over this worker's shard
+    std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
     int communication_window = 1;
     std::string center_address;  // for messages only
 };

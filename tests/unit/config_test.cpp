@@ -181,6 +181,16 @@ TEST_CASE("a bad choice lists the allowed values") {
     CHECK(contains(parse_error(json::parse(R"({"data": {"source": "csv"}})")), "idx | synthetic"));
 }
 
+TEST_CASE("straggler delays: one per worker at most, none negative") {
+    const tether::RunConfig c = tether::parse_config(
+        json::parse(R"({"strategy": {"name": "adag"}, "cluster": {"workers": 3, "step_delay_ms": [0, 5]}})"));
+    CHECK(c.cluster.step_delay_ms == std::vector<std::int64_t>{0, 5});
+    const std::string too_many = parse_error(
+        json::parse(R"({"strategy": {"name": "adag"}, "cluster": {"workers": 2, "step_delay_ms": [0, 0, 5]}})"));
+    CHECK(contains(too_many, "cluster.step_delay_ms: 3 delays for 2 workers"));
+    CHECK(contains(parse_error(json::parse(R"({"cluster": {"step_delay_ms": [-1]}})")), "cluster.step_delay_ms"));
+}
+
 TEST_CASE("the run name must be usable as a directory name") {
     CHECK(contains(parse_error(json::parse(R"({"name": "a/b"})")), "name"));
     CHECK(contains(parse_error(json::parse(R"({"name": ""})")), "name"));
