@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Reproduces the published comparisons on Fashion-MNIST (docs/results.md): three sweeps, their
+# Reproduces the published comparisons on Fashion-MNIST (docs/results.md): four sweeps, their
 # summaries and figures. Resumable: rerunning skips the runs already complete.
-#   experiments/reproduce.sh [scaling_workers|window_sweep|sync_vs_async]...   (default: all three)
+#   experiments/reproduce.sh [scaling_workers|window_sweep|sync_vs_async|sync_vs_async_straggler]...
+#   (default: all four)
 # Sweeps land in sweeps/<name>/; summaries and figures are copied to docs/results/<name>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
