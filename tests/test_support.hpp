@@ -15,6 +15,8 @@
 
 namespace tether::testing {
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 class TempDir {
 public:
     TempDir() {

@@ -99,10 +99,10 @@ void Center::handle(const std::string& peer, Frames& frames) {
             handle_exchange(*w, *header, frames, samples);
             return;
         case MessageType::heartbeat:
-            w->samples = std::max(w->samples, samples);
+            count_samples(*w, samples);
             return maybe_snapshot(false);
         case MessageType::bye:
-            w->samples = std::max(w->samples, samples);
+            count_samples(*w, samples);
             w->state = Worker::State::finished;
             ++stats_.workers_finished;
             if (!round_.empty()) maybe_close_round(false);
@@ -170,7 +170,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     w.bytes_in += frames.header.size() + frames.payload.size();
     if (++w.shards_received == shard_count) {
         w.shards_received = 0;
-        w.samples = std::max(w.samples, samples);
+        count_samples(w, samples);
         complete_exchange(w);
     }
 }
@@ -295,10 +295,14 @@ void Center::lose(Worker& w, const std::string& why) {
     if (!round_.empty()) maybe_close_round(false);
 }
 
+void Center::count_samples(Worker& w, std::uint64_t samples) {
+    if (samples <= w.samples) return;  // a worker's count only grows
+    stats_.total_samples += samples - w.samples;
+    w.samples = samples;
+}
+
 void Center::maybe_snapshot(bool final) {
-    std::uint64_t total = 0;
-    for (const auto& w : workers_) total += w->samples;
-    stats_.total_samples = total;
+    const std::uint64_t total = stats_.total_samples;
     live_samples_.store(total, std::memory_order_relaxed);
     live_version_.store(state_.version, std::memory_order_relaxed);
     if (!on_snapshot) return;
@@ -308,7 +312,7 @@ void Center::maybe_snapshot(bool final) {
     if (!due && !(final && !unchanged)) return;
     last_snapshot_ = {total, state_.version};
     if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
-    on_snapshot(Snapshot{state_.x, state_.version, stats_, final});
+    on_snapshot(Snapshot{state_.x, state_.version, stats_});
 }
 
 }  // namespace tether

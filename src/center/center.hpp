@@ -58,7 +58,6 @@ struct Snapshot {
     std::vector<float> x;
     std::uint64_t version = 0;
     CenterStats stats;
-    bool final = false;
 };
 
 class Center {
@@ -97,6 +96,8 @@ private:
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
     void lose(Worker& w, const std::string& why);
+    // Adds what a worker's accepted message says it trained since its last one.
+    void count_samples(Worker& w, std::uint64_t samples);
     void maybe_snapshot(bool final);
     Worker* find(const std::string& peer);
 

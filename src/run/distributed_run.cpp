@@ -1,16 +1,13 @@
 // Embedded runs (center + N worker threads over inproc://) and local runs (center here, N
 // worker processes over tcp://127.0.0.1 or ipc://), both through the same protocol.
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fcntl.h>
 
 #include <chrono>
 
 #include <atomic>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -24,6 +21,7 @@
 #include "run/run_recorder.hpp"
 #include "run/worker_run.hpp"
 #include "util/errors.hpp"
+#include "util/spawn.hpp"
 
 namespace tether {
 
@@ -94,40 +92,22 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
     CenterRun center(config, data, *transport, address, directory);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";
-    // A launcher's rank variables (say this whole run is rank 0 of an sbatch job) must not make
-    // every child think it is the center.
-    std::vector<std::string> kept;
-    for (char** e = environ; *e; ++e)
-        if (!is_launcher_rank_variable(*e)) kept.emplace_back(*e);
-    std::vector<char*> child_environment;
-    for (auto& e : kept) child_environment.push_back(e.data());
-    child_environment.push_back(nullptr);
+    // The children share this host: each takes its share of the cores. A launcher's rank
+    // variables (say this whole run is rank 0 of an sbatch job) are not passed on, or every
+    // child would think it is the center.
+    const std::string threads = "training.threads=" + std::to_string(threads_per_worker(config, workers));
     std::vector<pid_t> children;
     for (int i = 0; i < workers; ++i) {
-        // posix_spawn, not fork: this process already runs ZeroMQ's I/O threads.
-        const std::string log = directory + "/worker-" + std::to_string(i) + ".log";
-        const std::string connect = center.address();
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-        // The children share this host: each takes its share of the cores.
-        const std::string threads = "training.threads=" + std::to_string(threads_per_worker(config, workers));
-        std::vector<std::string> args{self, "worker", "--config", config_path, "--connect", connect, "--set", threads};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        pid_t pid = 0;
-        const int error = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), child_environment.data());
-        posix_spawn_file_actions_destroy(&actions);
-        if (error != 0) {
+        try {
+            children.push_back(spawn_logged({self, "worker", "--config", config_path, "--connect", center.address(), "--set", threads},
+                                            directory + "/worker-" + std::to_string(i) + ".log", is_launcher_rank_variable));
+        } catch (const std::exception&) {
             for (pid_t started : children) {  // do not leave the others waiting for a center
                 ::kill(started, SIGTERM);
                 ::waitpid(started, nullptr, 0);
             }
-            throw std::runtime_error("cannot start worker process " + self + ": " + std::strerror(error));
+            throw;
         }
-        children.push_back(pid);
     }
     std::printf("started %d worker processes (logs: %s/worker-*.log)\n", workers, directory.c_str());
     nlohmann::json summary;

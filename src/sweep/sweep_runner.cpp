@@ -1,21 +1,17 @@
 #include "sweep/sweep_runner.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 
 #include "run/run_recorder.hpp"
-
-extern char** environ;
+#include "util/spawn.hpp"
 
 namespace tether {
 
@@ -39,20 +35,7 @@ bool complete(const fs::path& dir, const json& document) {
 }
 
 pid_t spawn_run(const std::string& binary, const fs::path& dir) {
-    const std::string log = (dir / "log.txt").string(), input = (dir / "input.json").string(), out = dir.string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    std::vector<std::string> args{binary, "run", input, "--out", out};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    const int error = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error) throw std::runtime_error("cannot start " + binary + ": " + std::strerror(error));
-    return pid;
+    return spawn_logged({binary, "run", (dir / "input.json").string(), "--out", dir.string()}, (dir / "log.txt").string());
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ Result run_tether(const std::vector<std::string>& arguments, const TempDir& scra
     return r;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using tether::testing::contains;
 
 const char* kSyntheticConfig = R"({
     "name": "cli",

@@ -25,6 +25,13 @@
 namespace tether::testing {
 
 using Vec = std::vector<float>;
+// The protocol names every center test uses.
+using tether::CenterOptions;
+using tether::Channel;
+using tether::Dtype;
+using tether::Frames;
+using tether::Header;
+using tether::MessageType;
 
 inline const Vec kInitial{1.f, -1.f, 0.5f};
 inline const std::uint64_t kFingerprint = fingerprint(3, {3}, "aeasgd");

@@ -9,17 +9,7 @@
 
 #include "center_harness.hpp"
 
-namespace {
-
-using namespace tether::testing;
-using tether::CenterOptions;
-using tether::Channel;
-using tether::Dtype;
-using tether::Frames;
-using tether::Header;
-using tether::MessageType;
-
-}  // namespace
+using namespace tether::testing;  // the harness, and the protocol names it re-exports
 
 TEST_CASE("aeasgd over the wire: hello, welcome, exchange, reply e, bye") {
     ServedCenter served(kAeasgd, options_for(1));

@@ -13,17 +13,7 @@
 
 #include "center_harness.hpp"
 
-namespace {
-
-using namespace tether::testing;
-using tether::CenterOptions;
-using tether::Channel;
-using tether::Dtype;
-using tether::Frames;
-using tether::Header;
-using tether::MessageType;
-
-}  // namespace
+using namespace tether::testing;  // the harness, and the protocol names it re-exports
 
 TEST_CASE("every malformed message is answered with an error, counted by reason, and leaves x~ untouched") {
     ServedCenter served(kAeasgd, options_for(1));

@@ -9,6 +9,7 @@
 
 #include "config/config.hpp"
 #include "config/json_reader.hpp"
+#include "config_support.hpp"
 #include "test_support.hpp"
 #include "util/errors.hpp"
 
@@ -18,15 +19,7 @@ using nlohmann::json;
 using tether::ConfigError;
 using tether::testing::TempDir;
 
-// The message of the ConfigError that parsing `document` throws ("" when it throws none).
-std::string parse_error(const json& document) {
-    try {
-        tether::parse_config(document);
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
-}
+using tether::testing::parse_error;
 
 std::string override_error(json document, const std::string& assignment) {
     try {
@@ -37,7 +30,7 @@ std::string override_error(json document, const std::string& assignment) {
     return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using tether::testing::contains;
 
 }  // namespace
 

@@ -3,6 +3,10 @@
 // ConfigError naming the key.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
+#include "config_support.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -20,20 +24,11 @@ using nlohmann::json;
 using tether::CenterState;
 using tether::ConfigError;
 
-std::shared_ptr<const tether::Strategy> strategy(const json& document) {
-    return tether::parse_config(document).strategy.rule;
-}
+using tether::testing::strategy;
 
-std::string parse_error(const json& document) {
-    try {
-        tether::parse_config(document);
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
-}
+using tether::testing::parse_error;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using tether::testing::contains;
 
 }  // namespace
 

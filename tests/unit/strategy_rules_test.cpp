@@ -3,6 +3,10 @@
 // built the way a run builds them: parse_config -> registry -> config.strategy.rule.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
+#include "config_support.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -32,20 +36,11 @@ using Vec = std::vector<float>;
 
 constexpr std::size_t kSize = 3;
 
-std::shared_ptr<const Strategy> strategy(const json& document) {
-    return tether::parse_config(document).strategy.rule;
-}
+using tether::testing::strategy;
 
-std::string parse_error(const json& document) {
-    try {
-        tether::parse_config(document);
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
-}
+using tether::testing::parse_error;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using tether::testing::contains;
 
 void check_equal(const Vec& actual, const Vec& expected) {
     REQUIRE(actual.size() == expected.size());

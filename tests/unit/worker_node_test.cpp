@@ -98,7 +98,7 @@ std::string failure_of(std::future<void>& f) {
     return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using tether::testing::contains;
 
 std::size_t count_of(const std::string& text, const std::string& part) {
     std::size_t n = 0;
