@@ -1,6 +1,9 @@
 // Training throughput of the sequential CPU trainer, and the GEMM-only bound for the same
 // shapes. Prints one JSON object; experiments/bench_sequential.py runs it beside PyTorch.
 //   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 5] [--data DIR]
+//                [--layers "conv 32 3x3 pad 1;relu;maxpool 2;dense 10"]
+// With --layers the model is that layer list (experiments/bench_cnn.py) and the GEMM-only
+// bound, which mirrors the MLP's GEMMs, is left out.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +30,7 @@ static double median(std::vector<double> v) {
 int main(int argc, char** argv) {
     int threads = 1, batch = 64, steps = 938, repeats = 5;
     std::string data_dir = DataConfig{}.dir, optimizer = "adam";
+    std::vector<std::string> layers;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--threads") threads = std::atoi(value.c_str());
@@ -35,6 +39,13 @@ int main(int argc, char** argv) {
         else if (flag == "--repeats") repeats = std::atoi(value.c_str());
         else if (flag == "--data") data_dir = value;
         else if (flag == "--optimizer") optimizer = value;
+        else if (flag == "--layers") {
+            for (std::size_t start = 0; start <= value.size();) {
+                const std::size_t end = std::min(value.find(';', start), value.size());
+                layers.push_back(value.substr(start, end - start));
+                start = end + 1;
+            }
+        }
         else {
             std::fprintf(stderr, "tether-bench: unknown flag %s\n", flag.c_str());
             return 2;
@@ -43,6 +54,7 @@ int main(int argc, char** argv) {
     nlohmann::json document = {{"data", {{"dir", data_dir}}},
                                {"training", {{"batch_size", batch}, {"device", "cpu"}, {"threads", threads},
                                              {"optimizer", {{"name", optimizer}}}}}};
+    if (!layers.empty()) document["model"] = {{"layers", layers}};
     const RunConfig config = parse_config(document);
     set_blas_threads(threads);
     auto backend = make_backend({"cpu", threads, 0});
@@ -57,6 +69,14 @@ int main(int argc, char** argv) {
         trainer_rates.push_back(double(steps) * batch / std::chrono::duration<double>(Clock::now() - t0).count());
     }
 
+    if (!layers.empty()) {
+        const nlohmann::json result = {{"threads", threads}, {"batch", batch}, {"optimizer", optimizer},
+                                       {"steps", steps}, {"repeats", repeats}, {"model", trainer.model().description()},
+                                       {"trainer_samples_per_second", median(trainer_rates)},
+                                       {"trainer_runs", trainer_rates}};
+        std::printf("%s\n", result.dump().c_str());
+        return 0;
+    }
     // The same GEMMs the MLP issues per step (forward, weight gradients, hidden deltas), alone.
     const std::vector<int> sizes{int(data.train->features), 256, 128, int(data.train->classes)};
     std::vector<std::vector<float>> w, act, delta, dw;

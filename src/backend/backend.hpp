@@ -13,6 +13,18 @@ namespace tether {
 
 enum class DeviceKind { cpu, cuda };
 
+// A batch of images stored NHWC (channels innermost) seen through a sliding window: the
+// geometry of a convolution or a pooling layer. Output sizes round down, as in PyTorch.
+struct WindowShape {
+    int batch = 0, height = 0, width = 0, channels = 0;
+    int kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
+    constexpr int out_height() const { return (height + 2 * pad - kernel_h) / stride + 1; }
+    constexpr int out_width() const { return (width + 2 * pad - kernel_w) / stride + 1; }
+    // Output positions over the whole batch, and the length of one im2col row.
+    constexpr std::size_t positions() const { return std::size_t(batch) * out_height() * out_width(); }
+    constexpr std::size_t patch() const { return std::size_t(kernel_h) * kernel_w * channels; }
+};
+
 std::string to_string(DeviceKind kind);
 
 class Backend {
@@ -56,6 +68,22 @@ public:
     virtual double softmax_cross_entropy(const float* logits, const std::int32_t* labels, int rows,
                                          int cols, float* dlogits) = 0;
     virtual void argmax_rows(std::int32_t* out, const float* m, int rows, int cols) = 0;
+
+    // Layers beyond the MLP (model/layers.hpp), written once in layer_ops.inl.
+    // im2col: columns[positions x patch], one row per output position, each row the window's
+    // pixels (kernel row, kernel column, channel order) with zeros where it overhangs the pad.
+    virtual void im2col(const float* images, float* columns, const WindowShape& s) = 0;
+    // The adjoint of im2col: images <- the sum of every column entry that read each pixel.
+    virtual void col2im(const float* columns, float* images, const WindowShape& s) = 0;
+    // Max pooling with stride == kernel (windows do not overlap); argmax receives, for each
+    // output, the index into `in` of the winner, which the backward pass routes the gradient to.
+    virtual void maxpool(const float* in, float* out, std::int32_t* argmax, const WindowShape& s) = 0;
+    virtual void maxpool_backward(const float* dout, const std::int32_t* argmax, float* din, const WindowShape& s) = 0;
+    // Inverted dropout mask: mask[i] = 1/keep with probability keep, else 0, drawn from a
+    // counter-based hash of (seed, i), so every backend draws the same mask for the same seed.
+    virtual void dropout_mask(float* mask, std::size_t n, float keep, std::uint64_t seed) = 0;
+    virtual void multiply(float* out, const float* a, const float* b, std::size_t n) = 0;  // out <- a * b
+    virtual void relu(float* out, const float* in, std::size_t n) = 0;                    // out <- max(in, 0)
 
     // Local-optimizer updates (see optim/optimizer.hpp for the rules).
     virtual void sgd_step(float* x, const float* g, std::size_t n, float lr) = 0;

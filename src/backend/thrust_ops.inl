@@ -20,6 +20,8 @@
 #define TETHER_HD
 #endif
 
+#include "backend/layer_ops.inl"
+
 namespace tether::ops {
 
 struct Fill { float* x; float value; TETHER_HD void operator()(std::size_t i) const { x[i] = value; } };
@@ -156,6 +158,26 @@ public:
     void argmax_rows(std::int32_t* out, const float* m, int rows, int cols) override {
         each(std::size_t(rows), ArgmaxRow{out, m, cols});
     }
+    void im2col(const float* images, float* columns, const WindowShape& s) override {
+        const std::size_t units = s.positions() * s.kernel_h * s.kernel_w;
+        each(units, Im2col{images, columns, s}, units * s.channels);
+    }
+    void col2im(const float* columns, float* images, const WindowShape& s) override {
+        const std::size_t pixels = std::size_t(s.batch) * s.height * s.width;
+        each(pixels, Col2im{columns, images, s}, pixels * s.channels);
+    }
+    void maxpool(const float* in, float* out, std::int32_t* argmax, const WindowShape& s) override {
+        each(s.positions(), MaxPool{in, out, argmax, s}, s.positions() * s.channels);
+    }
+    void maxpool_backward(const float* dout, const std::int32_t* argmax, float* din, const WindowShape& s) override {
+        const std::size_t pixels = std::size_t(s.batch) * s.height * s.width;
+        each(pixels, MaxPoolBackward{dout, argmax, din, s}, pixels * s.channels);
+    }
+    void dropout_mask(float* mask, std::size_t n, float keep, std::uint64_t seed) override {
+        each(n, DropoutMask{mask, keep, seed});
+    }
+    void multiply(float* out, const float* a, const float* b, std::size_t n) override { each(n, Multiply{out, a, b}); }
+    void relu(float* out, const float* in, std::size_t n) override { each(n, Relu{out, in}); }
     void sgd_step(float* x, const float* g, std::size_t n, float lr) override { each(n, SgdStep{x, g, lr}); }
     void nesterov_step(float* x, float* velocity, const float* g, std::size_t n, float lr,
                        float momentum) override {

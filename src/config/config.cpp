@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "algorithms/registry.hpp"
+#include "backend/device_choice.hpp"
+#include "model/layer_spec.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -14,7 +16,7 @@ namespace {
 
 DataConfig parse_data(JsonReader r) {
     DataConfig d;
-    d.source = r.choice("source", d.source, {"idx", "synthetic"});
+    d.source = r.choice("source", d.source, {"idx", "synthetic", "cifar10", "cifar100"});
     d.dir = r.string("dir", d.dir);
     d.train_images = r.string("train_images", d.train_images);
     d.train_labels = r.string("train_labels", d.train_labels);
@@ -29,6 +31,20 @@ DataConfig parse_data(JsonReader r) {
     return d;
 }
 
+ModelConfig parse_model(JsonReader r) {
+    ModelConfig m;
+    const bool mlp_given = r.has("hidden_layers");
+    m.hidden_layers = r.integer_list("hidden_layers", m.hidden_layers, 1, 0);
+    m.layers = r.string_list("layers", m.layers,
+                             "a list of layers: \"dense N\", \"conv F KxK [stride S] [pad P]\", \"maxpool S\", "
+                             "\"relu\", \"dropout R\" (docs/models.md); empty = the MLP of hidden_layers");
+    if (mlp_given && !m.layers.empty())
+        throw ConfigError("model: give either hidden_layers (an MLP) or layers (a layer list), not both");
+    parse_layers(m.layers);  // syntax now; shapes when the model meets the data
+    r.finish();
+    return m;
+}
+
 OptimizerConfig parse_optimizer(JsonReader r) {
     OptimizerConfig o;
     o.name = r.choice("name", o.name, {"sgd", "nesterov", "adam"});
@@ -41,11 +57,21 @@ OptimizerConfig parse_optimizer(JsonReader r) {
     return o;
 }
 
+// auto | cpu | cuda | cuda:N (backend/device_choice.hpp).
+std::string device(JsonReader& r, const std::string& key, const std::string& fallback) {
+    const std::string value = r.string(key, fallback);
+    if (!is_device_string(value))
+        throw ConfigError(r.path_of(key) + ": expected one of auto | cpu | cuda | cuda:N (N a GPU index), got \"" +
+                          value + "\"");
+    return value;
+}
+
 TrainingConfig parse_training(JsonReader r) {
     TrainingConfig t;
     t.epochs = r.integer("epochs", t.epochs, 1, 1'000'000);
     t.batch_size = r.integer("batch_size", t.batch_size, 1, 1'000'000);
-    t.device = r.choice("device", t.device, {"auto", "cpu", "cuda"});
+    t.device = device(r, "device", t.device);
+    t.eval_device = device(r, "eval_device", t.eval_device);
     t.threads = r.integer("threads", t.threads, 0, 4096);
     t.seed = r.integer("seed", t.seed, 0, std::numeric_limits<std::int64_t>::max());
     t.optimizer = parse_optimizer(r.object("optimizer"));
@@ -95,11 +121,7 @@ RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
     if (c.name.empty() || c.name.find('/') != std::string::npos)
         throw ConfigError("name: \"" + c.name + "\" must be a non-empty word without '/' (it names the run directory)");
     c.data = parse_data(root.object("data"));
-    {
-        JsonReader m = root.object("model");
-        c.model.hidden_layers = m.integer_list("hidden_layers", c.model.hidden_layers, 1, 0);
-        m.finish();
-    }
+    c.model = parse_model(root.object("model"));
     c.training = parse_training(root.object("training"));
     c.eval = parse_eval(root.object("eval"));
     c.cluster = parse_cluster(root.object("cluster"));

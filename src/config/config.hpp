@@ -15,7 +15,7 @@
 namespace tether {
 
 struct DataConfig {
-    std::string source = "idx";  // idx | synthetic
+    std::string source = "idx";  // idx | synthetic | cifar10 | cifar100
     std::string dir = "/usr/share/datasets/fashion-mnist";
     std::string train_images = "train-images-idx3-ubyte.gz";
     std::string train_labels = "train-labels-idx1-ubyte.gz";
@@ -30,7 +30,8 @@ struct DataConfig {
 };
 
 struct ModelConfig {
-    std::vector<std::int64_t> hidden_layers{256, 128};
+    std::vector<std::int64_t> hidden_layers{256, 128};  // the MLP, when `layers` is empty
+    std::vector<std::string> layers;  // a layer list (docs/models.md), e.g. {"conv 32 3x3 pad 1", "relu", ...}
 };
 
 struct OptimizerConfig {
@@ -45,7 +46,8 @@ struct OptimizerConfig {
 struct TrainingConfig {
     std::int64_t epochs = 10;
     std::int64_t batch_size = 64;
-    std::string device = "auto";  // auto | cpu | cuda
+    std::string device = "auto";  // auto | cpu | cuda | cuda:N; workers spread over the GPUs
+    std::string eval_device = "cpu";  // where the center (or a sequential run) evaluates
     std::int64_t threads = 0;      // CPU threads per worker; 0 = cores / workers
     std::int64_t seed = 1;
     OptimizerConfig optimizer;

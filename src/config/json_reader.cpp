@@ -172,6 +172,22 @@ std::vector<std::int64_t> JsonReader::integer_list(const std::string& key, const
     return value;
 }
 
+std::vector<std::string> JsonReader::string_list(const std::string& key, const std::vector<std::string>& fallback,
+                                                 const std::string& expected) {
+    document(key, "list of strings", fallback, expected);
+    std::vector<std::string> value = fallback;
+    if (const json* v = find(key)) {
+        if (!v->is_array()) fail(key, expected, *v);
+        value.clear();
+        for (const json& e : *v) {
+            if (!e.is_string()) fail(key, expected, *v);
+            value.push_back(e.get<std::string>());
+        }
+    }
+    resolved_[key] = value;
+    return value;
+}
+
 JsonReader JsonReader::object(const std::string& key) {
     const json* v = find(key);
     if (v && !v->is_object() && !v->is_null()) fail(key, "a JSON object", *v);

@@ -40,6 +40,9 @@ public:
     std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
     std::vector<std::int64_t> integer_list(const std::string& key, const std::vector<std::int64_t>& fallback,
                                            std::int64_t min, std::size_t min_length);
+    // `expected` describes the allowed strings (for errors and docs/config.md).
+    std::vector<std::string> string_list(const std::string& key, const std::vector<std::string>& fallback,
+                                         const std::string& expected);
     // A nested object reader; the nested reader must be finished by the caller.
     JsonReader object(const std::string& key);
 

@@ -50,6 +50,8 @@ std::shared_ptr<Dataset> load_idx_pair(const std::string& images_path, const std
                                  " labels; they must be a matching pair");
     auto data = std::make_shared<Dataset>();
     data->features = std::size_t(images.dimensions[1]) * images.dimensions[2];
+    data->height = int(images.dimensions[1]);
+    data->width = int(images.dimensions[2]);
     data->images.resize(images.values.size());
     for (std::size_t i = 0; i < images.values.size(); ++i) data->images[i] = images.values[i] * (1.f / 255.f);
     data->labels.assign(labels.values.begin(), labels.values.end());

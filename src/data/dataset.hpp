@@ -13,6 +13,9 @@ namespace tether {
 struct Dataset {
     std::size_t features = 0;
     int classes = 0;
+    // Each row is an image of height x width pixels with `channels` values per pixel, stored
+    // pixel by pixel (HWC); 0 x 0 for flat data (synthetic), which a model sees as features x 1 x 1.
+    int channels = 1, height = 0, width = 0;
     std::vector<float> images;          // size() * features, row-major
     std::vector<std::int32_t> labels;
 

@@ -1,5 +1,8 @@
 #include "data/load.hpp"
 
+#include "data/cifar_reader.hpp"
+#include "util/errors.hpp"
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -20,6 +23,12 @@ TrainTestSplit load_data(const DataConfig& c, std::uint64_t seed) {
         spec.noise = float(c.noise);
         spec.seed = seed;
         return make_synthetic(spec);
+    }
+    if (c.source == "cifar10" || c.source == "cifar100") {
+        if (c.dir == DataConfig{}.dir)
+            throw ConfigError("data.dir: set it to the directory of the CIFAR binary files (data.source is \"" + c.source +
+                              "\"; the default data.dir is Fashion-MNIST's)");
+        return load_cifar(c.dir, c.source == "cifar10" ? CifarVariant::cifar10 : CifarVariant::cifar100);
     }
     const std::string train_images = resolve(c, c.train_images);
     if (!std::filesystem::exists(train_images) && c.dir == DataConfig{}.dir)

@@ -10,6 +10,7 @@
 
 #include "algorithms/strategy.hpp"
 #include "backend/backend.hpp"
+#include "backend/device_choice.hpp"
 #include "center/center.hpp"
 #include "protocol/header.hpp"
 #include "run/progress.hpp"
@@ -112,7 +113,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     const StrategyContext context{int(k.workers), s.identity.num_parameters};
     s.center = std::make_unique<Center>(transport.bind(address, transport_options),
                                         config.strategy.rule->make_center_rule(context), s.identity.initial, options);
-    s.eval_backend = make_backend({"cpu", 1, 0});
+    s.eval_backend = make_backend(choose_backend(config.training.eval_device, 1, 0));
     s.test_eval = std::make_unique<Evaluator>(config, *s.eval_backend, data.test, std::size_t(config.eval.test_samples));
     // The center's training loss is measured on a fixed slice of the training set.
     s.train_eval = std::make_unique<Evaluator>(config, *s.eval_backend, data.train, 2000);

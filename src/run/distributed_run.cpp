@@ -15,6 +15,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cpu_backend.hpp"
+#include "backend/device_choice.hpp"
 #include "data/load.hpp"
 #include "run/center_run.hpp"
 #include "run/run.hpp"
@@ -144,7 +145,8 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
 
 nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
     // Errors the user must fix surface before anything starts, not as a failing worker.
-    if (config.training.device == "cuda") make_backend({"cuda", 1, 0});
+    for (const auto& device : {config.training.device, config.training.eval_device})
+        if (device.rfind("cuda", 0) == 0) make_backend(choose_backend(device, 1, 0));
     if (config.data.source == "synthetic" && config.data.train_samples < config.cluster.workers)
         throw ConfigError("data.train_samples: " + std::to_string(config.data.train_samples) + " samples cannot be split over " +
                           std::to_string(config.cluster.workers) + " workers (cluster.workers); every worker needs at least one");

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "backend/cpu_backend.hpp"
+#include "backend/device_choice.hpp"
 #include "data/load.hpp"
 #include "run/progress.hpp"
 #include "run/run.hpp"
@@ -26,7 +27,7 @@ int threads_per_worker(const RunConfig& config, int workers) {
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
     const int threads = threads_per_worker(config, 1);
     set_blas_threads(threads);
-    auto backend = make_backend({config.training.device, threads, 0});
+    auto backend = make_backend(choose_backend(config.training.device, threads, launcher_local_rank().value_or(0)));
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
 
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));

@@ -4,6 +4,7 @@
 
 #include "algorithms/strategy.hpp"
 #include "backend/backend.hpp"
+#include "backend/device_choice.hpp"
 #include "run/center_run.hpp"
 #include "train/local_trainer.hpp"
 
@@ -13,7 +14,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
                         const std::string& address, const std::string& identity, int threads) {
     const ClusterConfig& k = config.cluster;
     // Declared first, destroyed last: the trainer and the rule hold buffers in its memory.
-    auto backend = make_backend({config.training.device, threads, 0});
+    std::unique_ptr<Backend> backend;
     const ModelIdentity model = model_identity(config, *data.train);
     WorkerOptions options;
     options.fingerprint = model.fingerprint;
@@ -27,6 +28,10 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     options.center_address = address;
     WorkerNode node(transport.connect(address, identity, TransportOptions{}), options, model.num_parameters);
     const Welcome welcome = node.join();
+    // One GPU per worker: under a launcher the ranks of a host share its GPUs by local rank;
+    // otherwise (local and embedded runs) by worker index.
+    const int slot = launcher_local_rank().value_or(int(welcome.worker_id));
+    backend = make_backend(choose_backend(config.training.device, threads, slot));
 
     const std::size_t workers = std::size_t(k.workers);
     DatasetView shard = DatasetView::whole(data.train).shard(welcome.worker_id % workers, workers);

@@ -2,12 +2,18 @@
 
 #include <stdexcept>
 
+#include "model/layer_model.hpp"
 #include "model/mlp.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
 
-std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data) {
+std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data,
+                                  std::uint64_t noise_seed) {
+    if (!config.model.layers.empty()) {
+        const Shape input = data.height ? Shape{data.channels, data.height, data.width} : Shape{int(data.features), 1, 1};
+        return std::make_unique<LayerModel>(backend, parse_layers(config.model.layers), input, data.classes, noise_seed);
+    }
     std::vector<std::size_t> sizes{data.features};
     for (auto h : config.model.hidden_layers) sizes.push_back(std::size_t(h));
     sizes.push_back(std::size_t(data.classes));
@@ -16,7 +22,7 @@ std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, con
 
 LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetView shard, std::uint64_t seed)
     : backend_(backend),
-      model_(make_model(config, backend, shard.data())),
+      model_(make_model(config, backend, shard.data(), seed)),
       optimizer_(make_optimizer(config.training.optimizer, backend, model_->num_parameters())),
       shard_(std::move(shard)),
       seed_(seed),

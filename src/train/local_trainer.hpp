@@ -14,8 +14,10 @@
 
 namespace tether {
 
-// The model a config asks for, on `backend`, sized for `data`.
-std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data);
+// The model a config asks for, on `backend`, sized for `data`. `noise_seed` drives dropout
+// (each worker passes its own seed, so workers draw different masks).
+std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data,
+                                  std::uint64_t noise_seed = 0);
 
 class LocalTrainer {
 public:
