@@ -8,24 +8,45 @@
 
 namespace tether::ops {
 
-// One unit = (output position p, kernel offset ky, kx): copies that pixel's channels into
-// columns[p][(ky * kernel_w + kx) * channels ...], or zeros where the window hangs over the pad.
-struct Im2col {
+// Writes the kernel row `ky` of output position (n, oy, ox) into its im2col row: kernel_w
+// pixels of `channels` values, one contiguous copy when the window row lies inside the image.
+TETHER_HD inline void im2col_segment(const float* images, float* columns, const WindowShape& s, std::size_t n, int oy,
+                                     int ox, int ky) {
+    const int c = s.channels, ow = s.out_width(), oh = s.out_height();
+    float* out = columns + ((n * oh + oy) * ow + ox) * s.patch() + std::size_t(ky) * s.kernel_w * c;
+    const int iy = oy * s.stride - s.pad + ky, ix0 = ox * s.stride - s.pad;
+    if (iy < 0 || iy >= s.height) {
+        for (int j = 0; j < s.kernel_w * c; ++j) out[j] = 0.f;
+        return;
+    }
+    const float* in = images + ((n * s.height + iy) * s.width + ix0) * std::ptrdiff_t(c);
+    if (ix0 >= 0 && ix0 + s.kernel_w <= s.width) {
+        for (int j = 0; j < s.kernel_w * c; ++j) out[j] = in[j];
+        return;
+    }
+    for (int kx = 0; kx < s.kernel_w; ++kx) {
+        const bool inside = ix0 + kx >= 0 && ix0 + kx < s.width;
+        for (int j = 0; j < c; ++j) out[kx * c + j] = inside ? in[kx * c + j] : 0.f;
+    }
+}
+// One unit = one output row (n, oy): few units with long inner loops, for CPU threads.
+struct Im2colRow {
+    const float* images; float* columns; WindowShape s;
+    TETHER_HD void operator()(std::size_t row) const {
+        const std::size_t n = row / s.out_height();
+        const int oy = int(row % s.out_height());
+        for (int ox = 0; ox < s.out_width(); ++ox)
+            for (int ky = 0; ky < s.kernel_h; ++ky) im2col_segment(images, columns, s, n, oy, ox, ky);
+    }
+};
+// One unit = (output position, kernel row): many short units, for GPU threads.
+struct Im2colSegment {
     const float* images; float* columns; WindowShape s;
     TETHER_HD void operator()(std::size_t unit) const {
-        const int taps = s.kernel_h * s.kernel_w;
-        const std::size_t p = unit / taps;
-        const int tap = int(unit % taps), ky = tap / s.kernel_w, kx = tap % s.kernel_w;
+        const std::size_t p = unit / s.kernel_h;
         const int ow = s.out_width(), oh = s.out_height();
-        const int ox = int(p % ow), oy = int((p / ow) % oh), n = int(p / (std::size_t(ow) * oh));
-        const int iy = oy * s.stride - s.pad + ky, ix = ox * s.stride - s.pad + kx;
-        float* out = columns + p * (std::size_t(taps) * s.channels) + std::size_t(tap) * s.channels;
-        if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) {
-            for (int c = 0; c < s.channels; ++c) out[c] = 0.f;
-            return;
-        }
-        const float* in = images + ((std::size_t(n) * s.height + iy) * s.width + ix) * s.channels;
-        for (int c = 0; c < s.channels; ++c) out[c] = in[c];
+        im2col_segment(images, columns, s, p / (std::size_t(ow) * oh), int((p / ow) % oh), int(p % ow),
+                       int(unit % s.kernel_h));
     }
 };
 
@@ -53,41 +74,36 @@ struct Col2im {
     }
 };
 
-// One unit = one output pixel; all its channels.
+// One unit = one output pixel; all its channels, the window's taps in the outer loop so the
+// inner loop runs over contiguous channels.
 struct MaxPool {
     const float* in; float* out; std::int32_t* argmax; WindowShape s;
     TETHER_HD void operator()(std::size_t p) const {
-        const int ow = s.out_width(), oh = s.out_height();
+        const int ow = s.out_width(), oh = s.out_height(), c = s.channels;
         const int ox = int(p % ow), oy = int((p / ow) % oh);
         const std::size_t n = p / (std::size_t(ow) * oh);
-        for (int c = 0; c < s.channels; ++c) {
-            std::size_t best = ((n * s.height + std::size_t(oy) * s.stride) * s.width + std::size_t(ox) * s.stride) * s.channels + c;
-            for (int ky = 0; ky < s.kernel_h; ++ky)
-                for (int kx = 0; kx < s.kernel_w; ++kx) {
-                    const std::size_t i =
-                        ((n * s.height + std::size_t(oy * s.stride + ky)) * s.width + std::size_t(ox * s.stride + kx)) * s.channels + c;
-                    if (in[i] > in[best]) best = i;
-                }
-            out[p * s.channels + c] = in[best];
-            argmax[p * s.channels + c] = std::int32_t(best);
-        }
+        float* o = out + p * c;
+        std::int32_t* a = argmax + p * c;
+        for (int ky = 0; ky < s.kernel_h; ++ky)
+            for (int kx = 0; kx < s.kernel_w; ++kx) {
+                const std::size_t first =
+                    ((n * s.height + std::size_t(oy * s.stride + ky)) * s.width + std::size_t(ox * s.stride + kx)) * c;
+                const float* px = in + first;
+                const bool initial = ky == 0 && kx == 0;
+                for (int j = 0; j < c; ++j)
+                    if (initial || px[j] > o[j]) {
+                        o[j] = px[j];
+                        a[j] = std::int32_t(first + j);
+                    }
+            }
     }
 };
 
-// One unit = one input pixel: it receives its window's gradient if it won that window.
+// One unit = one output value: routes its gradient to the input that won its window. Windows
+// do not overlap, so no two units write the same place; the caller zeroes din first.
 struct MaxPoolBackward {
-    const float* dout; const std::int32_t* argmax; float* din; WindowShape s;
-    TETHER_HD void operator()(std::size_t pixel) const {
-        const int ix = int(pixel % s.width), iy = int((pixel / s.width) % s.height);
-        const std::size_t n = pixel / (std::size_t(s.width) * s.height);
-        const int oy = iy / s.stride, ox = ix / s.stride;
-        const bool pooled = oy < s.out_height() && ox < s.out_width();  // rows/columns cut off by rounding down
-        const std::size_t o = ((n * s.out_height() + oy) * s.out_width() + ox) * s.channels;
-        for (int c = 0; c < s.channels; ++c) {
-            const std::size_t i = pixel * s.channels + c;
-            din[i] = pooled && std::size_t(argmax[o + c]) == i ? dout[o + c] : 0.f;
-        }
-    }
+    const float* dout; const std::int32_t* argmax; float* din;
+    TETHER_HD void operator()(std::size_t o) const { din[argmax[o]] = dout[o]; }
 };
 
 // SplitMix64 finaliser: a good 64-bit mix of (seed, index), the same on host and device.

@@ -159,8 +159,9 @@ public:
         each(std::size_t(rows), ArgmaxRow{out, m, cols});
     }
     void im2col(const float* images, float* columns, const WindowShape& s) override {
-        const std::size_t units = s.positions() * s.kernel_h * s.kernel_w;
-        each(units, Im2col{images, columns, s}, units * s.channels);
+        const std::size_t rows = std::size_t(s.batch) * s.out_height();
+        if (kRowwise) each(rows, Im2colRow{images, columns, s}, s.positions() * s.patch());
+        else each(s.positions() * s.kernel_h, Im2colSegment{images, columns, s});
     }
     void col2im(const float* columns, float* images, const WindowShape& s) override {
         const std::size_t pixels = std::size_t(s.batch) * s.height * s.width;
@@ -170,8 +171,9 @@ public:
         each(s.positions(), MaxPool{in, out, argmax, s}, s.positions() * s.channels);
     }
     void maxpool_backward(const float* dout, const std::int32_t* argmax, float* din, const WindowShape& s) override {
-        const std::size_t pixels = std::size_t(s.batch) * s.height * s.width;
-        each(pixels, MaxPoolBackward{dout, argmax, din, s}, pixels * s.channels);
+        fill(din, std::size_t(s.batch) * s.height * s.width * s.channels, 0.f);
+        const std::size_t outputs = s.positions() * s.channels;
+        each(outputs, MaxPoolBackward{dout, argmax, din});
     }
     void dropout_mask(float* mask, std::size_t n, float keep, std::uint64_t seed) override {
         each(n, DropoutMask{mask, keep, seed});

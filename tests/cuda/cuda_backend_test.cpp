@@ -14,6 +14,8 @@
 #include "backend_reference.hpp"
 #include "config/config.hpp"
 #include "data/dataset.hpp"
+#include "layer_checks.hpp"
+#include "model/layer_model.hpp"
 #include "model/mlp.hpp"
 #include "optim/optimizer.hpp"
 #include "train/local_trainer.hpp"
@@ -249,6 +251,48 @@ TEST_CASE("a few training steps on the GPU follow the CPU") {
     // Plain SGD keeps rounding differences as small as they start (Adam's normalization would
     // magnify them on parameters whose gradient is near zero).
     CHECK(max_relative_error(parameters[1], parameters[0]) < 1e-4);
+}
+
+TEST_CASE("conv, maxpool and dropout layers: gradients on the GPU match finite differences") {
+    Pair p;
+    const Shape in{3, 7, 6};
+    auto conv = make_conv(*p.gpu, in, 4, 3, 3, 2, 1, true);
+    std::vector<float> w(conv->num_parameters());
+    std::mt19937_64 rng(1);
+    conv->initialize(w.data(), rng);
+    LayerCase c{*conv, *p.gpu, in, 2, random_vector(2 * in.size(), 2), w, {}};
+    CHECK(check_layer_gradients(c) > (c.inputs.size() + w.size()) / 2);
+    auto pool = make_maxpool(*p.gpu, in, 2);
+    LayerCase pc{*pool, *p.gpu, in, 2, distinct_values(2 * in.size(), 0.1f, 3), {}, {}};
+    CHECK(check_layer_gradients(pc, 1e-3f) == pc.inputs.size());
+    auto drop = make_dropout(*p.gpu, in, 0.5f);
+    LayerCase dc{*drop, *p.gpu, in, 2, random_vector(2 * in.size(), 4), {}, Pass{true, 5}};
+    CHECK(check_layer_gradients(dc) > dc.inputs.size() / 2);
+}
+
+TEST_CASE("a conv net's loss and gradient on the GPU match the CPU (same dropout masks)") {
+    Pair p;
+    const auto specs = parse_layers({"conv 8 3x3 pad 1", "relu", "maxpool 2", "conv 8 3x3 stride 2", "relu",
+                                     "dense 16", "relu", "dropout 0.3", "dense 5"});
+    const Shape in{2, 12, 12};
+    const int rows = 9;
+    const auto x = random_vector(rows * in.size(), 6);
+    std::vector<std::int32_t> labels;
+    for (int r = 0; r < rows; ++r) labels.push_back(r % 5);
+    std::vector<float> losses, gradients[2];
+    Backend* backends[2] = {p.cpu.get(), p.gpu.get()};
+    for (int i = 0; i < 2; ++i) {
+        LayerModel model(*backends[i], specs, in, 5, 42);
+        std::vector<float> w(model.num_parameters());
+        model.initialize(w.data(), 7);
+        auto dw = to_backend(*backends[i], w), dx = to_backend(*backends[i], x);
+        auto dl = to_backend(*backends[i], labels);
+        DeviceBuffer<float> g(*backends[i], w.size());
+        losses.push_back(float(model.evaluate_with_gradient(dw.data(), Batch{dx.data(), dl.data(), rows}, g.data())));
+        gradients[i] = to_host(g);
+    }
+    CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
+    CHECK(max_relative_error(gradients[1], gradients[0]) < 1e-3);
 }
 
 int main(int argc, char** argv) {
