@@ -13,12 +13,11 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from bench_sequential import REPO, WARMUP_STEPS, load_train
+from bench_sequential import REPO, load_train, time_training
 
 # configs/cnn-sequential.json's model.
 DEFAULT_LAYERS = ["conv 32 3x3 pad 1", "relu", "maxpool 2", "conv 64 3x3 pad 1", "relu", "maxpool 2",
@@ -70,29 +69,7 @@ def run_torch(args, foreach):
     x = x.reshape(len(x), 1, 28, 28)
     model = torch_model(args.layers, (1, 28, 28))
     model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=foreach)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    state = {"order": torch.randperm(len(x)), "cursor": 0}
-
-    def step():  # as LocalTrainer::step: gather along a shuffled order, reshuffle each epoch
-        if state["cursor"] >= len(x):
-            state["order"], state["cursor"] = torch.randperm(len(x)), 0
-        idx = state["order"][state["cursor"]:state["cursor"] + args.batch]
-        state["cursor"] += len(idx)
-        loss = loss_fn(model(x[idx]), y[idx])
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    for _ in range(WARMUP_STEPS):
-        step()
-    rates = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        for _ in range(args.steps):
-            step()
-        rates.append(args.steps * args.batch / (time.perf_counter() - t0))
-    return rates
+    return time_training(model, x, y, args, foreach)
 
 
 def main():

@@ -58,6 +58,11 @@ def run_torch(args, foreach):
         torch.nn.Linear(x.shape[1], 256), torch.nn.ReLU(),
         torch.nn.Linear(256, 128), torch.nn.ReLU(),
         torch.nn.Linear(128, 10))
+    return time_training(model, x, y, args, foreach)
+
+
+def time_training(model, x, y, args, foreach):
+    """Samples/s of each of args.repeats timed runs of args.steps Adam steps, after a warm-up."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=foreach)
     loss_fn = torch.nn.CrossEntropyLoss()
     # Mirror LocalTrainer::step: walk a shuffled order of the training set, gather one batch of
