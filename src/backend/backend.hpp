@@ -84,6 +84,13 @@ public:
     virtual void dropout_mask(float* mask, std::size_t n, float keep, std::uint64_t seed) = 0;
     virtual void multiply(float* out, const float* a, const float* b, std::size_t n) = 0;  // out <- a * b
     virtual void relu(float* out, const float* in, std::size_t n) = 0;                    // out <- max(in, 0)
+    // Layer normalisation of each row of in[rows x cols] over its own values (no batch
+    // statistics): xhat = (x - mean) / sqrt(var + epsilon), out = xhat * gamma + beta. Keeps
+    // xhat and 1/sqrt(var + epsilon) per row for the backward pass, which writes din.
+    virtual void layer_norm(const float* in, float* out, float* xhat, float* inverse_std, const float* gamma,
+                            const float* beta, int rows, int cols, float epsilon) = 0;
+    virtual void layer_norm_backward(const float* dout, const float* xhat, const float* inverse_std,
+                                     const float* gamma, float* din, int rows, int cols) = 0;
 
     // Local-optimizer updates (see optim/optimizer.hpp for the rules).
     virtual void sgd_step(float* x, const float* g, std::size_t n, float lr) = 0;

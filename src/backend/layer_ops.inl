@@ -124,6 +124,43 @@ struct Multiply {
     float* out; const float* a; const float* b;
     TETHER_HD void operator()(std::size_t i) const { out[i] = a[i] * b[i]; }
 };
+// One unit = one row (a sample): its mean and variance, then the normalised values.
+struct LayerNormRow {
+    const float* in; float* out; float* xhat; float* inverse_std; const float* gamma; const float* beta;
+    int cols; float epsilon;
+    TETHER_HD void operator()(std::size_t r) const {
+        const float* x = in + r * cols;
+        float mean = 0.f, var = 0.f;
+        for (int j = 0; j < cols; ++j) mean += x[j];
+        mean /= float(cols);
+        for (int j = 0; j < cols; ++j) var += (x[j] - mean) * (x[j] - mean);
+        const float inv = 1.f / sqrtf(var / float(cols) + epsilon);
+        inverse_std[r] = inv;
+        float* h = xhat + r * cols;
+        float* o = out + r * cols;
+        for (int j = 0; j < cols; ++j) {
+            h[j] = (x[j] - mean) * inv;
+            o[j] = h[j] * gamma[j] + beta[j];
+        }
+    }
+};
+// din = inv_std * (g - mean(g) - xhat * mean(g * xhat)) with g = dout * gamma.
+struct LayerNormBackwardRow {
+    const float* dout; const float* xhat; const float* inverse_std; const float* gamma; float* din; int cols;
+    TETHER_HD void operator()(std::size_t r) const {
+        const float* d = dout + r * cols;
+        const float* h = xhat + r * cols;
+        float mean_g = 0.f, mean_gh = 0.f;
+        for (int j = 0; j < cols; ++j) {
+            mean_g += d[j] * gamma[j];
+            mean_gh += d[j] * gamma[j] * h[j];
+        }
+        mean_g /= float(cols);
+        mean_gh /= float(cols);
+        float* out = din + r * cols;
+        for (int j = 0; j < cols; ++j) out[j] = inverse_std[r] * (d[j] * gamma[j] - mean_g - h[j] * mean_gh);
+    }
+};
 struct Relu {
     float* out; const float* in;
     TETHER_HD void operator()(std::size_t i) const { out[i] = in[i] > 0.f ? in[i] : 0.f; }

@@ -180,6 +180,15 @@ public:
     }
     void multiply(float* out, const float* a, const float* b, std::size_t n) override { each(n, Multiply{out, a, b}); }
     void relu(float* out, const float* in, std::size_t n) override { each(n, Relu{out, in}); }
+    void layer_norm(const float* in, float* out, float* xhat, float* inverse_std, const float* gamma, const float* beta,
+                    int rows, int cols, float epsilon) override {
+        each(std::size_t(rows), LayerNormRow{in, out, xhat, inverse_std, gamma, beta, cols, epsilon},
+             std::size_t(rows) * cols);
+    }
+    void layer_norm_backward(const float* dout, const float* xhat, const float* inverse_std, const float* gamma,
+                             float* din, int rows, int cols) override {
+        each(std::size_t(rows), LayerNormBackwardRow{dout, xhat, inverse_std, gamma, din, cols}, std::size_t(rows) * cols);
+    }
     void sgd_step(float* x, const float* g, std::size_t n, float lr) override { each(n, SgdStep{x, g, lr}); }
     void nesterov_step(float* x, float* velocity, const float* g, std::size_t n, float lr,
                        float momentum) override {

@@ -37,7 +37,7 @@ ModelConfig parse_model(JsonReader r) {
     m.hidden_layers = r.integer_list("hidden_layers", m.hidden_layers, 1, 0);
     m.layers = r.string_list("layers", m.layers,
                              "a list of layers: \"dense N\", \"conv F KxK [stride S] [pad P]\", \"maxpool S\", "
-                             "\"relu\", \"dropout R\" (docs/models.md); empty = the MLP of hidden_layers");
+                             "\"relu\", \"dropout R\", \"layernorm\" (docs/models.md); empty = the MLP of hidden_layers");
     if (mlp_given && !m.layers.empty())
         throw ConfigError("model: give either hidden_layers (an MLP) or layers (a layer list), not both");
     parse_layers(m.layers);  // syntax now; shapes when the model meets the data

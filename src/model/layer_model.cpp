@@ -65,6 +65,7 @@ LayerModel::LayerModel(Backend& backend, const std::vector<LayerSpec>& specs, Sh
                 break;
             case LayerSpec::Kind::relu: layer = make_relu(backend, shape); break;
             case LayerSpec::Kind::dropout: layer = make_dropout(backend, shape, spec.rate); break;
+            case LayerSpec::Kind::layernorm: layer = make_layer_norm(backend, shape); break;
         }
         shape = layer->output_shape();
         texts_.push_back(fuse_relu ? spec.text + " + relu" : spec.text);

@@ -63,6 +63,9 @@ LayerSpec parse_layer(const std::string& text, std::size_t index) {
     } else if (kind == "relu") {
         arity(1, "relu");
         spec.kind = LayerSpec::Kind::relu;
+    } else if (kind == "layernorm") {
+        arity(1, "layernorm");
+        spec.kind = LayerSpec::Kind::layernorm;
     } else if (kind == "dropout") {
         arity(2, "dropout RATE");
         spec.kind = LayerSpec::Kind::dropout;
@@ -77,7 +80,7 @@ LayerSpec parse_layer(const std::string& text, std::size_t index) {
             fail(spec, "expected a dropout rate in [0, 1) (the probability of dropping a value), got \"" + t[1] + "\"");
         spec.rate = float(rate);
     } else {
-        fail(spec, "unknown layer \"" + kind + "\"; known: dense, conv, maxpool, relu, dropout (docs/models.md)");
+        fail(spec, "unknown layer \"" + kind + "\"; known: dense, conv, maxpool, relu, dropout, layernorm (docs/models.md)");
     }
     return spec;
 }

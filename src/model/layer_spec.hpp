@@ -1,5 +1,5 @@
 // The text form of a layer in `model.layers` (docs/models.md):
-//   "dense N" | "conv F KxK [stride S] [pad P]" | "maxpool S" | "relu" | "dropout R"
+//   "dense N" | "conv F KxK [stride S] [pad P]" | "maxpool S" | "relu" | "dropout R" | "layernorm"
 // Parsing checks the syntax and the ranges; LayerModel checks the shapes against the data.
 #pragma once
 
@@ -9,7 +9,7 @@
 namespace tether {
 
 struct LayerSpec {
-    enum class Kind { dense, conv, maxpool, relu, dropout };
+    enum class Kind { dense, conv, maxpool, relu, dropout, layernorm };
     Kind kind = Kind::dense;
     int outputs = 0;               // dense: outputs; conv: filters
     int kernel_h = 1, kernel_w = 1;  // conv; maxpool: size x size

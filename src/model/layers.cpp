@@ -178,8 +178,44 @@ private:
     DeviceBuffer<float> mask_;
 };
 
+class LayerNorm final : public Layer {
+public:
+    LayerNorm(Backend& backend, Shape in) : backend_(backend), shape_(in), cols_(int(in.size())) {}
+    Shape output_shape() const override { return shape_; }
+    std::size_t num_parameters() const override { return 2 * std::size_t(cols_); }
+    void initialize(float* host, std::mt19937_64&) const override {
+        for (int j = 0; j < cols_; ++j) host[j] = 1.f, host[cols_ + j] = 0.f;
+    }
+    void reserve(int rows) override {
+        const std::size_t n = std::size_t(rows) * cols_;
+        if (xhat_.size() < n) {
+            xhat_ = DeviceBuffer<float>(backend_, n);
+            scratch_ = DeviceBuffer<float>(backend_, n);
+            inverse_std_ = DeviceBuffer<float>(backend_, std::size_t(rows));
+        }
+    }
+    void forward(const float* p, const float* in, float* out, int rows, const Pass&) override {
+        backend_.layer_norm(in, out, xhat_.data(), inverse_std_.data(), p, p + cols_, rows, cols_, kEpsilon);
+    }
+    void backward(const float* p, const float*, const float*, float* dout, float* din, float* g, int rows) override {
+        const std::size_t n = std::size_t(rows) * cols_;
+        backend_.multiply(scratch_.data(), dout, xhat_.data(), n);
+        backend_.column_sums(g, scratch_.data(), rows, cols_);  // d gamma = sum over rows of dout * xhat
+        backend_.column_sums(g + cols_, dout, rows, cols_);     // d beta = sum over rows of dout
+        if (din) backend_.layer_norm_backward(dout, xhat_.data(), inverse_std_.data(), p, din, rows, cols_);
+    }
+
+private:
+    static constexpr float kEpsilon = 1e-5f;  // PyTorch's default
+    Backend& backend_;
+    Shape shape_;
+    int cols_;
+    DeviceBuffer<float> xhat_, scratch_, inverse_std_;
+};
+
 }  // namespace
 
+std::unique_ptr<Layer> make_layer_norm(Backend& b, Shape in) { return std::make_unique<LayerNorm>(b, in); }
 std::unique_ptr<Layer> make_dense(Backend& b, Shape in, int outputs, bool relu) {
     return std::make_unique<Dense>(b, in, outputs, relu);
 }

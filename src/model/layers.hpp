@@ -60,5 +60,9 @@ std::unique_ptr<Layer> make_relu(Backend& backend, Shape in);
 // Drops each value with probability `rate` while training (inverted dropout: survivors are
 // scaled by 1 / (1 - rate), so evaluation is the identity).
 std::unique_ptr<Layer> make_dropout(Backend& backend, Shape in, float rate);
+// Normalises each sample over all its values (Ba et al., 2016; no batch statistics, so it
+// behaves the same in training and evaluation), then scales and shifts each value: gamma
+// (initially 1) then beta (initially 0), one per value of the sample.
+std::unique_ptr<Layer> make_layer_norm(Backend& backend, Shape in);
 
 }  // namespace tether

@@ -265,6 +265,10 @@ TEST_CASE("conv, maxpool and dropout layers: gradients on the GPU match finite d
     auto pool = make_maxpool(*p.gpu, in, 2);
     LayerCase pc{*pool, *p.gpu, in, 2, distinct_values(2 * in.size(), 0.1f, 3), {}, {}};
     CHECK(check_layer_gradients(pc, 1e-3f) == pc.inputs.size());
+    auto norm = make_layer_norm(*p.gpu, in);
+    std::vector<float> gamma_beta = random_vector(norm->num_parameters(), 7);
+    LayerCase nc{*norm, *p.gpu, in, 2, random_vector(2 * in.size(), 8), gamma_beta, {}};
+    CHECK(check_layer_gradients(nc) > (nc.inputs.size() + gamma_beta.size()) * 9 / 10);
     auto drop = make_dropout(*p.gpu, in, 0.5f);
     LayerCase dc{*drop, *p.gpu, in, 2, random_vector(2 * in.size(), 4), {}, Pass{true, 5}};
     CHECK(check_layer_gradients(dc) > dc.inputs.size() / 2);
@@ -273,7 +277,7 @@ TEST_CASE("conv, maxpool and dropout layers: gradients on the GPU match finite d
 TEST_CASE("a conv net's loss and gradient on the GPU match the CPU (same dropout masks)") {
     Pair p;
     const auto specs = parse_layers({"conv 8 3x3 pad 1", "relu", "maxpool 2", "conv 8 3x3 stride 2", "relu",
-                                     "dense 16", "relu", "dropout 0.3", "dense 5"});
+                                     "layernorm", "dense 16", "relu", "dropout 0.3", "dense 5"});
     const Shape in{2, 12, 12};
     const int rows = 9;
     const auto x = random_vector(rows * in.size(), 6);

@@ -152,15 +152,39 @@ TEST_CASE("dropout: inverted masks from the pass's seed; identity when not train
     CHECK(check_layer_gradients(s) > s.inputs.size() / 2);
 }
 
+TEST_CASE("layernorm: each sample normalised to mean 0, variance 1, then scaled and shifted; gradients") {
+    auto b = cpu();
+    const Shape in{3, 2, 2};
+    auto layer = make_layer_norm(*b, in);
+    REQUIRE(layer->num_parameters() == 2 * in.size());
+    std::vector<float> identity(layer->num_parameters());
+    std::mt19937_64 rng(1);
+    layer->initialize(identity.data(), rng);  // gamma 1, beta 0
+    const int rows = 3;
+    auto x = random_vector(rows * in.size(), 10, 3.f);
+    for (auto& v : x) v += 5.f;  // an offset the normalisation must remove
+    const auto out = forward(*layer, *b, x, identity, rows);
+    for (int r = 0; r < rows; ++r) {
+        double mean = 0, squares = 0;
+        for (std::size_t j = 0; j < in.size(); ++j) mean += out[r * in.size() + j];
+        mean /= double(in.size());
+        for (std::size_t j = 0; j < in.size(); ++j) squares += std::pow(out[r * in.size() + j] - mean, 2);
+        CHECK(std::fabs(mean) < 1e-5);
+        CHECK(squares / double(in.size()) == doctest::Approx(1.0).epsilon(1e-3));
+    }
+    LayerCase c{*layer, *b, in, rows, x, parameters_of(*layer, 11), {}};
+    CHECK(check_layer_gradients(c, 1e-2f) > (c.inputs.size() + c.parameters.size()) * 9 / 10);
+}
+
 TEST_CASE("layer model: softmax cross-entropy gradient of a conv net matches finite differences") {
     auto b = cpu();
     const Shape in{2, 6, 6};
     const int rows = 3, classes = 4;
     LayerModel model(*b,
-                     parse_layers({"conv 3 3x3 pad 1", "relu", "maxpool 2", "conv 4 2x2 stride 1", "dense 5", "relu",
-                                   "dense 4"}),
+                     parse_layers({"conv 3 3x3 pad 1", "relu", "maxpool 2", "conv 4 2x2 stride 1", "layernorm", "dense 5",
+                                   "relu", "dense 4"}),
                      in, classes, 1);
-    CHECK(model.description() == "layers 2x6x6 | conv 3 3x3 pad 1 + relu | maxpool 2 | conv 4 2x2 stride 1 | dense 5 + relu | dense 4");
+    CHECK(model.description() == "layers 2x6x6 | conv 3 3x3 pad 1 + relu | maxpool 2 | conv 4 2x2 stride 1 | layernorm | dense 5 + relu | dense 4");
     std::vector<float> x = random_vector(rows * in.size(), 8), p(model.num_parameters()), g(p.size());
     model.initialize(p.data(), 9);
     const std::vector<std::int32_t> labels{0, 3, 1};
