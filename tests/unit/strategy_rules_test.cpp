@@ -339,3 +339,60 @@ TEST_CASE("asynchronous center rules give the same result when the reply overwri
         CHECK(moved_in_place == doctest::Approx(moved_separate));
     }
 }
+
+TEST_CASE_FIXTURE(Fixture, "diloco: outer Nesterov step on x~ - mean(x_i), by hand over two rounds") {
+    const auto s = strategy({{"strategy", {{"name", "diloco"}}}, {"cluster", {{"workers", 2}}}});
+    CHECK(s->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.7));
+    CHECK(s->describe()["outer_momentum"].get<double>() == doctest::Approx(0.9));
+    CHECK(s->describe()["nesterov"].get<bool>());
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK(center_rule->synchronous());
+    CenterState center{kCenter, 0};
+    // Round 1: mean = (1, 2, 3), g = x~ - mean = (0, -3, -2.5), v = g,
+    // x~ <- x~ - 0.7 (g + 0.9 v) = x~ - 1.33 g = (1, 2.99, 3.825).
+    center_rule->contribute(center, exchange_of(0, 0, kX1));
+    center_rule->contribute(center, exchange_of(1, 0, kX2));
+    Vec reply(3);
+    center_rule->close_round(center, reply.data());
+    check_equal(center.x, {1.f, 2.99f, 3.825f});
+    check_equal(reply, center.x);
+    // Round 2: the workers did not move (mean = x~, g = 0), yet momentum carries x~ on:
+    // v = 0.9 (0, -3, -2.5); x~ <- x~ - 0.7 (0.9 v) = (1, 2.99 + 1.701, 3.825 + 1.4175).
+    const Vec same = center.x;
+    center_rule->contribute(center, exchange_of(0, 1, same));
+    center_rule->contribute(center, exchange_of(1, 1, same));
+    center_rule->close_round(center, reply.data());
+    check_equal(center.x, {1.f, 4.691f, 5.2425f});
+}
+
+TEST_CASE_FIXTURE(Fixture, "diloco with outer lr 1 and no momentum is model averaging") {
+    const auto diloco = strategy({{"strategy", {{"name", "diloco"}, {"outer_learning_rate", 1.0}, {"outer_momentum", 0.0}}},
+                                  {"cluster", {{"workers", 2}}}});
+    const auto averaging = strategy({{"strategy", {{"name", "averaging"}}}, {"cluster", {{"workers", 2}}}});
+    auto a = diloco->make_center_rule({2, kSize});
+    auto b = averaging->make_center_rule({2, kSize});
+    CenterState ca{kCenter, 0}, cb{kCenter, 0};
+    Vec ra(3), rb(3);
+    // Three rounds with different x_i each time: x~ and the replies stay equal.
+    for (float shift : {0.f, 1.5f, -4.f}) {
+        Vec x1 = kX1, x2 = kX2;
+        for (float& v : x1) v += shift;
+        for (float& v : x2) v -= 2 * shift;
+        for (auto* rule : {a.get(), b.get()}) {
+            CenterState& c = rule == a.get() ? ca : cb;
+            rule->contribute(c, exchange_of(0, 0, x1));
+            rule->contribute(c, exchange_of(1, 0, x2));
+        }
+        a->close_round(ca, ra.data());
+        b->close_round(cb, rb.data());
+        check_equal(ca.x, cb.x);
+        check_equal(ra, rb);
+    }
+    // The worker half is averaging's: x_i <- x~.
+    Worker w(*backend, *diloco, 2);
+    w.join(kCenter, 0);
+    w.set(kX1);
+    check_equal(w.payload(), kX1);
+    w.apply(ra, 3);
+    check_equal(w.get(), ra);
+}
