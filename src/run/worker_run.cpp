@@ -31,7 +31,9 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     // One GPU per worker: under a launcher the ranks of a host share its GPUs by local rank;
     // otherwise (local and embedded runs) by worker index.
     const int slot = launcher_local_rank().value_or(int(welcome.worker_id));
-    backend = make_backend(choose_backend(config.training.device, threads, slot));
+    BackendOptions device = choose_backend(config.training.device, threads, slot);
+    device.flush_denormals = config.training.flush_denormals;
+    backend = make_backend(device);
 
     const std::size_t workers = std::size_t(k.workers);
     DatasetView shard = DatasetView::whole(data.train).shard(welcome.worker_id % workers, workers);
