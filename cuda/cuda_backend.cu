@@ -60,6 +60,7 @@ public:
         check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
     }
     void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+    void use_on_this_thread() override { check(cudaSetDevice(device_), "cudaSetDevice"); }
     bool host_addressable() const override { return false; }
 
     // Row-major m[rows x cols] is column-major m^T[cols x rows]; out = m^T * ones.

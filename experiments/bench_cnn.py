@@ -5,7 +5,7 @@ Runs build/experiments/tether-bench --layers LAYERS, then the same network in Py
 same layer list translated to torch.nn, cross-entropy, Adam lr 1e-3, Fashion-MNIST 1x28x28),
 one after the other, and prints the medians, each run's figure and the ratio.
 Needs Debian's python3 (python3-torch, python3-numpy):
-    /usr/bin/python3 experiments/bench_cnn.py [--repeats 3] [--steps 200] [--threads 1]
+    /usr/bin/python3 experiments/bench_cnn.py [--epochs 3] [--steps 300] [--threads 1]
 """
 import argparse
 import ctypes
@@ -55,7 +55,7 @@ def torch_model(layers, shape):
 
 def run_tether(args):
     cmd = [str(args.tether_bench), "--threads", str(args.threads), "--batch", str(args.batch),
-           "--steps", str(args.steps), "--repeats", str(args.repeats), "--data", str(args.data),
+           "--steps", str(args.steps), "--repeats", str(args.epochs), "--data", str(args.data),
            "--layers", ";".join(args.layers)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -63,6 +63,7 @@ def run_tether(args):
 
 def run_torch(args, foreach):
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # as tether (training.flush_denormals, on by default)
     ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(args.threads)  # see bench_sequential.py
     torch.manual_seed(1)
     x, y = load_train(args.data)
@@ -75,8 +76,8 @@ def run_torch(args, foreach):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tether-bench", type=Path, default=REPO / "build/experiments/tether-bench")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--epochs", type=int, default=3, help="timed runs of --steps steps, one model throughout")
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--layers", nargs="+", default=DEFAULT_LAYERS, help="tether layer texts (docs/models.md)")
@@ -91,7 +92,7 @@ def main():
     best = max(torch_by_variant, key=lambda v: statistics.median(torch_by_variant[v]))
     trainer, pytorch = tether["trainer_samples_per_second"], statistics.median(torch_by_variant[best])
     print(f"Sequential CPU training, {tether['model']}, Adam, batch {args.batch}, {args.threads} thread(s), "
-          f"{args.repeats} x {args.steps} steps (PyTorch {torch.__version__}, "
+          f"{args.epochs} x {args.steps} steps (PyTorch {torch.__version__}, "
           f"mkldnn {'on' if torch.backends.mkldnn.is_available() else 'off'})")
     print(f"{'':22}{'median samples/s':>18}   runs")
     rows = [("tether trainer", trainer, tether["trainer_runs"])]

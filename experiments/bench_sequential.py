@@ -72,7 +72,7 @@ def run_torch(args, foreach, flush_denormal):
 
 
 def time_training(model, x, y, args, foreach):
-    """Samples/s of each of args.repeats timed runs of args.steps Adam steps, after a warm-up."""
+    """Samples/s of each of args.epochs timed runs of args.steps Adam steps, after a warm-up."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=foreach)
     loss_fn = torch.nn.CrossEntropyLoss()
     # Mirror LocalTrainer::step: walk a shuffled order of the training set, gather one batch of

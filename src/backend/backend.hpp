@@ -42,6 +42,9 @@ public:
     virtual void copy(void* destination, const void* source, std::size_t bytes) = 0;
     // Waits until every operation issued so far has finished (a no-op on the CPU).
     virtual void synchronize() = 0;
+    // Makes the calling thread compute on this backend's device: a CUDA backend made on one
+    // thread and used on another (the center's evaluation thread) must call it there first.
+    virtual void use_on_this_thread() {}
 
     // Row-major C[m x n] = alpha * op(A) op(B) + beta * C, with op(A) m x k and op(B) k x n.
     virtual void gemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,

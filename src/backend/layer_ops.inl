@@ -90,11 +90,12 @@ struct MaxPool {
                     ((n * s.height + std::size_t(oy * s.stride + ky)) * s.width + std::size_t(ox * s.stride + kx)) * c;
                 const float* px = in + first;
                 const bool initial = ky == 0 && kx == 0;
-                for (int j = 0; j < c; ++j)
-                    if (initial || px[j] > o[j]) {
-                        o[j] = px[j];
-                        a[j] = std::int32_t(first + j);
-                    }
+                // Branch-free selects, so the channel loop vectorizes (blends) on the CPU.
+                for (int j = 0; j < c; ++j) {
+                    const bool better = initial || px[j] > o[j];
+                    o[j] = better ? px[j] : o[j];
+                    a[j] = better ? std::int32_t(first + j) : a[j];
+                }
             }
     }
 };

@@ -157,6 +157,7 @@ nlohmann::json CenterRun::serve() {
     s.started = Clock::now();
     std::thread evaluator([&s] {
         set_flush_denormals(s.config.training.flush_denormals);
+        s.eval_backend->use_on_this_thread();  // training.eval_device may name any GPU
         s.evaluate_loop();
     });
     Center* center = s.center.get();

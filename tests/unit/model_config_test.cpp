@@ -3,6 +3,9 @@
 // the choice of GPU per worker.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "backend/device_choice.hpp"
 #include "config/config.hpp"
 #include "config_support.hpp"
@@ -83,4 +86,25 @@ TEST_CASE("a layer model with dropout trains through the LocalTrainer") {
     const double after = evaluator.evaluate(trainer.parameters()).accuracy;
     CHECK(after > 0.9);
     CHECK(after > before + 0.2);
+}
+
+TEST_CASE("every configs/cnn-*.json loads and builds its network for 1x28x28 images") {
+    const char* source = std::getenv("TETHER_SOURCE_DIR");
+    REQUIRE_MESSAGE(source != nullptr, "set TETHER_SOURCE_DIR to the repository root (meson test does)");
+    int configs = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(source) + "/configs")) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("cnn-", 0) != 0) continue;
+        CAPTURE(name);
+        const RunConfig c = load_config(entry.path().string(), {});
+        CHECK(!c.model.layers.empty());
+        auto backend = make_backend({"cpu", 1, 0});
+        Dataset images;
+        images.features = 784;
+        images.classes = 10;
+        images.height = images.width = 28;
+        CHECK(make_model(c, *backend, images)->num_parameters() == 421642);
+        ++configs;
+    }
+    CHECK(configs >= 9);  // sequential and one per distributed strategy
 }
