@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "data/cifar_reader.hpp"
 #include "data/load.hpp"
+#include "train/local_trainer.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -92,6 +93,13 @@ TEST_CASE("CIFAR through the config: per-channel normalisation from the training
         CHECK(sum / n == doctest::Approx(0.0).epsilon(1e-4).scale(1.0));
         CHECK(squares / n == doctest::Approx(1.0).epsilon(1e-3));
     }
+    // A layer model sees 3 x 32 x 32 images: conv 8 5x5 (no pad) -> 8x28x28, pool -> 8x14x14.
+    RunConfig cnn = parse_config({{"data", {{"source", "cifar10"}, {"dir", dir.path().string()}}},
+                                  {"model", {{"layers", {"conv 8 5x5", "relu", "maxpool 2", "dense 10"}}}}});
+    auto backend = make_backend({"cpu", 1, 0});
+    const auto model = make_model(cnn, *backend, *split.train);
+    CHECK(model->num_parameters() == (5 * 5 * 3 * 8 + 8) + (8 * 14 * 14 * 10 + 10));
+    CHECK(contains(model->description(), "layers 3x32x32"));
     // The default data.dir is Fashion-MNIST's: a CIFAR source must name its own.
     RunConfig no_dir = parse_config({{"data", {{"source", "cifar100"}}}});
     std::string message;
