@@ -55,6 +55,11 @@ public:
     // asynchronous rules answer each exchange at once (apply).
     virtual bool synchronous() const { return false; }
 
+    // A worker was welcomed with the current x~ (its first pull), or left (finished or lost).
+    // For rules that keep per-worker state; they must free it on leave.
+    virtual void on_join(const CenterState& center, std::uint32_t worker_id) { (void)center, (void)worker_id; }
+    virtual void on_leave(std::uint32_t worker_id) { (void)worker_id; }
+
     // Asynchronous: apply one exchange to the center and write the reply (center.x.size()
     // floats). Returns the norm of the update the center applied to x~. `reply` may be the
     // exchange's own payload (the center answers in the buffer it received, without a copy):
