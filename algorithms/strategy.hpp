@@ -39,13 +39,9 @@ public:
     virtual void apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) = 0;
     // The center version this worker last pulled (sent with each exchange, for staleness).
     std::uint64_t pull_version() const { return pull_version_; }
-    // Local steps since the previous exchange, set before make_payload (the last window of a
-    // run can be shorter than the communication window).
-    void set_steps_in_window(std::size_t steps) { steps_in_window_ = steps; }
 
 protected:
     std::uint64_t pull_version_ = 0;
-    std::size_t steps_in_window_ = 0;  // 0: a full window
 };
 
 class CenterRule {
