@@ -14,6 +14,7 @@
 #include "run/center_run.hpp"
 #include "run/run.hpp"
 #include "run/run_recorder.hpp"
+#include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "util/errors.hpp"
 
@@ -69,12 +70,14 @@ int serve(const Common& c) {
     std::printf("center listening at %s, waiting for %lld workers\n", center.address().c_str(),
                 static_cast<long long>(config.cluster.workers));
     std::fflush(stdout);
-    const nlohmann::json summary = center.serve();
+    nlohmann::json summary = center.serve();
+    judge_run(summary, config.cluster, {});
+    write_json_file(directory + "/summary.json", summary);
     std::printf("final test accuracy %.2f%% (best %.2f%%), %d workers lost, %llu messages rejected; run directory %s\n",
                 100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
                 summary.value("workers_lost", 0), static_cast<unsigned long long>(summary.value("rejected_messages", 0ull)),
                 directory.c_str());
-    return 0;
+    return report_verdict(summary);
 }
 
 }  // namespace

@@ -26,6 +26,14 @@ bool parse_arguments(const std::vector<std::string>& arguments, po::options_desc
     return true;
 }
 
+int report_verdict(const nlohmann::json& summary) {
+    if (!summary.value("run_failed", false)) return 0;
+    std::fprintf(stderr, "tether: run FAILED: %s\n", summary.value("failure_reason", std::string("unknown")).c_str());
+    for (const auto& f : summary.value("worker_failures", nlohmann::json::array()))
+        std::fprintf(stderr, "  worker %d: %s\n", f.value("worker", -1), f.value("reason", std::string()).c_str());
+    return 1;
+}
+
 int run_command(const std::vector<std::string>& arguments) {
     po::options_description options("tether run CONFIG.json [options]");
     std::string config_path, out;
@@ -44,7 +52,7 @@ int run_command(const std::vector<std::string>& arguments) {
                 100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
                 summary.value("samples_per_second", 0.0), summary.value("wall_seconds", 0.0), directory.c_str());
     std::printf("plots: /usr/bin/python3 experiments/plot.py %s\n", directory.c_str());
-    return 0;
+    return report_verdict(summary);
 }
 
 }  // namespace tether::cli

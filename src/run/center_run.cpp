@@ -12,6 +12,7 @@
 #include "backend/backend.hpp"
 #include "center/center.hpp"
 #include "protocol/header.hpp"
+#include "run/agreed_settings.hpp"
 #include "run/progress.hpp"
 #include "run/run_recorder.hpp"
 #include "train/evaluator.hpp"
@@ -26,7 +27,8 @@ ModelIdentity model_identity(const RunConfig& config, const Dataset& train) {
     auto model = make_model(config, *backend, train);
     ModelIdentity id;
     id.num_parameters = model->num_parameters();
-    id.fingerprint = fingerprint(id.num_parameters, model->layer_sizes(), config.strategy.name);
+    id.agreed = agreed_settings(config, model->layer_sizes(), id.num_parameters);
+    id.fingerprint = settings_fingerprint(id.agreed);
     id.initial.resize(id.num_parameters);
     model->initialize(id.initial.data(), std::uint64_t(config.training.seed));
     id.description = model->description();

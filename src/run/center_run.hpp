@@ -33,10 +33,12 @@ private:
     std::unique_ptr<State> state_;
 };
 
-// What the model of a config looks like to the protocol: its size and fingerprint, and the
-// seeded starting point x~(0) that every worker also starts from.
+// What the model of a config looks like to the protocol: its size, the settings both sides
+// must agree on and their fingerprint, and the seeded starting point x~(0) that every worker
+// also starts from.
 struct ModelIdentity {
     std::size_t num_parameters = 0;
+    nlohmann::json agreed;  // run/agreed_settings.hpp
     std::uint64_t fingerprint = 0;
     std::vector<float> initial;
     std::string description;

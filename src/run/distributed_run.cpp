@@ -19,6 +19,7 @@
 #include "run/center_run.hpp"
 #include "run/run.hpp"
 #include "run/run_recorder.hpp"
+#include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "util/errors.hpp"
 #include "util/spawn.hpp"
@@ -50,7 +51,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
         }
     });
     std::vector<std::thread> pool;
-    std::atomic<int> failed{0};
+    std::vector<WorkerFailure> failures;
     std::mutex config_error_mutex;
     std::exception_ptr config_error;
     for (int i = 0; i < workers; ++i)
@@ -64,8 +65,9 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
                 if (!config_error) config_error = std::current_exception();
                 center.stop();
             } catch (const std::exception& e) {
-                ++failed;
                 std::fprintf(stderr, "worker %d failed: %s\n", i, e.what());
+                std::lock_guard<std::mutex> lock(config_error_mutex);
+                failures.push_back({i, e.what()});
             }
         });
     // Once the center is done nobody answers: a worker counted lost but still running (it
@@ -79,7 +81,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
         std::rethrow_exception(config_error);
     }
     if (center_failure) std::rethrow_exception(center_failure);
-    summary["failed_workers"] = failed.load();
+    judge_run(summary, config.cluster, failures);
     write_json_file(directory + "/summary.json", summary);
     return summary;
 }
@@ -102,10 +104,8 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
             children.push_back(spawn_logged({self, "worker", "--config", config_path, "--connect", center.address(), "--set", threads},
                                             directory + "/worker-" + std::to_string(i) + ".log", is_launcher_rank_variable));
         } catch (const std::exception&) {
-            for (pid_t started : children) {  // do not leave the others waiting for a center
-                ::kill(started, SIGTERM);
-                ::waitpid(started, nullptr, 0);
-            }
+            for (pid_t started : children)  // do not leave the others waiting for a center
+                wait_or_kill(started, std::chrono::steady_clock::now());
             throw;
         }
     }
@@ -117,25 +117,24 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
     } catch (...) {
         failure = std::current_exception();
     }
-    // Children still running once the center is done (a worker counted lost that still trains)
-    // get a grace period to say bye, then SIGTERM: nobody would answer them any more.
+    // Children still running once the center is done (a worker counted lost that still trains,
+    // or one stopped with SIGSTOP) get a grace period to say bye, then SIGTERM, then SIGKILL:
+    // nobody would answer them any more, and the run must end.
     nlohmann::json exits = nlohmann::json::array();
+    std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(failure ? 0 : 10);
-    for (pid_t pid : children) {
-        int status = 0;
-        while (::waitpid(pid, &status, WNOHANG) == 0) {
-            if (std::chrono::steady_clock::now() >= grace_end) {
-                ::kill(pid, SIGTERM);
-                ::waitpid(pid, &status, 0);
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        exits.push_back(WIFEXITED(status) ? nlohmann::json(WEXITSTATUS(status))
-                                          : nlohmann::json("signal " + std::to_string(WTERMSIG(status))));
+    for (std::size_t i = 0; i < children.size(); ++i) {
+        const std::string exit = wait_or_kill(children[i], grace_end);
+        exits.push_back(exit.rfind("signal", 0) == 0 ? nlohmann::json(exit) : nlohmann::json(std::stoi(exit)));
+        if (exit == "0") continue;
+        const std::string log = directory + "/worker-" + std::to_string(i) + ".log";
+        std::string reason = last_error_line(log);
+        if (reason.empty()) reason = exit.rfind("signal", 0) == 0 ? "ended by " + exit : "exit code " + exit;
+        failures.push_back({int(i), reason});
     }
     if (failure) std::rethrow_exception(failure);
     summary["worker_exit_status"] = exits;
+    judge_run(summary, config.cluster, failures);
     write_json_file(directory + "/summary.json", summary);
     return summary;
 }
