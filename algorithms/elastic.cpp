@@ -19,24 +19,28 @@ void SendParametersWorker::apply_reply(Backend& backend, float* x, const float* 
         backend.copy_from_host(x, reply_host, size_ * sizeof(float));
         return;
     }
-    scratch_.upload(reply_host, size_);
+    // Host memory reads the reply where it arrived; a GPU needs it uploaded first.
+    const float* reply = reply_host;
+    if (!backend.host_addressable()) {
+        scratch_.upload(reply_host, size_);
+        reply = scratch_.data();
+    }
     if (reply_ == Reply::subtract) {
-        backend.axpy(x, scratch_.data(), size_, -1.f);
+        backend.axpy(x, reply, size_, -1.f);
     } else {
         backend.scale(x, size_, 1.f - alpha_);
-        backend.axpy(x, scratch_.data(), size_, alpha_);
+        backend.axpy(x, reply, size_, alpha_);
     }
 }
 
-double ElasticCenter::apply(CenterState& center, const Exchange& e, std::vector<float>& reply) {
-    reply.resize(e.size);
+double ElasticCenter::apply(CenterState& center, const Exchange& e, float* reply) {
     float* x = center.x.data();
     for (std::size_t i = 0; i < e.size; ++i) {
         const float elastic = alpha_ * (e.payload[i] - x[i]);
         x[i] += elastic;
         reply[i] = elastic;
     }
-    return host::norm(reply.data(), reply.size());
+    return host::norm(reply, e.size);
 }
 
 }  // namespace tether

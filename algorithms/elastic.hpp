@@ -28,7 +28,7 @@ private:
 class ElasticCenter final : public CenterRule {
 public:
     explicit ElasticCenter(float alpha) : alpha_(alpha) {}
-    double apply(CenterState& center, const Exchange& exchange, std::vector<float>& reply) override;
+    double apply(CenterState& center, const Exchange& exchange, float* reply) override;
 
 private:
     float alpha_;

@@ -12,12 +12,15 @@ void PullPushWorker::on_join(Backend& backend, float* x, const float* center_hos
 }
 
 void PullPushWorker::make_payload(Backend& backend, const float* x, float* payload_host) {
-    backend.difference(scratch_.data(), x, pulled_.data(), size_);
+    // In host memory the update is computed straight into the message; a GPU computes it in
+    // its own memory and downloads it once.
+    float* update = backend.host_addressable() ? payload_host : scratch_.data();
+    backend.difference(update, x, pulled_.data(), size_);
     if (normalize_window_ > 0) {
         const std::size_t steps = steps_in_window_ ? steps_in_window_ : std::size_t(normalize_window_);
-        backend.scale(scratch_.data(), size_, 1.f / float(steps));
+        backend.scale(update, size_, 1.f / float(steps));
     }
-    scratch_.download(payload_host, size_);
+    if (update != payload_host) scratch_.download(payload_host, size_);
 }
 
 void PullPushWorker::apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) {
@@ -26,13 +29,17 @@ void PullPushWorker::apply_reply(Backend& backend, float* x, const float* reply_
     pull_version_ = version;
 }
 
-double AccumulatingCenter::apply(CenterState& center, const Exchange& e, std::vector<float>& reply) {
+double AccumulatingCenter::apply(CenterState& center, const Exchange& e, float* reply) {
     const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
     const float d = damping(staleness);
+    const double moved = d * host::norm(e.payload, e.size);  // before the reply overwrites the payload
     float* x = center.x.data();
-    for (std::size_t i = 0; i < e.size; ++i) x[i] += d * e.payload[i];
-    reply.assign(center.x.begin(), center.x.end());
-    return d * host::norm(e.payload, e.size);
+    for (std::size_t i = 0; i < e.size; ++i) {
+        const float updated = x[i] + d * e.payload[i];
+        x[i] = updated;
+        reply[i] = updated;
+    }
+    return moved;
 }
 
 }  // namespace tether

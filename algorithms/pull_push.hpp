@@ -26,7 +26,7 @@ private:
 // x~ <- x~ + damping(staleness) * payload; reply x~.
 class AccumulatingCenter : public CenterRule {
 public:
-    double apply(CenterState& center, const Exchange& exchange, std::vector<float>& reply) override;
+    double apply(CenterState& center, const Exchange& exchange, float* reply) override;
 
 protected:
     // 1 for downpour and adag; 1 / (staleness + 1) for dynsgd.

@@ -6,13 +6,13 @@ namespace tether {
 
 void WorkerRule::on_join(Backend&, float*, const float*, std::uint64_t version) { pull_version_ = version; }
 
-double CenterRule::apply(CenterState&, const Exchange&, std::vector<float>&) {
+double CenterRule::apply(CenterState&, const Exchange&, float*) {
     throw std::logic_error("this strategy is synchronous: its center collects rounds, it does not apply exchanges");
 }
 void CenterRule::contribute(CenterState&, const Exchange&) {
     throw std::logic_error("this strategy is asynchronous: its center applies each exchange");
 }
-double CenterRule::close_round(CenterState&, std::vector<float>&) {
+double CenterRule::close_round(CenterState&, float*) {
     throw std::logic_error("this strategy is asynchronous: it has no rounds");
 }
 

@@ -55,15 +55,18 @@ public:
     // asynchronous rules answer each exchange at once (apply).
     virtual bool synchronous() const { return false; }
 
-    // Asynchronous: apply one exchange to the center and write the reply. Returns the norm of
-    // the update the center applied to x~.
-    virtual double apply(CenterState& center, const Exchange& exchange, std::vector<float>& reply);
+    // Asynchronous: apply one exchange to the center and write the reply (center.x.size()
+    // floats). Returns the norm of the update the center applied to x~. `reply` may be the
+    // exchange's own payload (the center answers in the buffer it received, without a copy):
+    // read payload[i] before writing reply[i], element by element. The payload has been
+    // checked already: right size, every element finite.
+    virtual double apply(CenterState& center, const Exchange& exchange, float* reply);
 
     // Synchronous: add one worker's exchange to the open round.
     virtual void contribute(CenterState& center, const Exchange& exchange);
     // Synchronous: close the round (contributors > 0), update x~, and write the one reply every
-    // contributor receives. Returns the norm of the update to x~.
-    virtual double close_round(CenterState& center, std::vector<float>& reply);
+    // contributor receives (center.x.size() floats). Returns the norm of the update to x~.
+    virtual double close_round(CenterState& center, float* reply);
 };
 
 struct StrategyContext {

@@ -14,14 +14,14 @@ public:
         for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
         ++count_;
     }
-    double close_round(CenterState& center, std::vector<float>& reply) override {
+    double close_round(CenterState& center, float* reply) override {
         double moved = 0;
         for (std::size_t i = 0; i < sum_.size(); ++i) {
             const float mean = float(sum_[i] / count_);
             moved += double(mean - center.x[i]) * (mean - center.x[i]);
             center.x[i] = mean;
+            reply[i] = mean;
         }
-        reply.assign(center.x.begin(), center.x.end());
         sum_.assign(sum_.size(), 0.0);
         count_ = 0;
         return std::sqrt(moved);
@@ -41,11 +41,11 @@ public:
         if (pull_.empty()) pull_.assign(center.x.size(), 0.0);
         for (std::size_t i = 0; i < e.size; ++i) pull_[i] += double(e.payload[i]) - center.x[i];
     }
-    double close_round(CenterState& center, std::vector<float>& reply) override {
-        reply.assign(center.x.begin(), center.x.end());
+    double close_round(CenterState& center, float* reply) override {
         double moved = 0;
         for (std::size_t i = 0; i < pull_.size(); ++i) {
             const float step = float(alpha_ * pull_[i]);
+            reply[i] = center.x[i];
             center.x[i] += step;
             moved += double(step) * step;
         }

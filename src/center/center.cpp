@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "algorithms/vector_math.hpp"
+
 namespace tether {
 
 struct Center::Worker {
@@ -14,7 +16,9 @@ struct Center::Worker {
     std::uint32_t id = 0;
     State state = State::joining;
     Clock::time_point last_seen;
-    std::vector<float> pending;  // the exchange being reassembled from its shards
+    // The exchange being received: the received frame itself when it came as one shard (the
+    // rule then answers in it, in place), else the shards reassembled here.
+    Payload pending;
     std::uint32_t shards_received = 0;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
     bool in_round = false;
@@ -104,6 +108,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         case MessageType::bye:
             count_samples(*w, samples);
             w->state = Worker::State::finished;
+            w->pending = Payload();
             ++stats_.workers_finished;
             if (!round_.empty()) maybe_close_round(false);
             return;
@@ -133,7 +138,15 @@ void Center::welcome(Worker& w) {
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = Clock::now();
-    send_vector(w, MessageType::welcome, state_.x, 0);
+    Payload center = Payload::allocate(state_.x.size() * sizeof(float));
+    std::memcpy(center.data(), state_.x.data(), center.size());
+    send_vector(w, MessageType::welcome, center, 0);
+}
+
+void Center::release_pending(Worker& w) {
+    // A single-shard exchange is the received frame: let it go now. A reassembly buffer is
+    // kept for the worker's next exchange.
+    if (options_.shard_elements >= state_.x.size()) w.pending = Payload();
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
@@ -157,11 +170,17 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     if (frames.payload.size() != expected * sizeof(float))
         return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
                                       std::to_string(expected) + " float32 elements");
-    if (w.pending.size() != n) w.pending.resize(n);
-    float* destination = w.pending.data() + first;
-    std::memcpy(destination, frames.payload.data(), frames.payload.size());
-    for (std::size_t i = 0; i < expected; ++i)
-        if (!std::isfinite(destination[i])) return fail("non-finite payload", "the exchange holds NaN or Inf");
+    if (!host::all_finite(frames.payload.floats(), expected))
+        return fail("non-finite payload", "the exchange holds NaN or Inf");
+    if (shard_count == 1) {
+        w.pending = frames.payload;  // adopted: no copy
+    } else {
+        // Reassembly needs one buffer of the whole vector; reuse the last one once ZeroMQ has
+        // sent its reply shards.
+        if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
+            w.pending = Payload::allocate(n * sizeof(float));
+        std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
+    }
     if (h.shard_id == 0) {
         w.sequence = h.sequence;
         w.pull_version = h.center_version;
@@ -181,21 +200,24 @@ void Center::complete_exchange(Worker& w) {
     stats_.staleness_max = std::max(stats_.staleness_max, staleness);
     ++stats_.staleness_count;
     ++stats_.exchanges;
-    const Exchange exchange{w.id, w.pull_version, w.pending.data(), w.pending.size()};
+    const Exchange exchange{w.id, w.pull_version, w.pending.floats(), state_.x.size()};
     if (rule_->synchronous()) {
         if (w.pull_version < state_.version) ++stats_.late_reports;  // missed a round: folded into this one
         rule_->contribute(state_, exchange);
+        release_pending(w);
         if (round_.empty()) round_opened_ = Clock::now();
         w.in_round = true;
         round_.push_back(&w);
         maybe_close_round(false);
         return;
     }
-    const double norm = rule_->apply(state_, exchange, reply_);
+    // The reply is written over the payload it answers and sent from there.
+    const double norm = rule_->apply(state_, exchange, w.pending.floats());
     ++state_.version;
     ++stats_.updates_applied;
     const std::uint64_t before = stats_.bytes_sent;
-    send_vector(w, MessageType::reply, reply_, w.sequence);
+    send_vector(w, MessageType::reply, w.pending, w.sequence);
+    release_pending(w);
     if (on_exchange)
         on_exchange({w.id, w.sequence, state_.version, staleness, w.bytes_in, stats_.bytes_sent - before, norm});
     maybe_snapshot(false);
@@ -209,7 +231,11 @@ void Center::maybe_close_round(bool deadline_passed) {
                                                           [](const Worker* w) { return w->state != Worker::State::lost; }));
     const std::size_t quorum = std::max<std::size_t>(1, std::size_t(std::ceil(options_.quorum * live)));
     if (round_.empty() || (int(waiting) < live && !(deadline_passed && waiting >= quorum))) return;
-    const double norm = rule_->close_round(state_, reply_);
+    // One reply for every contributor, sent from one buffer; a new one while ZeroMQ still
+    // holds the last round's.
+    const std::size_t bytes = state_.x.size() * sizeof(float);
+    if (!(round_reply_.unique() && round_reply_.size() == bytes)) round_reply_ = Payload::allocate(bytes);
+    const double norm = rule_->close_round(state_, round_reply_.floats());
     ++state_.version;
     ++stats_.updates_applied;
     ++stats_.rounds;
@@ -220,16 +246,16 @@ void Center::maybe_close_round(bool deadline_passed) {
         w->in_round = false;
         w->last_seen = now;  // it was waiting on us, not silent
         const std::uint64_t before = stats_.bytes_sent;
-        send_vector(*w, MessageType::reply, reply_, w->sequence);
+        send_vector(*w, MessageType::reply, round_reply_, w->sequence);
         if (on_exchange)
             on_exchange({w->id, w->sequence, state_.version, 0, w->bytes_in, stats_.bytes_sent - before, norm});
     }
     maybe_snapshot(false);
 }
 
-void Center::send_vector(Worker& w, MessageType type, const std::vector<float>& data, std::uint64_t sequence) {
+void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
     if (w.state == Worker::State::lost) return;
-    const std::size_t n = data.size(), shard = options_.shard_elements;
+    const std::size_t n = state_.x.size(), shard = options_.shard_elements;
     const std::uint32_t count = std::uint32_t((n + shard - 1) / shard);
     Header h;
     h.type = type;
@@ -246,7 +272,7 @@ void Center::send_vector(Worker& w, MessageType type, const std::vector<float>& 
             h.element_count = elements;
             h.flags = s + 1 == count ? kFlagLastShard : 0;
             const auto header = encode(h);
-            endpoint_->send(w.peer, header, data.data() + first, elements * sizeof(float));
+            endpoint_->send(w.peer, header, data.slice(first * sizeof(float), elements * sizeof(float)));
             stats_.bytes_sent += header.size() + elements * sizeof(float);
         }
     } catch (const DeliveryError& e) {
@@ -289,6 +315,7 @@ void Center::check_liveness() {
 void Center::lose(Worker& w, const std::string& why) {
     if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     w.state = Worker::State::lost;
+    w.pending = Payload();
     ++stats_.workers_lost;
     std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),
                  stats_.live_workers());

@@ -91,7 +91,9 @@ private:
     void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
     void complete_exchange(Worker& w);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
-    void send_vector(Worker& w, MessageType type, const std::vector<float>& data, std::uint64_t sequence);
+    // Sends `data` (x~'s size) in shards, without copying it.
+    void send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence);
+    void release_pending(Worker& w);
     void welcome(Worker& w);
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
@@ -115,7 +117,7 @@ private:
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;
     std::pair<std::uint64_t, std::uint64_t> last_snapshot_{~0ull, ~0ull};  // samples, version
-    std::vector<float> reply_;
+    Payload round_reply_;  // a synchronous round's one reply
     int rejections_logged_ = 0;
 };
 

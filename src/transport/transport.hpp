@@ -9,11 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "transport/payload.hpp"
+
 namespace tether {
 
+// One received message. The header (72 bytes) is copied out; the payload frame is adopted
+// without a copy and may be written in place and sent back (see payload.hpp).
 struct Frames {
     std::vector<std::uint8_t> header;
-    std::vector<std::uint8_t> payload;
+    Payload payload;
     std::size_t extra_frames = 0;  // frames beyond the two expected (a malformed message)
 };
 
@@ -27,7 +31,10 @@ public:
 class Channel {
 public:
     virtual ~Channel() = default;
+    // Copies `payload` into the message (for small or reused buffers).
     virtual void send(const std::vector<std::uint8_t>& header, const void* payload, std::size_t bytes) = 0;
+    // Sends `payload` without copying it; the caller must not write to it afterwards.
+    virtual void send(const std::vector<std::uint8_t>& header, const Payload& payload) = 0;
     // Waits up to timeout_ms (< 0: forever); false on timeout.
     virtual bool receive(Frames& frames, int timeout_ms) = 0;
 };
@@ -39,9 +46,11 @@ public:
     virtual std::string address() const = 0;
     // Waits up to timeout_ms; false on timeout. `peer` identifies the sender for replies.
     virtual bool receive(std::string& peer, Frames& frames, int timeout_ms) = 0;
-    // Throws DeliveryError when the peer is gone or not reading.
+    // Throws DeliveryError when the peer is gone or not reading. The first form copies the
+    // payload, the second sends it without copying (the caller must not write to it afterwards).
     virtual void send(const std::string& peer, const std::vector<std::uint8_t>& header, const void* payload,
                       std::size_t bytes) = 0;
+    virtual void send(const std::string& peer, const std::vector<std::uint8_t>& header, const Payload& payload) = 0;
 };
 
 struct TransportOptions {

@@ -4,6 +4,8 @@
 #include <zmq.hpp>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 
 #include "transport/transport.hpp"
 
@@ -21,16 +23,26 @@ void apply_common(zmq::socket_t& s, const TransportOptions& o) {
 
 bool wait_readable(zmq::socket_t& socket, int timeout_ms);
 
-// Waits up to timeout_ms, then receives one whole multipart message; false on timeout. A
-// transport shut down meanwhile surfaces as TransportClosed.
+// Receives the rest of a multipart message whose first part is in parts.back().
+void receive_more(zmq::socket_t& socket, std::vector<zmq::message_t>& parts) {
+    while (parts.back().more()) {
+        parts.emplace_back();
+        (void)socket.recv(parts.back(), zmq::recv_flags::none);  // the rest of a message arrives with its first part
+    }
+}
+
+// Receives one whole multipart message, waiting up to timeout_ms; false on timeout. A message
+// already queued is taken without polling (one system call less per message on a busy center).
+// A transport shut down meanwhile surfaces as TransportClosed.
 bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, int timeout_ms) {
-    if (!wait_readable(socket, timeout_ms)) return false;
     parts.clear();
+    parts.emplace_back();
     try {
-        do {
-            parts.emplace_back();
+        if (!socket.recv(parts.back(), zmq::recv_flags::dontwait)) {
+            if (!wait_readable(socket, timeout_ms)) return false;
             if (!socket.recv(parts.back(), zmq::recv_flags::none)) return false;
-        } while (parts.back().more());
+        }
+        receive_more(socket, parts);
     } catch (const zmq::error_t& e) {
         if (e.num() == ETERM) throw TransportClosed("transport shut down");
         throw;
@@ -38,13 +50,40 @@ bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, in
     return true;
 }
 
+// The header is copied (72 bytes); the payload frame is adopted as it is, no copy.
 void to_frames(std::vector<zmq::message_t>& parts, std::size_t first, Frames& frames) {
     const std::size_t count = parts.size() - first;
-    frames.header.assign(count > 0 ? parts[first].data<std::uint8_t>() : nullptr,
-                         count > 0 ? parts[first].data<std::uint8_t>() + parts[first].size() : nullptr);
-    frames.payload.assign(count > 1 ? parts[first + 1].data<std::uint8_t>() : nullptr,
-                          count > 1 ? parts[first + 1].data<std::uint8_t>() + parts[first + 1].size() : nullptr);
+    if (count > 0)
+        frames.header.assign(parts[first].data<std::uint8_t>(), parts[first].data<std::uint8_t>() + parts[first].size());
+    else
+        frames.header.clear();
+    if (count > 1 && reinterpret_cast<std::uintptr_t>(parts[first + 1].data()) % alignof(float) == 0) {
+        auto owner = std::make_shared<zmq::message_t>(std::move(parts[first + 1]));
+        frames.payload = Payload(owner, owner->data<std::uint8_t>(), owner->size());
+    } else if (count > 1) {
+        // ZeroMQ packs small frames received over tcp:// back to back in one buffer, so they
+        // may start at any byte; payloads are read as floats, so those few bytes are copied.
+        const zmq::message_t& part = parts[first + 1];
+        frames.payload = Payload::allocate(part.size());
+        std::memcpy(frames.payload.data(), part.data(), part.size());
+    } else {
+        frames.payload = Payload();
+    }
     frames.extra_frames = count > 2 ? count - 2 : 0;
+}
+
+// A message that sends `payload` in place: ZeroMQ holds a share of its ownership until its I/O
+// thread is done with the bytes, then lets go (the free function runs on that thread).
+zmq::message_t zero_copy_message(const Payload& payload) {
+    if (payload.empty()) return zmq::message_t();
+    auto* share = new std::shared_ptr<void>(payload.owner());
+    try {
+        return zmq::message_t(payload.data(), payload.size(),
+                              [](void*, void* hint) { delete static_cast<std::shared_ptr<void>*>(hint); }, share);
+    } catch (...) {
+        delete share;
+        throw;
+    }
 }
 
 bool wait_readable(zmq::socket_t& socket, int timeout_ms) {
@@ -87,10 +126,20 @@ public:
 
     void send(const std::string& peer, const std::vector<std::uint8_t>& header, const void* payload,
               std::size_t bytes) override {
+        zmq::message_t body(payload, bytes);
+        send_message(peer, header, body);
+    }
+    void send(const std::string& peer, const std::vector<std::uint8_t>& header, const Payload& payload) override {
+        zmq::message_t body = zero_copy_message(payload);
+        send_message(peer, header, body);
+    }
+
+private:
+    void send_message(const std::string& peer, const std::vector<std::uint8_t>& header, zmq::message_t& body) {
         try {
             if (!socket_.send(zmq::buffer(peer), zmq::send_flags::sndmore) ||
                 !socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
-                !socket_.send(zmq::buffer(payload, bytes), zmq::send_flags::none))
+                !socket_.send(body, zmq::send_flags::none))
                 throw DeliveryError("worker is not reading: its queue stayed full for the send timeout");
         } catch (const zmq::error_t& e) {
             if (e.num() == EHOSTUNREACH) throw DeliveryError("worker is gone (EHOSTUNREACH)");
@@ -99,7 +148,6 @@ public:
         }
     }
 
-private:
     std::shared_ptr<void> owner_;  // keeps the context alive until the socket is closed
     zmq::socket_t socket_;
     std::string address_;
@@ -123,14 +171,12 @@ public:
     }
 
     void send(const std::vector<std::uint8_t>& header, const void* payload, std::size_t bytes) override {
-        try {
-            if (!socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
-                !socket_.send(zmq::buffer(payload, bytes), zmq::send_flags::none))
-                throw DeliveryError("the center is not reading: the send queue stayed full for the send timeout");
-        } catch (const zmq::error_t& e) {
-            if (e.num() == ETERM) throw TransportClosed("transport shut down");
-            throw DeliveryError(std::string("send to the center failed: ") + e.what());
-        }
+        zmq::message_t body(payload, bytes);
+        send_message(header, body);
+    }
+    void send(const std::vector<std::uint8_t>& header, const Payload& payload) override {
+        zmq::message_t body = zero_copy_message(payload);
+        send_message(header, body);
     }
 
     bool receive(Frames& frames, int timeout_ms) override {
@@ -140,6 +186,17 @@ public:
     }
 
 private:
+    void send_message(const std::vector<std::uint8_t>& header, zmq::message_t& body) {
+        try {
+            if (!socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
+                !socket_.send(body, zmq::send_flags::none))
+                throw DeliveryError("the center is not reading: the send queue stayed full for the send timeout");
+        } catch (const zmq::error_t& e) {
+            if (e.num() == ETERM) throw TransportClosed("transport shut down");
+            throw DeliveryError(std::string("send to the center failed: ") + e.what());
+        }
+    }
+
     std::shared_ptr<void> owner_;
     zmq::socket_t socket_;
     std::vector<zmq::message_t> parts_;

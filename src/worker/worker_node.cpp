@@ -13,7 +13,7 @@ namespace tether {
 using Clock = std::chrono::steady_clock;
 
 WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
-    : channel_(std::move(channel)), options_(std::move(options)), payload_(num_parameters), reply_(num_parameters) {}
+    : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters) {}
 
 Header WorkerNode::base_header(MessageType type) const {
     Header h;
@@ -34,7 +34,14 @@ void WorkerNode::send(const Header& header, const void* payload, std::size_t byt
     last_send_ = Clock::now();
 }
 
-Header WorkerNode::receive_vector(MessageType type, std::vector<float>& out, int timeout_ms, std::uint64_t sequence) {
+void WorkerNode::send(const Header& header, const Payload& payload) {
+    const auto encoded = encode(header);
+    channel_->send(encoded, payload);
+    result_.bytes_sent += encoded.size() + payload.size();
+    last_send_ = Clock::now();
+}
+
+Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     Frames frames;
     std::uint32_t next_shard = 0;
@@ -62,22 +69,29 @@ Header WorkerNode::receive_vector(MessageType type, std::vector<float>& out, int
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the center, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the center trains a different model or strategy (fingerprint mismatch)");
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
-        const std::size_t first = std::size_t(h->shard_id) * options_.shard_elements;
-        if (h->shard_id != next_shard || h->dtype != Dtype::float32 || first + h->element_count > out.size() ||
-            frames.payload.size() != h->element_count * sizeof(float))
+        const std::size_t n = num_parameters_, first = std::size_t(h->shard_id) * options_.shard_elements;
+        const bool last = next_shard + 1 == h->shard_count;
+        if (h->shard_id != next_shard || h->dtype != Dtype::float32 || first + h->element_count > n ||
+            (last && first + h->element_count != n) || frames.payload.size() != h->element_count * sizeof(float))
             throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " shard from the center");
-        std::memcpy(out.data() + first, frames.payload.data(), frames.payload.size());
+        if (h->shard_count == 1) {
+            out = frames.payload;  // adopted: no copy
+        } else {
+            if (next_shard == 0) out = Payload::allocate(n * sizeof(float));
+            std::memcpy(out.floats() + first, frames.payload.data(), frames.payload.size());
+        }
         if (++next_shard == h->shard_count) return *h;
     }
 }
 
 Welcome WorkerNode::join() {
     Header hello = base_header(MessageType::hello);
-    hello.element_count = payload_.size();
+    hello.element_count = num_parameters_;
     send(hello, nullptr, 0);
     Welcome welcome;
-    welcome.center.resize(payload_.size());
-    const Header h = receive_vector(MessageType::welcome, welcome.center, options_.join_timeout_ms, 0);
+    Payload center;
+    const Header h = receive_vector(MessageType::welcome, center, options_.join_timeout_ms, 0);
+    welcome.center.assign(center.floats(), center.floats() + num_parameters_);
     welcome.worker_id = h.worker_id;
     welcome.version = h.center_version;
     result_.worker_id = h.worker_id;
@@ -88,8 +102,9 @@ void WorkerNode::exchange() {
     const auto started = Clock::now();
     ++sequence_;
     rule_->set_steps_in_window(steps_since_exchange_);
-    rule_->make_payload(*backend_, x_, payload_.data());
-    const std::size_t n = payload_.size(), shard = options_.shard_elements;
+    const std::size_t n = num_parameters_, shard = options_.shard_elements;
+    if (!(payload_.unique() && payload_.size() == n * sizeof(float))) payload_ = Payload::allocate(n * sizeof(float));
+    rule_->make_payload(*backend_, x_, payload_.floats());
     Header h = base_header(MessageType::exchange);
     h.dtype = Dtype::float32;
     h.shard_count = std::uint32_t((n + shard - 1) / shard);
@@ -98,10 +113,11 @@ void WorkerNode::exchange() {
         h.shard_id = s;
         h.element_count = elements;
         h.flags = s + 1 == h.shard_count ? kFlagLastShard : 0;
-        send(h, payload_.data() + first, elements * sizeof(float));
+        send(h, payload_.slice(first * sizeof(float), elements * sizeof(float)));
     }
-    const Header reply = receive_vector(MessageType::reply, reply_, options_.reply_timeout_ms, sequence_);
-    rule_->apply_reply(*backend_, x_, reply_.data(), reply.center_version);
+    Payload reply;
+    const Header reply_header = receive_vector(MessageType::reply, reply, options_.reply_timeout_ms, sequence_);
+    rule_->apply_reply(*backend_, x_, reply.floats(), reply_header.center_version);
     backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
     steps_since_exchange_ = 0;
     ++result_.exchanges;

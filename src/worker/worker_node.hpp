@@ -60,9 +60,11 @@ private:
     void exchange();
     void heartbeat();
     void send(const Header& header, const void* payload, std::size_t bytes);
+    void send(const Header& header, const Payload& payload);  // without copying
     Header base_header(MessageType type) const;
-    // Receives a full vector (all shards) of `type` into `out`; returns the last header.
-    Header receive_vector(MessageType type, std::vector<float>& out, int timeout_ms, std::uint64_t sequence);
+    // Receives a full vector (all shards) of `type` into `out`: the received frame itself when
+    // it came as one shard, else reassembled; returns the last header.
+    Header receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence);
 
     Backend* backend_ = nullptr;
     float* x_ = nullptr;
@@ -72,7 +74,10 @@ private:
     WorkerOptions options_;
     WorkerResult result_;
     std::uint64_t sequence_ = 0;
-    std::vector<float> payload_, reply_;
+    std::size_t num_parameters_;
+    // The exchange sent last; refilled only once ZeroMQ (or, over inproc://, the center that
+    // answers in it) has let go of it.
+    Payload payload_;
     std::chrono::steady_clock::time_point last_send_;
 };
 

@@ -89,8 +89,8 @@ public:
             rules_[i]->make_payload(*backend_, x_[i].data(), payloads[i].data());
             center_rule_->contribute(center_, {std::uint32_t(i), rules_[i]->pull_version(), payloads[i].data(), kDim});
         }
-        Vec reply;
-        center_rule_->close_round(center_, reply);
+        Vec reply(kDim);
+        center_rule_->close_round(center_, reply.data());
         ++center_.version;
         for (std::size_t i = 0; i < minima_.size(); ++i)
             rules_[i]->apply_reply(*backend_, x_[i].data(), reply.data(), center_.version);
@@ -100,9 +100,9 @@ public:
     void asynchronous_exchange(std::size_t i) {
         REQUIRE_FALSE(center_rule_->synchronous());
         train(i, kTau);
-        Vec payload(kDim), reply;
+        Vec payload(kDim), reply(kDim);
         rules_[i]->make_payload(*backend_, x_[i].data(), payload.data());
-        center_rule_->apply(center_, {std::uint32_t(i), rules_[i]->pull_version(), payload.data(), kDim}, reply);
+        center_rule_->apply(center_, {std::uint32_t(i), rules_[i]->pull_version(), payload.data(), kDim}, reply.data());
         ++center_.version;
         rules_[i]->apply_reply(*backend_, x_[i].data(), reply.data(), center_.version);
     }

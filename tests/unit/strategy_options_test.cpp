@@ -46,8 +46,8 @@ TEST_CASE("the default moving rate is 0.9 / N") {
     auto center_rule = s->make_center_rule({3, 3});
     CenterState center{{1.f, -1.f, 0.5f}, 0};
     const std::vector<float> x_i{2.f, 0.f, 5.f};
-    std::vector<float> reply;
-    center_rule->apply(center, {0, 0, x_i.data(), x_i.size()}, reply);
+    std::vector<float> reply(3);
+    center_rule->apply(center, {0, 0, x_i.data(), x_i.size()}, reply.data());
     REQUIRE(reply.size() == 3);
     CHECK(reply[0] == doctest::Approx(0.3));
     CHECK(reply[1] == doctest::Approx(0.3));

@@ -113,8 +113,8 @@ TEST_CASE_FIXTURE(Fixture, "averaging: x~ <- mean of the x_i; every worker takes
     center_rule->contribute(center, exchange_of(0, 0, p1));
     center_rule->contribute(center, exchange_of(1, 0, p2));
     check_equal(center.x, kCenter);  // nothing moves before the round closes
-    Vec reply;
-    const double moved = center_rule->close_round(center, reply);
+    Vec reply(3);
+    const double moved = center_rule->close_round(center, reply.data());
     const Vec mean{1.f, 2.f, 3.f};
     check_equal(center.x, mean);
     check_equal(reply, mean);
@@ -127,9 +127,9 @@ TEST_CASE_FIXTURE(Fixture, "averaging: x~ <- mean of the x_i; every worker takes
 
     // The next round starts from an empty sum.
     center_rule->contribute(center, exchange_of(0, 1, kX2));
-    center_rule->close_round(center, reply);
+    center_rule->close_round(center, reply.data());
     check_equal(center.x, kX2);
-    CHECK_THROWS_AS(center_rule->apply(center, exchange_of(0, 0, kX1), reply), std::logic_error);
+    CHECK_THROWS_AS(center_rule->apply(center, exchange_of(0, 0, kX1), reply.data()), std::logic_error);
 }
 
 TEST_CASE_FIXTURE(Fixture, "easgd: reply x~_old, x~ <- x~ + alpha sum(x_i - x~_old), x_i <- x_i - alpha(x_i - x~_old)") {
@@ -147,8 +147,8 @@ TEST_CASE_FIXTURE(Fixture, "easgd: reply x~_old, x~ <- x~ + alpha sum(x_i - x~_o
     CenterState center{kCenter, 0};
     center_rule->contribute(center, exchange_of(0, 0, w1.payload()));
     center_rule->contribute(center, exchange_of(1, 0, w2.payload()));
-    Vec reply;
-    const double moved = center_rule->close_round(center, reply);
+    Vec reply(3);
+    const double moved = center_rule->close_round(center, reply.data());
     // sum(x_i - x~) = (1, 1, 4.5) + (-1, 5, 0.5) = (0, 6, 5); x~ + 0.25 * that:
     check_equal(center.x, {1.f, 0.5f, 1.75f});
     check_equal(reply, kCenter);  // x~_old
@@ -171,10 +171,10 @@ TEST_CASE_FIXTURE(Fixture, "aeasgd: e = alpha(x_i - x~) from the current x~; x~ 
     w2.set(kX2);
 
     CenterState center{kCenter, 0};
-    Vec reply;
+    Vec reply(3);
     const Vec p1 = w1.payload();
     check_equal(p1, kX1);
-    double moved = center_rule->apply(center, exchange_of(0, 0, p1), reply);
+    double moved = center_rule->apply(center, exchange_of(0, 0, p1), reply.data());
     const Vec e1{0.25f, 0.25f, 1.125f};  // 0.25 * ((2, 0, 5) - (1, -1, 0.5))
     check_equal(reply, e1);
     check_equal(center.x, {1.25f, -0.75f, 1.625f});
@@ -184,7 +184,7 @@ TEST_CASE_FIXTURE(Fixture, "aeasgd: e = alpha(x_i - x~) from the current x~; x~ 
     CHECK(w1.rule->pull_version() == 1);
 
     // The second worker is pulled towards the x~ the first one already moved.
-    moved = center_rule->apply(center, exchange_of(1, 0, w2.payload()), reply);
+    moved = center_rule->apply(center, exchange_of(1, 0, w2.payload()), reply.data());
     const Vec e2{-0.3125f, 1.1875f, -0.15625f};  // 0.25 * ((0, 4, 1) - (1.25, -0.75, 1.625))
     check_equal(reply, e2);
     check_equal(center.x, {0.9375f, 0.4375f, 1.46875f});
@@ -205,8 +205,8 @@ TEST_CASE_FIXTURE(Fixture, "eamsgd: the aeasgd exchange, with Nesterov as the lo
     w1.join(kCenter, 0);
     w1.set(kX1);
     CenterState center{kCenter, 0};
-    Vec reply;
-    center_rule->apply(center, exchange_of(0, 0, w1.payload()), reply);
+    Vec reply(3);
+    center_rule->apply(center, exchange_of(0, 0, w1.payload()), reply.data());
     check_equal(reply, {0.25f, 0.25f, 1.125f});
     check_equal(center.x, {1.25f, -0.75f, 1.625f});
     w1.apply(reply, 1);
@@ -237,10 +237,10 @@ TEST_CASE_FIXTURE(Fixture, "downpour: send x_i - x_pull; x~ += it; x_i and x_pul
     w2.set(kX2);
 
     CenterState center{kCenter, 0};
-    Vec reply;
+    Vec reply(3);
     const Vec d1 = w1.payload();
     check_equal(d1, {1.f, 1.f, 4.5f});
-    double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d1), reply);
+    double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d1), reply.data());
     check_equal(center.x, kX1);
     check_equal(reply, kX1);
     CHECK(moved == doctest::Approx(norm(d1)));
@@ -252,7 +252,7 @@ TEST_CASE_FIXTURE(Fixture, "downpour: send x_i - x_pull; x~ += it; x_i and x_pul
     // The second worker's whole update lands on the x~ the first one moved: (2, 0, 5) + (-1, 5, 0.5).
     const Vec d2 = w2.payload();
     check_equal(d2, {-1.f, 5.f, 0.5f});
-    center_rule->apply(center, exchange_of(1, w2.rule->pull_version(), d2), reply);
+    center_rule->apply(center, exchange_of(1, w2.rule->pull_version(), d2), reply.data());
     check_equal(center.x, {1.f, 5.f, 5.5f});
     w2.apply(reply, 2);
     check_equal(w2.get(), {1.f, 5.f, 5.5f});
@@ -275,8 +275,8 @@ TEST_CASE_FIXTURE(Fixture, "adag: the payload is (x_i - x_pull) / communication_
     const Vec p = w1.payload();
     check_equal(p, {0.25f, 0.25f, 1.125f});  // (1, 1, 4.5) / 4
     CenterState center{kCenter, 0};
-    Vec reply;
-    center_rule->apply(center, exchange_of(0, 0, p), reply);
+    Vec reply(3);
+    center_rule->apply(center, exchange_of(0, 0, p), reply.data());
     check_equal(center.x, {1.25f, -0.75f, 1.625f});
     check_equal(reply, center.x);
     w1.apply(reply, 1);
@@ -302,8 +302,8 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
 
     SUBCASE("stale by 2: a third of the update") {
         CenterState center{kCenter, 5};
-        Vec reply;
-        const double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d), reply);
+        Vec reply(3);
+        const double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d), reply.data());
         check_equal(center.x, {2.f, -3.f, 1.f});
         check_equal(reply, center.x);
         CHECK(moved == doctest::Approx(norm(d) / 3));
@@ -314,8 +314,28 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
     }
     SUBCASE("fresh: the whole update") {
         CenterState center{kCenter, 3};
-        Vec reply;
-        center_rule->apply(center, exchange_of(0, 3, d), reply);
+        Vec reply(3);
+        center_rule->apply(center, exchange_of(0, 3, d), reply.data());
         check_equal(center.x, {4.f, -7.f, 2.f});
+    }
+}
+
+// The center answers in the buffer the exchange arrived in (no copy): every asynchronous rule
+// must give the same x~ and the same reply when `reply` is the payload itself.
+TEST_CASE("asynchronous center rules give the same result when the reply overwrites the payload") {
+    for (const char* name : {"aeasgd", "eamsgd", "downpour", "adag", "dynsgd"}) {
+        CAPTURE(name);
+        json document = {{"strategy", {{"name", name}}}, {"cluster", {{"workers", 2}}}};
+        if (std::string(name) == "eamsgd") document["training"] = {{"optimizer", {{"name", "nesterov"}}}};
+        const auto s = strategy(document);
+        auto separate = s->make_center_rule({2, kSize});
+        auto in_place = s->make_center_rule({2, kSize});
+        CenterState a{kCenter, 3}, b{kCenter, 3};
+        Vec payload = kX1, reply(kSize);
+        const double moved_separate = separate->apply(a, exchange_of(0, 1, payload), reply.data());
+        const double moved_in_place = in_place->apply(b, exchange_of(0, 1, payload), payload.data());
+        check_equal(b.x, a.x);
+        check_equal(payload, reply);
+        CHECK(moved_in_place == doctest::Approx(moved_separate));
     }
 }

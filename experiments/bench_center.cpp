@@ -1,0 +1,203 @@
+// Exchange throughput of tether's center against what ZeroMQ itself allows. K clients each
+// exchange a vector of the default MLP's size (235,146 float32) with window 1, as fast as they
+// can, over inproc://, ipc:// and tcp://127.0.0.1:
+//   raw     a plain cppzmq DEALER -> ROUTER echo: the server adds the vector into a center vector
+//           and sends the message back; the client copies the reply into its parameters;
+//   tether  the embedding API (CenterService + WorkerClient::step()) with downpour and aeasgd:
+//           every validation (header, size, dtype, finiteness) and the strategy's rule included.
+// Prints GB/s (both directions) and tether / raw for each cell; --json prints one object.
+// Each cell runs raw, downpour and aeasgd in turn, --repeats times, and reports medians: on a
+// shared machine a load that comes and goes then hits all three alike.
+//   tether-bench-center [--clients 1,2,4,8] [--transports inproc,ipc,tcp] [--seconds 1]
+//                       [--repeats 3] [--elements 235146] [--json]
+#include <tether/tether.hpp>
+#include <unistd.h>
+#include <zmq.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+    std::vector<int> clients{1, 2, 4, 8};
+    std::vector<std::string> transports{"inproc", "ipc", "tcp"};
+    double seconds = 1.0;
+    int repeats = 3;
+    std::size_t elements = 235146;
+    bool json = false;
+};
+
+std::string address_for(const std::string& transport, int run) {
+    if (transport == "inproc") return "inproc://bench-center-" + std::to_string(run);
+    if (transport == "ipc") return "ipc:///tmp/tether-bench-center-" + std::to_string(::getpid()) + "-" + std::to_string(run);
+    return "tcp://127.0.0.1:*";
+}
+
+// Round trips per second over all clients, counted between the start signal and the deadline.
+struct Count {
+    std::atomic<std::uint64_t> round_trips{0};
+    double seconds = 0;
+    double gigabytes_per_second(std::size_t elements) const {
+        return double(round_trips.load()) * 2.0 * double(elements) * sizeof(float) / seconds / 1e9;
+    }
+};
+
+// A plain cppzmq echo doing the center's add: the fastest a ZeroMQ center could answer.
+double run_raw(const std::string& transport, int clients, const Settings& s, int run) {
+    zmq::context_t context;
+    zmq::socket_t server(context, zmq::socket_type::router);
+    server.bind(address_for(transport, run));
+    const std::string address = server.get(zmq::sockopt::last_endpoint);
+    std::atomic<bool> stop{false}, go{false};
+    std::thread serving([&] {
+        std::vector<float> center(s.elements, 0.f);
+        zmq::pollitem_t item{server.handle(), 0, ZMQ_POLLIN, 0};
+        while (!stop) {
+            if (zmq::poll(&item, 1, std::chrono::milliseconds(20)) == 0) continue;
+            zmq::message_t identity, body;
+            (void)server.recv(identity);
+            (void)server.recv(body);
+            const float* update = body.data<float>();
+            const std::size_t n = body.size() / sizeof(float);
+            for (std::size_t i = 0; i < n; ++i) center[i] += update[i];
+            server.send(identity, zmq::send_flags::sndmore);
+            server.send(body, zmq::send_flags::none);
+        }
+    });
+    Count count;
+    std::vector<std::thread> pool;
+    std::atomic<int> ready{0};
+    Clock::time_point deadline;
+    for (int c = 0; c < clients; ++c)
+        pool.emplace_back([&] {
+            zmq::socket_t dealer(context, zmq::socket_type::dealer);
+            dealer.connect(address);
+            std::vector<float> x(s.elements, 1e-3f);
+            ++ready;
+            while (!go) std::this_thread::yield();
+            while (Clock::now() < deadline) {
+                dealer.send(zmq::buffer(x), zmq::send_flags::none);
+                zmq::message_t reply;
+                (void)dealer.recv(reply);
+                std::memcpy(x.data(), reply.data(), reply.size());
+                ++count.round_trips;
+            }
+        });
+    while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto started = Clock::now();
+    deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
+    go = true;
+    for (auto& t : pool) t.join();
+    count.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    stop = true;
+    serving.join();
+    return count.gigabytes_per_second(s.elements);
+}
+
+// The same load through tether's embedding API: a CenterService and K WorkerClients.
+double run_tether(const std::string& strategy, const std::string& transport, int clients, const Settings& s, int run) {
+    tether::ServiceOptions options;
+    options.strategy = R"({"name": ")" + strategy + R"(", "communication_window": 1})";
+    options.workers = clients;
+    options.address = transport == "inproc" ? "" : address_for(transport, run);
+    auto service = tether::CenterService::start(std::vector<float>(s.elements, 0.f), options);
+    Count count;
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    Clock::time_point deadline;
+    std::vector<std::thread> pool;
+    for (int c = 0; c < clients; ++c)
+        pool.emplace_back([&] {
+            std::vector<float> x(s.elements, 0.f);
+            auto worker = service->connect_worker(x.data(), x.size());
+            ++ready;
+            while (!go) std::this_thread::yield();
+            while (Clock::now() < deadline) {
+                if (worker->step(64)) ++count.round_trips;
+            }
+            worker->finish();
+        });
+    while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto started = Clock::now();
+    deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
+    go = true;
+    for (auto& t : pool) t.join();
+    count.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    service->wait();
+    return count.gigabytes_per_second(s.elements);
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+template <typename T, typename Parse>
+std::vector<T> parse_list(const std::string& text, Parse parse) {
+    std::vector<T> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) out.push_back(parse(item));
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Settings s;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (flag == "--json") s.json = true;
+        else if (flag == "--clients" && has_value) s.clients = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
+        else if (flag == "--transports" && has_value) s.transports = parse_list<std::string>(argv[++i], [](const std::string& v) { return v; });
+        else if (flag == "--seconds" && has_value) s.seconds = std::atof(argv[++i]);
+        else if (flag == "--repeats" && has_value) s.repeats = std::max(1, std::atoi(argv[++i]));
+        else if (flag == "--elements" && has_value) s.elements = std::size_t(std::atoll(argv[++i]));
+        else {
+            std::fprintf(stderr, "tether-bench-center: unknown flag or missing value: %s\n"
+                                 "usage: tether-bench-center [--clients 1,2,4,8] [--transports inproc,ipc,tcp] "
+                                 "[--seconds 1] [--repeats 3] [--elements 235146] [--json]\n", flag.c_str());
+            return 2;
+        }
+    }
+    nlohmann::json cells = nlohmann::json::array();
+    if (!s.json)
+        std::printf("%-7s %7s %10s %14s %7s %12s %7s\n", "", "clients", "raw GB/s", "downpour GB/s", "ratio",
+                    "aeasgd GB/s", "ratio");
+    int run = 0;
+    for (const auto& transport : s.transports)
+        for (int clients : s.clients) {
+            std::vector<double> raws, downpours, aeasgds;
+            for (int r = 0; r < s.repeats; ++r) {
+                raws.push_back(run_raw(transport, clients, s, run++));
+                downpours.push_back(run_tether("downpour", transport, clients, s, run++));
+                aeasgds.push_back(run_tether("aeasgd", transport, clients, s, run++));
+            }
+            const double raw = median(raws), downpour = median(downpours), aeasgd = median(aeasgds);
+            cells.push_back({{"transport", transport}, {"clients", clients}, {"raw_gbps", raw},
+                             {"downpour_gbps", downpour}, {"aeasgd_gbps", aeasgd},
+                             {"downpour_ratio", downpour / raw}, {"aeasgd_ratio", aeasgd / raw}});
+            if (!s.json)
+                std::printf("%-7s %7d %10.2f %14.2f %7.2f %12.2f %7.2f\n", transport.c_str(), clients, raw, downpour,
+                            downpour / raw, aeasgd, aeasgd / raw);
+            std::fflush(stdout);
+        }
+    if (s.json)
+        std::printf("%s\n", nlohmann::json{{"elements", s.elements}, {"seconds_per_run", s.seconds}, {"repeats", s.repeats}, {"cells", cells}}
+                                .dump(2)
+                                .c_str());
+    return 0;
+}

@@ -1,0 +1,44 @@
+// A message payload that crosses the transport without being copied: a received ZeroMQ frame
+// adopted as it is, or a buffer the sender filled. Ownership is shared, so one reply can go to
+// many workers, a slice can go out as one shard, and a zero-copy send completes on ZeroMQ's
+// I/O thread after the caller has moved on; the bytes live until the last holder lets go.
+// Whoever hands a Payload to send() must not write to it again (the receiver may be reading
+// it, over inproc:// even in place).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace tether {
+
+class Payload {
+public:
+    Payload() = default;
+    // `owner` keeps [data, data + size) alive.
+    Payload(std::shared_ptr<void> owner, std::uint8_t* data, std::size_t size)
+        : owner_(std::move(owner)), data_(data), size_(size) {}
+
+    // A new buffer of `bytes` uninitialized bytes, aligned for vector loops.
+    static Payload allocate(std::size_t bytes);
+
+    std::uint8_t* data() const { return data_; }
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    const std::uint8_t* begin() const { return data_; }
+    const std::uint8_t* end() const { return data_ + size_; }
+    float* floats() const { return reinterpret_cast<float*>(data_); }
+
+    // Bytes [offset, offset + bytes) of this payload, sharing its ownership.
+    Payload slice(std::size_t offset, std::size_t bytes) const { return Payload(owner_, data_ + offset, bytes); }
+    // True when nobody else (a queued send, a slice) still holds these bytes: safe to refill.
+    bool unique() const { return owner_ && owner_.use_count() == 1; }
+    const std::shared_ptr<void>& owner() const { return owner_; }
+
+private:
+    std::shared_ptr<void> owner_;
+    std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+}  // namespace tether
