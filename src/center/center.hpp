@@ -24,9 +24,20 @@ struct CenterOptions {
     std::size_t shard_elements = 1 << 20;
     double quorum = 0.5;
     int round_timeout_ms = 30000;
-    int worker_timeout_ms = 20000;
+    int worker_timeout_ms = 10000;
     int join_timeout_ms = 60000;
     std::size_t samples_per_snapshot = 0;  // 0: no periodic snapshots
+    // What no peer may exceed: one message's bytes, all frames together; identities the center
+    // holds state for at once; the samples one worker can have trained (its shard × epochs).
+    std::size_t max_message_bytes = std::size_t(64) << 20;
+    std::size_t max_peers = 256;
+    std::uint64_t max_samples_per_worker = std::uint64_t(1) << 50;
+    // Workers beyond expected_workers may join a run in progress (a lost worker's place may
+    // always be taken again).
+    bool elastic = false;
+    // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names
+    // the first setting that differs; unset: a generic message.
+    std::function<std::string(const std::string& worker_settings)> explain_mismatch;
 };
 
 struct CenterStats {
@@ -41,6 +52,9 @@ struct CenterStats {
     std::uint64_t staleness_count = 0;
     std::uint64_t staleness_max = 0;
     std::uint64_t total_samples = 0;
+    // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
+    // center never waits on a peer.
+    std::uint64_t replies_dropped = 0;
 
     std::uint64_t rejected_total() const;
     int live_workers() const { return workers_joined - workers_finished - workers_lost; }
@@ -102,6 +116,10 @@ private:
     void count_samples(Worker& w, std::uint64_t samples);
     void maybe_snapshot(bool final);
     Worker* find(const std::string& peer);
+    // center_peers.cpp: who may join, who is alive, and the answers that keep workers' waits short.
+    std::uint32_t free_worker_id() const;
+    void answer_heartbeat(Worker& w);
+    void forget(Worker& w);
 
     std::unique_ptr<Endpoint> endpoint_;
     std::unique_ptr<CenterRule> rule_;

@@ -25,5 +25,6 @@ int run_command(const std::vector<std::string>& arguments);
 int server_command(const std::vector<std::string>& arguments);
 int worker_command(const std::vector<std::string>& arguments);
 int sweep_command(const std::vector<std::string>& arguments);
+int keygen_command(const std::vector<std::string>& arguments);
 
 }  // namespace tether::cli

@@ -14,6 +14,8 @@
 #include "protocol/header.hpp"
 #include "run/agreed_settings.hpp"
 #include "run/progress.hpp"
+#include "transport/curve_keys.hpp"
+#include "util/errors.hpp"
 #include "run/run_recorder.hpp"
 #include "train/evaluator.hpp"
 #include "train/local_trainer.hpp"
@@ -40,6 +42,7 @@ ModelIdentity model_identity(const RunConfig& config, const Dataset& train) {
 struct CenterRun::State {
     const RunConfig& config;
     TrainTestSplit data;
+    Transport& transport;
     ModelIdentity identity;
     std::unique_ptr<Center> center;
     RunRecorder recorder;
@@ -55,8 +58,8 @@ struct CenterRun::State {
     bool done = false;
     CenterStats previous;
 
-    State(const RunConfig& c, const TrainTestSplit& d, const std::string& directory)
-        : config(c), data(d), identity(model_identity(c, *d.train)), recorder(c, directory),
+    State(const RunConfig& c, const TrainTestSplit& d, Transport& t, const std::string& directory)
+        : config(c), data(d), transport(t), identity(model_identity(c, *d.train)), recorder(c, directory),
           progress(c.name, double(c.training.epochs), d.train->size()) {}
 
     void evaluate_loop() {
@@ -95,14 +98,66 @@ struct CenterRun::State {
     }
 };
 
+namespace {
+
+bool is_loopback(const std::string& address) {
+    if (address.rfind("tcp://", 0) != 0) return true;  // inproc:// and ipc:// stay on this host
+    const std::string host = address.substr(6, address.rfind(':') - 6);
+    return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+// CURVE on the center's endpoint when security.* says so; a warning when a center reachable
+// from other hosts runs without it.
+void secure_center(const RunConfig& config, const std::string& address, Transport& transport, TransportOptions& options) {
+    const SecurityConfig& sec = config.security;
+    if (!sec.enabled()) {
+        if (!is_loopback(address))
+            std::fprintf(stderr,
+                         "tether: WARNING: the center binds %s without security: anyone who can reach it can join and "
+                         "move x~. Set security.* (tether keygen; see docs/architecture.md#security)\n",
+                         address.c_str());
+        return;
+    }
+    if (address.rfind("inproc://", 0) == 0) return;  // one process: nothing to authenticate
+    if (!curve_available()) throw ConfigError("security.center_public_key: set, but this libzmq has no CURVE support");
+    if (sec.center_secret_key.empty())
+        throw ConfigError("security.center_secret_key: the center needs its secret key file (tether keygen writes one)");
+    if (sec.authorized_workers.empty())
+        throw ConfigError("security.authorized_workers: the center needs the file of allowed worker public keys");
+    const std::string secret = read_curve_key(sec.center_secret_key, "security.center_secret_key");
+    const std::string expected = read_curve_key(sec.center_public_key, "security.center_public_key");
+    if (curve_public_key_of(secret) != expected)
+        throw ConfigError("security.center_secret_key: \"" + sec.center_secret_key + "\" is not the secret key of the public key in \"" +
+                          sec.center_public_key + "\" (security.center_public_key)");
+    transport.require_authentication(read_curve_allowlist(sec.authorized_workers, "security.authorized_workers"));
+    options.curve_server_secret = secret;
+}
+
+}  // namespace
+
 CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
                      const std::string& address, const std::string& directory)
-    : state_(std::make_unique<State>(config, data, directory)) {
+    : state_(std::make_unique<State>(config, data, transport, directory)) {
     State& s = *state_;
     const ClusterConfig& k = config.cluster;
     TransportOptions transport_options;
     transport_options.max_message_bytes = kHeaderBytes + std::size_t(k.shard_elements) * sizeof(float) + 4096;
+    // The center never waits on a peer: a reply that cannot be queued at once is dropped and
+    // counted (rejections, heartbeat answers) or costs that worker its place (data replies).
+    transport_options.send_timeout_ms = 0;
+    transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
+    secure_center(config, address, transport, transport_options);
     CenterOptions options;
+    options.max_message_bytes = transport_options.max_message_bytes;
+    options.max_peers = std::size_t(k.max_peers);
+    options.elastic = k.elastic;
+    // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
+    options.max_samples_per_worker = std::uint64_t(config.training.epochs) *
+                                     ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
+    options.explain_mismatch = [agreed = s.identity.agreed](const std::string& worker_settings) {
+        const auto theirs = nlohmann::json::parse(worker_settings, nullptr, /*allow_exceptions=*/false);
+        return theirs.is_discarded() ? std::string() : first_difference(agreed, theirs);
+    };
     options.expected_workers = int(k.workers);
     options.fingerprint = s.identity.fingerprint;
     options.shard_elements = std::size_t(k.shard_elements);
@@ -181,6 +236,8 @@ nlohmann::json CenterRun::serve() {
     extra["model"] = s.identity.description;
     extra["parameters"] = s.identity.num_parameters;
     extra["mode"] = s.config.cluster.mode;
+    extra["refused_handshakes"] = s.transport.refused_handshakes();
+    extra["security"] = s.config.security.enabled() ? "curve" : "off";
     return s.recorder.finish(wall, wall, stats.total_samples, extra);
 }
 

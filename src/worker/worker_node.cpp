@@ -43,22 +43,37 @@ void WorkerNode::send(const Header& header, const Payload& payload) {
 
 Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto center_timeout = std::chrono::milliseconds(options_.center_timeout_ms);
     Frames frames;
     std::uint32_t next_shard = 0;
+    auto last_note = Clock::now();
     while (true) {
-        // Rounded up: a deadline less than 1 ms away still waits, it does not spin.
+        // Rounded up: a deadline less than 1 ms away still waits, it does not spin. Waits are
+        // sliced by the heartbeat: the worker says it is alive and learns whether the center is.
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0 || !channel_->receive(frames, int(std::min<long long>(left, 5000)))) {
-            if (left > 5000) {
-                if (type == MessageType::welcome)
+        const int slice = int(std::min<long long>(left, std::max(options_.heartbeat_ms, 10)));
+        if (left <= 0 || !channel_->receive(frames, slice)) {
+            const auto now = Clock::now();
+            if (heard_from_center_ && now - last_heard_ > center_timeout)
+                throw std::runtime_error("the center at " + options_.center_address + " has been silent for " +
+                                         std::to_string(options_.center_timeout_ms) +
+                                         " ms (cluster.worker_timeout_ms) while this worker waited for a " + to_string(type) +
+                                         ": it is gone or stalled");
+            if (left > 0) {
+                if (type == MessageType::welcome && now - last_note > std::chrono::seconds(5)) {
                     std::fprintf(stderr, "worker: still waiting for the center at %s to welcome us...\n",
                                  options_.center_address.c_str());
+                    last_note = now;
+                }
+                heartbeat();
                 continue;
             }
             throw std::runtime_error(std::string("no ") + to_string(type) + " from the center at " +
                                      options_.center_address + " within " + std::to_string(timeout_ms) +
                                      " ms; is the center running (and all cluster.workers started)?");
         }
+        heard_from_center_ = true;
+        last_heard_ = Clock::now();
         result_.bytes_received += frames.header.size() + frames.payload.size();
         std::string reason;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
@@ -66,6 +81,7 @@ Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms
         if (h->type == MessageType::error)
             throw std::runtime_error("the center rejected this worker: " +
                                      std::string(frames.payload.begin(), frames.payload.end()));
+        if (h->type == MessageType::heartbeat) continue;  // the center's answer: alive
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the center, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the center trains a different model or strategy (fingerprint mismatch)");
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
@@ -87,7 +103,8 @@ Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms
 Welcome WorkerNode::join() {
     Header hello = base_header(MessageType::hello);
     hello.element_count = num_parameters_;
-    send(hello, nullptr, 0);
+    hello.dtype = Dtype::utf8;
+    send(hello, options_.agreed_settings.data(), options_.agreed_settings.size());
     Welcome welcome;
     Payload center;
     const Header h = receive_vector(MessageType::welcome, center, options_.join_timeout_ms, 0);

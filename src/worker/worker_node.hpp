@@ -19,7 +19,13 @@ struct WorkerOptions {
     std::size_t shard_elements = 1 << 20;
     int join_timeout_ms = 60000;
     int reply_timeout_ms = 600000;
-    int heartbeat_ms = 1000;
+    int heartbeat_ms = 2000;
+    // While waiting, the worker sends heartbeats and the center answers them: once the center
+    // has answered once, this much silence means it is gone (cluster.worker_timeout_ms).
+    int center_timeout_ms = 10000;
+    // The worker's agreed settings (run/agreed_settings.hpp), sent in the hello so that the
+    // center can name a setting that differs.
+    std::string agreed_settings;
     std::size_t epochs = 1;  // passes over this worker's shard
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
     int communication_window = 1;
@@ -79,6 +85,8 @@ private:
     // answers in it) has let go of it.
     Payload payload_;
     std::chrono::steady_clock::time_point last_send_;
+    bool heard_from_center_ = false;  // until then the join timeout bounds waits (startup races)
+    std::chrono::steady_clock::time_point last_heard_;
 };
 
 }  // namespace tether
