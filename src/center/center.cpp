@@ -230,7 +230,7 @@ void Center::maybe_close_round(bool deadline_passed) {
     const auto now = Clock::now();
     for (Worker* w : contributors) {
         w->in_round = false;
-        w->last_seen = now;  // it was waiting on us, not silent
+        w->last_seen = w->last_exchange = now;  // it was waiting on us, not silent
         const std::uint64_t before = stats_.bytes_sent;
         send_vector(*w, MessageType::reply, round_reply_, w->sequence);
         if (on_exchange)

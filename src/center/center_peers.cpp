@@ -69,8 +69,9 @@ void Center::forget(Worker& w) {
 void Center::check_liveness() {
     const auto now = Clock::now();
     const auto timeout = std::chrono::milliseconds(options_.worker_timeout_ms);
-    const bool round_waiting = rule_->synchronous() && !round_.empty() && now - round_opened_ > timeout;
     for (auto& w : workers_) {
+        // Re-read each time: losing a worker may close the round.
+        const bool round_waiting = rule_->synchronous() && !round_.empty() && now - round_opened_ > timeout;
         const bool waiting_for_us = w->in_round;
         if ((w->state == Worker::State::active || w->state == Worker::State::joining) && !waiting_for_us &&
             now - w->last_seen > timeout)

@@ -31,6 +31,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     options.center_address = address;
     TransportOptions transport_options;
     transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
+    transport_options.send_timeout_ms = int(k.worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
     const SecurityConfig& sec = config.security;
     if (sec.enabled() && address.rfind("inproc://", 0) != 0) {
         if (sec.worker_public_key.empty() || sec.worker_secret_key.empty())

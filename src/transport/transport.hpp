@@ -42,6 +42,9 @@ public:
     virtual void send(const std::vector<std::uint8_t>& header, const Payload& payload) = 0;
     // Waits up to timeout_ms (< 0: forever); false on timeout.
     virtual bool receive(Frames& frames, int timeout_ms) = 0;
+    // Drops whatever is still queued when the channel closes (normally kept for a while, so
+    // that a last bye leaves).
+    virtual void abandon() = 0;
 };
 
 class Endpoint {

@@ -222,6 +222,8 @@ public:
         send_message(header, body);
     }
 
+    void abandon() override { socket_.set(zmq::sockopt::linger, 0); }
+
     bool receive(Frames& frames, int timeout_ms) override {
         if (monitor_) {
             // A refused CURVE handshake never produces a message: watch for it beside the data.

@@ -15,6 +15,10 @@ using Clock = std::chrono::steady_clock;
 WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
     : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters) {}
 
+WorkerNode::~WorkerNode() {
+    if (!finished_ && channel_) channel_->abandon();
+}
+
 Header WorkerNode::base_header(MessageType type) const {
     Header h;
     h.type = type;
@@ -29,14 +33,22 @@ Header WorkerNode::base_header(MessageType type) const {
 
 void WorkerNode::send(const Header& header, const void* payload, std::size_t bytes) {
     const auto encoded = encode(header);
-    channel_->send(encoded, payload, bytes);
+    try {
+        channel_->send(encoded, payload, bytes);
+    } catch (const DeliveryError& e) {
+        throw DeliveryError("the center at " + options_.center_address + ": " + e.what());
+    }
     result_.bytes_sent += encoded.size() + bytes;
     last_send_ = Clock::now();
 }
 
 void WorkerNode::send(const Header& header, const Payload& payload) {
     const auto encoded = encode(header);
-    channel_->send(encoded, payload);
+    try {
+        channel_->send(encoded, payload);
+    } catch (const DeliveryError& e) {
+        throw DeliveryError("the center at " + options_.center_address + ": " + e.what());
+    }
     result_.bytes_sent += encoded.size() + payload.size();
     last_send_ = Clock::now();
 }
@@ -169,6 +181,7 @@ bool WorkerNode::after_step(std::size_t samples) {
 WorkerResult WorkerNode::finish() {
     if (steps_since_exchange_ > 0) exchange();
     send(base_header(MessageType::bye), nullptr, 0);
+    finished_ = true;
     return result_;
 }
 

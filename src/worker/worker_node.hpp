@@ -49,6 +49,9 @@ struct Welcome {
 class WorkerNode {
 public:
     WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters);
+    // A worker that did not finish (an error, a dead center) drops what it still had queued
+    // instead of lingering on it: a failing worker exits at once.
+    ~WorkerNode();
     // Says hello and waits for the welcome (its worker id picks the worker's shard).
     Welcome join();
     // Binds the worker's parameters x (backend memory) and its rule, and sets x <- x~.
@@ -85,6 +88,7 @@ private:
     // answers in it) has let go of it.
     Payload payload_;
     std::chrono::steady_clock::time_point last_send_;
+    bool finished_ = false;
     bool heard_from_center_ = false;  // until then the join timeout bounds waits (startup races)
     std::chrono::steady_clock::time_point last_heard_;
 };

@@ -1,0 +1,213 @@
+// Failures a user meets, through the built `tether` binary on 127.0.0.1: a run whose workers
+// all diverge exits 1 and says so; a SIGSTOPped worker does not hang `tether run`; workers of
+// a center killed with SIGKILL exit 1 within the heartbeat timeout naming its address; a worker
+// whose settings differ is refused with the setting named; CURVE runs, and refuses a key that
+// is not allowed. Every wait has a deadline (process_support.hpp).
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "process_support.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using nlohmann::json;
+using tether::testing::children_of;
+using tether::testing::Process;
+using tether::testing::TempDir;
+using tether::testing::wait_for_line;
+using Clock = std::chrono::steady_clock;
+
+json small_run(const std::string& name, const std::string& strategy, int workers) {
+    json document = json::parse(R"({
+        "data": {"source": "synthetic", "train_samples": 1200, "test_samples": 300,
+                 "features": 8, "classes": 3, "noise": 1.0},
+        "model": {"hidden_layers": [16]},
+        "training": {"epochs": 6, "batch_size": 16, "device": "cpu", "threads": 1, "seed": 4,
+                     "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "eval": {"per_epoch": 1, "target_accuracy": 0.9},
+        "cluster": {"worker_timeout_ms": 1500, "heartbeat_ms": 200, "join_timeout_ms": 10000}
+    })");
+    document["name"] = name;
+    document["strategy"] = {{"name", strategy}, {"communication_window", 4}};
+    document["cluster"]["workers"] = workers;
+    return document;
+}
+
+std::string write_config(const TempDir& dir, const std::string& file, const json& document) {
+    const std::string path = dir.file(file);
+    tether::testing::write_text(path, document.dump(2));
+    return path;
+}
+
+json read_summary(const std::string& run_directory) {
+    const std::string path = run_directory + "/summary.json";
+    REQUIRE_MESSAGE(std::filesystem::exists(path), (path + " is missing"));
+    return json::parse(tether::testing::read_text(path));
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Starts `tether server` on an OS-picked port; returns the address it reports.
+std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
+    const std::string prefix = "center listening at ";
+    std::string line = wait_for_line(out, prefix, 20000, server);
+    CAPTURE(server.err());
+    REQUIRE_MESSAGE(!line.empty(), "the server never said where it listens");
+    line = line.substr(prefix.size());
+    (void)dir;
+    return line.substr(0, line.find(','));
+}
+
+}  // namespace
+
+TEST_CASE("a run whose workers all diverge exits 1 and names the divergence") {
+    TempDir dir;
+    json document = small_run("diverge", "adag", 3);
+    document["cluster"]["mode"] = "local";
+    document["training"]["optimizer"] = {{"name", "sgd"}, {"learning_rate", 1000}};
+    const std::string config = write_config(dir, "diverge.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    const auto exit_code = tether.wait(60000);
+    CAPTURE(tether.err());
+    REQUIRE(exit_code.has_value());
+    CHECK(*exit_code == 1);
+    CHECK(has(tether.err(), "run FAILED"));
+    CHECK(has(tether.err(), "diverged at step"));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["run_failed"] == true);
+    CHECK(summary["diverged_workers"] == 3);
+    CHECK(summary["failed_workers"] == 3);
+    CHECK(has(summary["failure_reason"].get<std::string>(), "3 of 3 workers failed"));
+}
+
+TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run ends, the worker is ended") {
+    TempDir dir;
+    json document = small_run("stopped", "averaging", 3);
+    document["cluster"]["mode"] = "local";
+    document["training"]["epochs"] = 30;
+    document["eval"]["per_epoch"] = 4;
+    const std::string config = write_config(dir, "stopped.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    // Training has started once the first evaluation is printed.
+    REQUIRE(!wait_for_line(dir.file("out"), "[stopped] epoch", 30000, tether).empty());
+    std::vector<pid_t> workers;
+    const auto found_by = Clock::now() + std::chrono::seconds(10);
+    while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
+    REQUIRE(workers.size() == 3);
+    REQUIRE(::kill(workers[1], SIGSTOP) == 0);
+    const auto stopped_at = Clock::now();
+    const auto exit_code = tether.wait(90000);
+    const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+    CAPTURE(tether.err());
+    REQUIRE_MESSAGE(exit_code.has_value(), "tether run did not end within 90 s of the SIGSTOP");
+    MESSAGE("tether run ended " << seconds << " s after the SIGSTOP, exit code " << *exit_code);
+    CHECK(*exit_code == 0);  // 1 of 3 failed: within cluster.max_failed_share
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["workers_lost"] == 1);
+    CHECK(summary["failed_workers"] == 1);
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["worker_exit_status"][1].is_string());  // ended by a signal
+}
+
+TEST_CASE("workers of a center killed with SIGKILL exit 1 within the heartbeat timeout, naming its address") {
+    TempDir dir;
+    json document = small_run("dead-center", "aeasgd", 1);
+    document["training"]["epochs"] = 200;
+    const std::string config = write_config(dir, "c.json", document);
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process worker({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
+    REQUIRE(!wait_for_line(dir.file("s.out"), "[dead-center] epoch", 30000, server).empty());
+    REQUIRE(::kill(server.pid(), SIGKILL) == 0);
+    const auto killed_at = Clock::now();
+    const auto exit_code = worker.wait(30000);
+    const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+    CAPTURE(worker.err());
+    REQUIRE_MESSAGE(exit_code.has_value(), "the worker still waited 30 s after its center died");
+    MESSAGE("worker exited " << seconds << " s after the center's SIGKILL (cluster.worker_timeout_ms 1500)");
+    CHECK(*exit_code == 1);
+    CHECK(seconds < 1.5 + 3.0);
+    CHECK(has(worker.err(), address));
+    CHECK(has(worker.err(), "silent"));
+}
+
+TEST_CASE("a worker whose settings differ is refused at join, naming the setting and both values") {
+    TempDir dir;
+    const std::string config = write_config(dir, "c.json", small_run("mismatch", "aeasgd", 1));
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process other({"worker", "--config", config, "--connect", address, "--set", "strategy.moving_rate=0.5"},
+                  dir.file("x.out"), dir.file("x.err"));
+    const auto other_exit = other.wait(30000);
+    CAPTURE(other.err());
+    REQUIRE(other_exit.has_value());
+    CHECK(*other_exit == 1);
+    CHECK(has(other.err(), "strategy.moving_rate: center 0.9, worker 0.5"));
+    Process wider({"worker", "--config", config, "--connect", address, "--set", "cluster.shard_elements=100"},
+                  dir.file("y.out"), dir.file("y.err"));
+    REQUIRE(wider.wait(30000).has_value());
+    CAPTURE(wider.err());
+    CHECK(has(wider.err(), "cluster.shard_elements: center 1048576, worker 100"));
+    Process good({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
+    CHECK(good.wait(60000) == std::optional<int>(0));
+    CHECK(server.wait(30000) == std::optional<int>(0));
+}
+
+TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed is refused at the handshake") {
+    TempDir dir;
+    for (const char* name : {"center", "worker", "stranger"}) {
+        Process keygen({"keygen", "--out", dir.file(name)}, dir.file(std::string(name) + ".out"), dir.file("keygen.err"));
+        REQUIRE(keygen.wait(10000) == std::optional<int>(0));
+    }
+    std::string allowed = tether::testing::read_text(dir.file("worker.pub"));
+    tether::testing::write_text(dir.file("allowed"), allowed);
+    json document = small_run("curve", "adag", 2);
+    document["security"] = {{"center_public_key", dir.file("center.pub")},
+                            {"center_secret_key", dir.file("center.key")},
+                            {"worker_public_key", dir.file("worker.pub")},
+                            {"worker_secret_key", dir.file("worker.key")},
+                            {"authorized_workers", dir.file("allowed")}};
+    document["cluster"]["mode"] = "local";
+    const std::string config = write_config(dir, "curve.json", document);
+    Process run({"run", config, "--out", dir.file("run")}, dir.file("run.out"), dir.file("run.err"));
+    const auto run_exit = run.wait(90000);
+    CAPTURE(run.err());
+    REQUIRE(run_exit == std::optional<int>(0));
+    const json summary = read_summary(dir.file("run"));
+    CHECK(summary["security"] == "curve");
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+
+    document["cluster"]["workers"] = 1;
+    const std::string one = write_config(dir, "one.json", document);
+    Process server({"server", "--config", one, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("srv")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process stranger({"worker", "--config", one, "--connect", address, "--set",
+                      "security.worker_public_key=" + dir.file("stranger.pub"), "--set",
+                      "security.worker_secret_key=" + dir.file("stranger.key")},
+                     dir.file("x.out"), dir.file("x.err"));
+    const auto stranger_exit = stranger.wait(30000);
+    CAPTURE(stranger.err());
+    REQUIRE(stranger_exit.has_value());
+    CHECK(*stranger_exit == 1);
+    CHECK(has(stranger.err(), "refused this worker's CURVE key"));
+    Process worker({"worker", "--config", one, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
+    CHECK(worker.wait(60000) == std::optional<int>(0));
+    CHECK(server.wait(30000) == std::optional<int>(0));
+    const json secured = read_summary(dir.file("srv"));
+    CHECK(secured["refused_handshakes"].get<int>() >= 1);
+    CHECK(secured["rejected_messages"] == 0);  // the stranger never reached the center's rule
+    CHECK(secured["workers_joined"] == 1);
+}
