@@ -8,6 +8,7 @@
 
 #include "algorithms/vector_math.hpp"
 #include "center/center_worker.hpp"
+#include "center/checkpoint.hpp"
 
 namespace tether {
 
@@ -49,8 +50,22 @@ Center::Worker* Center::find(const std::string& peer) {
     return it == by_peer_.end() ? nullptr : it->second;
 }
 
+void Center::resume(const Checkpoint& c) {
+    state_.x = c.x;
+    state_.version = c.version;
+    stats_.updates_applied = c.updates_applied;
+    stats_.exchanges = c.exchanges;
+    stats_.rounds = c.rounds;
+    stats_.total_samples = c.total_samples;
+    next_snapshot_samples_ = options_.samples_per_snapshot
+                                 ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
+                                 : 0;
+    resumed_ = true;
+}
+
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
+    next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
     std::string peer;
     Frames frames;
     while (!stop_requested_) {
@@ -63,7 +78,12 @@ void Center::serve() {
         check_liveness();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
         if (started_ && stats_.live_workers() == 0) break;
+        if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
+            on_checkpoint(state_, stats_);
+            next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
+        }
     }
+    if (on_checkpoint) on_checkpoint(state_, stats_);
     maybe_snapshot(/*final=*/true);
 }
 

@@ -38,6 +38,7 @@ struct CenterOptions {
     // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names
     // the first setting that differs; unset: a generic message.
     std::function<std::string(const std::string& worker_settings)> explain_mismatch;
+    int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
 };
 
 struct CenterStats {
@@ -74,6 +75,8 @@ struct Snapshot {
     CenterStats stats;
 };
 
+struct Checkpoint;  // center/checkpoint.hpp
+
 class Center {
 public:
     Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
@@ -85,10 +88,15 @@ public:
     // Throws when not all expected workers join within join_timeout_ms.
     void serve();
     void stop() { stop_requested_ = true; }
+    // Goes on from a checkpoint (center/checkpoint.hpp): x~, its version and the counters. A
+    // resumed center welcomes each worker as it (re)joins instead of waiting for all of them.
+    void resume(const Checkpoint& checkpoint);
 
     // Called on the center's thread; keep them short (copy and hand off).
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
+    // Every options.checkpoint_ms and when serve() ends; writes x~ somewhere safe.
+    std::function<void(const CenterState&, const CenterStats&)> on_checkpoint;
 
     const CenterStats& stats() const { return stats_; }
     // Safe from any thread, for progress displays: samples reported so far, and the version.
@@ -117,7 +125,7 @@ private:
     void maybe_snapshot(bool final);
     Worker* find(const std::string& peer);
     // center_peers.cpp: who may join, who is alive, and the answers that keep workers' waits short.
-    std::uint32_t free_worker_id() const;
+    std::uint32_t free_worker_id(std::uint32_t preferred) const;
     void answer_heartbeat(Worker& w);
     void forget(Worker& w);
 
@@ -130,7 +138,8 @@ private:
     std::map<std::string, Worker*> by_peer_;
     std::vector<Worker*> round_;  // contributors of the open synchronous round
     Clock::time_point round_opened_;
-    bool started_ = false;
+    bool started_ = false, resumed_ = false;
+    Clock::time_point next_checkpoint_;
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;

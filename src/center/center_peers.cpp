@@ -23,22 +23,28 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
                       "all " + std::to_string(options_.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
     auto w = std::make_unique<Worker>();
     w->peer = peer;
-    w->id = free_worker_id();
+    w->id = free_worker_id(h.worker_id);
     w->last_seen = Clock::now();
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
     ++stats_.workers_joined;
-    if (started_) return welcome(*workers_.back());  // joining a run in progress
+    if (started_ || resumed_) {  // joining a run in progress, or coming back to a resumed center
+        started_ = true;
+        return welcome(*workers_.back());
+    }
     if (stats_.live_workers() < options_.expected_workers) return;
     started_ = true;
     for (auto& worker : workers_)
         if (worker->state == Worker::State::joining) welcome(*worker);
 }
 
-std::uint32_t Center::free_worker_id() const {
-    // The lowest id no live peer holds: a worker that replaces a lost one takes its shard.
+std::uint32_t Center::free_worker_id(std::uint32_t preferred) const {
+    // A worker coming back (after a restart of the center, or a loss) asks for its old id and
+    // so keeps its shard; otherwise the lowest id no live peer holds: a worker that replaces a
+    // lost one takes its shard.
     std::set<std::uint32_t> held;
     for (const auto& [peer, w] : by_peer_) held.insert(w->id);
+    if (preferred != 0 && preferred < std::uint32_t(options_.expected_workers) && !held.count(preferred)) return preferred;
     std::uint32_t id = 0;
     while (held.count(id)) ++id;
     return id;

@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <thread>
 
 #include "algorithms/strategy.hpp"
 #include "backend/backend.hpp"
 #include "center/center.hpp"
+#include "center/checkpoint.hpp"
 #include "protocol/header.hpp"
 #include "run/agreed_settings.hpp"
 #include "run/progress.hpp"
@@ -136,7 +138,7 @@ void secure_center(const RunConfig& config, const std::string& address, Transpor
 }  // namespace
 
 CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
-                     const std::string& address, const std::string& directory)
+                     const std::string& address, const std::string& directory, bool resume)
     : state_(std::make_unique<State>(config, data, transport, directory)) {
     State& s = *state_;
     const ClusterConfig& k = config.cluster;
@@ -166,9 +168,38 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     options.worker_timeout_ms = int(k.worker_timeout_ms);
     options.join_timeout_ms = int(k.join_timeout_ms);
     options.samples_per_snapshot = data.train->size() / std::size_t(config.eval.per_epoch);
+    options.checkpoint_ms = int(std::min<std::int64_t>(k.checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
     const StrategyContext context{int(k.workers), s.identity.num_parameters};
     s.center = std::make_unique<Center>(transport.bind(address, transport_options),
                                         config.strategy.rule->make_center_rule(context), s.identity.initial, options);
+    const std::string checkpoint_path = s.recorder.directory() + "/checkpoint.bin";
+    if (resume) {
+        const Checkpoint checkpoint = read_checkpoint(checkpoint_path);
+        if (checkpoint.fingerprint != s.identity.fingerprint || checkpoint.x.size() != s.identity.num_parameters)
+            throw ConfigError(checkpoint_path + ": written by a run with other settings (model, strategy, cluster.workers, "
+                              "cluster.shard_elements or data); resume it with the config in its run directory");
+        s.center->resume(checkpoint);
+        std::printf("resumed from %s at center version %llu (%llu samples)\n", checkpoint_path.c_str(),
+                    static_cast<unsigned long long>(checkpoint.version),
+                    static_cast<unsigned long long>(checkpoint.total_samples));
+    }
+    s.center->on_checkpoint = [checkpoint_path, fingerprint = s.identity.fingerprint](const CenterState& state,
+                                                                                      const CenterStats& stats) {
+        Checkpoint c;
+        c.fingerprint = fingerprint;
+        c.version = state.version;
+        c.updates_applied = stats.updates_applied;
+        c.exchanges = stats.exchanges;
+        c.rounds = stats.rounds;
+        c.total_samples = stats.total_samples;
+        c.x = state.x;
+        try {
+            write_checkpoint(checkpoint_path, c);
+        } catch (const std::exception& e) {
+            // A full disk must not end the run: the previous checkpoint stays in place.
+            std::fprintf(stderr, "center: checkpoint not written: %s\n", e.what());
+        }
+    };
     s.eval_backend = make_backend({"cpu", 1, 0});
     s.test_eval = std::make_unique<Evaluator>(config, *s.eval_backend, data.test, std::size_t(config.eval.test_samples));
     // The center's training loss is measured on a fixed slice of the training set.

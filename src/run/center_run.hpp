@@ -17,8 +17,10 @@ namespace tether {
 class CenterRun {
 public:
     // Binds `address` on `transport`; the address workers should use is address().
+    // Writes directory/checkpoint.bin every cluster.checkpoint_seconds and at the end; with
+    // `resume`, starts from the checkpoint already there (x~, version, counters).
     CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport, const std::string& address,
-              const std::string& directory);
+              const std::string& directory, bool resume = false);
     ~CenterRun();
 
     std::string address() const;

@@ -33,14 +33,14 @@ std::string unique_inproc_address() {
     return "inproc://tether-center-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
-nlohmann::json run_embedded(const RunConfig& config, const std::string& directory) {
+nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
     set_blas_threads(workers > 1 ? 1 : threads);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string address = config.cluster.endpoint.empty() ? unique_inproc_address() : config.cluster.endpoint;
-    CenterRun center(config, data, *transport, address, directory);
+    CenterRun center(config, data, *transport, address, directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
@@ -86,12 +86,12 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
     return summary;
 }
 
-nlohmann::json run_local(const RunConfig& config, const std::string& directory) {
+nlohmann::json run_local(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string address = config.cluster.endpoint.empty() ? "tcp://127.0.0.1:*" : config.cluster.endpoint;
-    CenterRun center(config, data, *transport, address, directory);  // writes directory/config.json
+    CenterRun center(config, data, *transport, address, directory, resume);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";
     // The children share this host: each takes its share of the cores. A launcher's rank
@@ -141,14 +141,17 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
 
 }  // namespace
 
-nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
+nlohmann::json run_experiment(const RunConfig& config, const std::string& directory, bool resume) {
     // Errors the user must fix surface before anything starts, not as a failing worker.
     if (config.training.device == "cuda") make_backend({"cuda", 1, 0});
     if (config.data.source == "synthetic" && config.data.train_samples < config.cluster.workers)
         throw ConfigError("data.train_samples: " + std::to_string(config.data.train_samples) + " samples cannot be split over " +
                           std::to_string(config.cluster.workers) + " workers (cluster.workers); every worker needs at least one");
-    if (!config.strategy.rule->uses_center()) return run_sequential(config, directory);
-    return config.cluster.mode == "local" ? run_local(config, directory) : run_embedded(config, directory);
+    if (!config.strategy.rule->uses_center()) {
+        if (resume) throw ConfigError("--resume: strategy.name \"sequential\" has no center and writes no checkpoint");
+        return run_sequential(config, directory);
+    }
+    return config.cluster.mode == "local" ? run_local(config, directory, resume) : run_embedded(config, directory, resume);
 }
 
 }  // namespace tether

@@ -12,6 +12,12 @@ namespace tether {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// The center answered "unknown worker" to an exchange: it restarted (or counted this worker
+// lost); the worker joins again and goes on.
+struct CenterForgotThisWorker {};
+}  // namespace
+
 WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
     : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters) {}
 
@@ -90,9 +96,16 @@ Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms
         std::string reason;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
         if (!h) throw std::runtime_error("malformed message from the center: " + reason);
-        if (h->type == MessageType::error)
-            throw std::runtime_error("the center rejected this worker: " +
-                                     std::string(frames.payload.begin(), frames.payload.end()));
+        if (h->type == MessageType::error) {
+            const std::string text(frames.payload.begin(), frames.payload.end());
+            if (text.rfind("unknown worker", 0) == 0) {
+                if (type == MessageType::reply) throw CenterForgotThisWorker{};
+                // Waiting for a welcome after joining again: answers to what was sent before the
+                // hello, which all arrive before the welcome.
+                if (type == MessageType::welcome && rejoining_) continue;
+            }
+            throw std::runtime_error("the center rejected this worker: " + text);
+        }
         if (h->type == MessageType::heartbeat) continue;  // the center's answer: alive
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the center, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the center trains a different model or strategy (fingerprint mismatch)");
@@ -127,6 +140,18 @@ Welcome WorkerNode::join() {
     return welcome;
 }
 
+void WorkerNode::rejoin() {
+    std::fprintf(stderr, "worker %u: the center at %s does not know this worker any more (restarted?); joining again\n",
+                 result_.worker_id, options_.center_address.c_str());
+    rejoining_ = true;
+    const Welcome welcome = join();
+    rejoining_ = false;
+    backend_->copy_from_host(x_, welcome.center.data(), welcome.center.size() * sizeof(float));
+    rule_->on_join(*backend_, x_, welcome.center.data(), welcome.version);
+    backend_->synchronize();
+    ++result_.rejoins;
+}
+
 void WorkerNode::exchange() {
     const auto started = Clock::now();
     ++sequence_;
@@ -145,7 +170,14 @@ void WorkerNode::exchange() {
         send(h, payload_.slice(first * sizeof(float), elements * sizeof(float)));
     }
     Payload reply;
-    const Header reply_header = receive_vector(MessageType::reply, reply, options_.reply_timeout_ms, sequence_);
+    Header reply_header;
+    try {
+        reply_header = receive_vector(MessageType::reply, reply, options_.reply_timeout_ms, sequence_);
+    } catch (const CenterForgotThisWorker&) {
+        rejoin();  // this window's work is replaced by x~ from the center
+        steps_since_exchange_ = 0;
+        return;
+    }
     rule_->apply_reply(*backend_, x_, reply.floats(), reply_header.center_version);
     backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
     steps_since_exchange_ = 0;

@@ -37,6 +37,7 @@ struct WorkerResult {
     std::size_t steps = 0, samples = 0, exchanges = 0;
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     double seconds_waiting = 0;  // blocked on the center (send + reply)
+    std::size_t rejoins = 0;     // times the center had forgotten this worker (restarted) and it joined again
 };
 
 // What the center told a worker on joining.
@@ -67,6 +68,7 @@ public:
 
 private:
     void exchange();
+    void rejoin();
     void heartbeat();
     void send(const Header& header, const void* payload, std::size_t bytes);
     void send(const Header& header, const Payload& payload);  // without copying
@@ -88,7 +90,7 @@ private:
     // answers in it) has let go of it.
     Payload payload_;
     std::chrono::steady_clock::time_point last_send_;
-    bool finished_ = false;
+    bool finished_ = false, rejoining_ = false;
     bool heard_from_center_ = false;  // until then the join timeout bounds waits (startup races)
     std::chrono::steady_clock::time_point last_heard_;
 };

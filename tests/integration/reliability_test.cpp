@@ -211,3 +211,63 @@ TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed 
     CHECK(secured["rejected_messages"] == 0);  // the stranger never reached the center's rule
     CHECK(secured["workers_joined"] == 1);
 }
+
+namespace {
+// The center version recorded in a checkpoint.bin header (center/checkpoint.hpp).
+std::uint64_t checkpoint_version(const std::string& path) {
+    const std::string bytes = tether::testing::read_text(path);
+    REQUIRE(bytes.size() >= 28);
+    REQUIRE(bytes.compare(0, 8, "TETHCKPT") == 0);
+    std::uint64_t version = 0;
+    for (int i = 0; i < 8; ++i) version |= std::uint64_t(std::uint8_t(bytes[20 + i])) << (8 * i);
+    return version;
+}
+}  // namespace
+
+TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker rejoins and the run completes") {
+    TempDir dir;
+    json document = small_run("resume", "aeasgd", 2);
+    document["training"]["epochs"] = 20;
+    document["cluster"]["step_delay_ms"] = {10, 10};  // about 8 s of training: the kill lands mid-run
+    document["cluster"]["checkpoint_seconds"] = 1;
+    document["cluster"]["worker_timeout_ms"] = 8000;  // the workers wait this long for the center to come back
+    document["cluster"]["heartbeat_ms"] = 200;
+    const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", run}, dir.file("s.out"),
+                   dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process first({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
+    Process second({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
+    const std::string checkpoint = run + "/checkpoint.bin";
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (!(std::filesystem::exists(checkpoint) && checkpoint_version(checkpoint) > 0) && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE_MESSAGE(std::filesystem::exists(checkpoint), "no checkpoint within 30 s");
+    REQUIRE(::kill(server.pid(), SIGKILL) == 0);
+    REQUIRE(server.wait(5000).has_value());
+    const std::uint64_t saved = checkpoint_version(checkpoint);
+    CHECK(saved > 0);
+
+    Process resumed({"server", "--resume", run, "--bind", address}, dir.file("r.out"), dir.file("r.err"));
+    const std::string line = wait_for_line(dir.file("r.out"), "resumed from", 20000, resumed);
+    CAPTURE(resumed.err());
+    REQUIRE(!line.empty());
+    CHECK(has(line, "at center version " + std::to_string(saved) + " "));  // x~ restored at the checkpoint's version
+    const auto first_exit = first.wait(120000), second_exit = second.wait(30000), resumed_exit = resumed.wait(30000);
+    CAPTURE(first.err());
+    CAPTURE(second.err());
+    REQUIRE(first_exit.has_value());
+    REQUIRE(second_exit.has_value());
+    REQUIRE(resumed_exit.has_value());
+    CHECK(*first_exit == 0);
+    CHECK(*second_exit == 0);
+    CHECK(*resumed_exit == 0);
+    CHECK(has(first.err() + second.err(), "joining again"));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["center_version"].get<std::uint64_t>() > saved);
+    CHECK(summary["workers_finished"] == 2);
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+    CHECK(checkpoint_version(checkpoint) == summary["center_version"].get<std::uint64_t>());
+}
