@@ -1,18 +1,25 @@
 #!/usr/bin/python3
-"""Sequential CPU training throughput: tether's trainer beside PyTorch, and the GEMM-only bound.
+"""Sequential CPU training throughput as a user sees it: whole runs, epoch by epoch.
 
-Runs build/experiments/tether-bench, then the same training in PyTorch (MLP 784-256-128-10,
-cross-entropy, Adam lr 1e-3, Fashion-MNIST), and prints the medians and each run's figure.
+1. One thread: build/experiments/tether-bench trains one model for --epochs epochs, then
+   PyTorch trains the same MLP 784-256-128-10 (cross-entropy, Adam lr 1e-3, Fashion-MNIST,
+   batch 64) the same way, with its default and its foreach Adam, each with and without
+   torch.set_flush_denormal(True). Prints samples/s by epoch (a slowdown shows), the whole
+   run's figure, tether / PyTorch, and the GEMM-only bound of the same shapes.
+2. The main job exactly as scripts/run-main.sh runs it (default config and threads), its
+   per-epoch samples/s from metrics.jsonl, and the GEMM-only bound at its thread count,
+   measured in the same run.
 Needs Debian's python3 (python3-torch, python3-numpy):
-    /usr/bin/python3 experiments/bench_sequential.py [--repeats 5] [--steps 938] [--json out.json]
+    /usr/bin/python3 experiments/bench_sequential.py [--epochs 10] [--skip-main-job] [--json out.json]
 """
 import argparse
 import ctypes
 import gzip
 import json
-import statistics
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,15 +47,18 @@ def load_train(data_dir):
     return x, torch.from_numpy(labels.astype(np.int64))
 
 
-def run_tether(args):
-    cmd = [str(args.tether_bench), "--threads", str(args.threads), "--batch", str(args.batch),
-           "--steps", str(args.steps), "--repeats", str(args.repeats), "--data", str(args.data)]
+def run_tether_bench(args, threads, repeats, gemm_repeats):
+    cmd = [str(args.tether_bench), "--threads", str(threads), "--batch", str(args.batch),
+           "--steps", str(args.steps), "--repeats", str(repeats), "--gemm-repeats", str(gemm_repeats),
+           "--data", str(args.data)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run_torch(args, foreach):
+def run_torch(args, foreach, flush_denormal):
+    """One model trained for args.epochs epochs; returns the samples/s of each epoch."""
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(flush_denormal)
     # Debian's torch does its GEMMs in the system OpenBLAS (pthread build), whose own thread pool
     # ignores torch.set_num_threads and would take every core; pin it as tether-bench does.
     ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(args.threads)
@@ -77,61 +87,97 @@ def run_torch(args, foreach):
     for _ in range(WARMUP_STEPS):
         step()
     rates = []
-    for _ in range(args.repeats):
+    for _ in range(args.epochs):
         t0 = time.perf_counter()
         for _ in range(args.steps):
             step()
         # Count steps * batch, as tether-bench does (the one short batch per epoch counts as full).
         rates.append(args.steps * args.batch / (time.perf_counter() - t0))
+    torch.set_flush_denormal(False)
     return rates
+
+
+def whole_run(rates):
+    """Samples/s of the whole run: equal samples per epoch, so the harmonic mean of the epochs."""
+    return len(rates) / sum(1.0 / r for r in rates)
+
+
+def run_main_job(args):
+    """The main job as a user runs it (scripts/run-main.sh: default config, default threads)."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([str(args.tether), "run", str(REPO / "configs/sequential.json"), "--out", out],
+                       check=True, capture_output=True, text=True)
+        metrics = [json.loads(line) for line in Path(out, "metrics.jsonl").read_text().splitlines()]
+        summary = json.loads(Path(out, "summary.json").read_text())
+        config = json.loads(Path(out, "config.json").read_text())
+    return {"epoch_rates": [m["samples_per_second"] for m in metrics],
+            "samples_per_second": summary["samples_per_second"],
+            "final_test_accuracy": summary["final_test_accuracy"],
+            "epochs": config["training"]["epochs"]}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tether-bench", type=Path, default=REPO / "build/experiments/tether-bench")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--steps", type=int, default=938, help="steps per repeat (938 = one epoch at batch 64)")
+    p.add_argument("--tether", type=Path, default=REPO / "build/tether")
+    p.add_argument("--epochs", type=int, default=10, help="epochs of the one-thread comparison (one model each)")
+    p.add_argument("--steps", type=int, default=938, help="steps per epoch (938 = Fashion-MNIST at batch 64)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--data", type=Path, default=Path("/usr/share/datasets/fashion-mnist"))
+    p.add_argument("--skip-main-job", action="store_true", help="leave out the main job and its GEMM bound")
     p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args()
-    if not args.tether_bench.is_file():
-        sys.exit(f"{args.tether_bench}: not found; build it with ninja -C build")
+    for binary in (args.tether_bench, args.tether):
+        if not binary.is_file():
+            sys.exit(f"{binary}: not found; build it with ninja -C build")
 
-    # One after the other, never at once: the two would compete for the same cores.
-    tether = run_tether(args)
-    # PyTorch twice: its default Adam and the multi-tensor (foreach) one, which is faster here;
-    # the ratio is taken against the faster, so the peer is at its best.
-    torch_by_variant = {variant: run_torch(args, foreach) for variant, foreach in
-                        [("Adam default", False), ("Adam foreach", True)]}
-    best_variant = max(torch_by_variant, key=lambda v: statistics.median(torch_by_variant[v]))
-    torch_runs = torch_by_variant[best_variant]
-    trainer = tether["trainer_samples_per_second"]
-    gemm = tether["gemm_only_samples_per_second"]
-    pytorch = statistics.median(torch_runs)
+    # One after the other, never at once: they would compete for the same cores.
+    tether = run_tether_bench(args, args.threads, args.epochs, 3)
+    # PyTorch's default Adam and the multi-tensor (foreach) one, each with and without
+    # torch.set_flush_denormal(True); ratios are taken against the fastest, so the peer is at its best.
+    torch_runs = {f"PyTorch Adam {variant}, flush {'on' if flush else 'off'}": run_torch(args, foreach, flush)
+                  for variant, foreach in [("default", False), ("foreach", True)] for flush in (False, True)}
+    best = max(torch_runs, key=lambda v: whole_run(torch_runs[v]))
+    tether_rate = tether["trainer_whole_run_samples_per_second"]
     result = {
-        "threads": args.threads, "batch": args.batch, "steps": args.steps, "repeats": args.repeats,
+        "threads": args.threads, "batch": args.batch, "steps_per_epoch": args.steps, "epochs": args.epochs,
         "torch_version": torch.__version__,
-        "tether_samples_per_second": trainer,
-        "pytorch_samples_per_second": pytorch,
-        "gemm_only_samples_per_second": gemm,
-        "tether_over_pytorch": trainer / pytorch,
-        "tether_fraction_of_gemm_bound": trainer / gemm,
-        "pytorch_variant": best_variant,
-        "tether_runs": tether["trainer_runs"], "pytorch_runs": torch_by_variant, "gemm_runs": tether["gemm_runs"],
+        "tether_epoch_rates": tether["trainer_runs"], "tether_samples_per_second": tether_rate,
+        "pytorch_epoch_rates": torch_runs,
+        "pytorch_samples_per_second": {v: whole_run(r) for v, r in torch_runs.items()},
+        "tether_over_pytorch": {v: tether_rate / whole_run(r) for v, r in torch_runs.items()},
+        "gemm_only_samples_per_second": tether["gemm_only_samples_per_second"],
     }
 
     print(f"Sequential CPU training, MLP 784-256-128-10, Adam, batch {args.batch}, {args.threads} thread(s), "
-          f"{args.repeats} x {args.steps} steps (PyTorch {torch.__version__})")
-    print(f"{'':22}{'median samples/s':>18}   runs")
-    rows = [("tether trainer", trainer, tether["trainer_runs"])]
-    rows += [(f"PyTorch ({v})", statistics.median(r), r) for v, r in torch_by_variant.items()]
-    rows += [("GEMM-only bound", gemm, tether["gemm_runs"])]
-    for name, median, runs in rows:
-        print(f"{name:22}{median:18,.0f}   " + " ".join(f"{r:,.0f}" for r in runs))
-    print(f"{'tether / PyTorch':22}{trainer / pytorch:18.3f}   (against {best_variant})")
-    print(f"{'tether / GEMM bound':22}{trainer / gemm:18.3f}")
+          f"one model for {args.epochs} epochs of {args.steps} steps (PyTorch {torch.__version__})")
+    rows = [("tether", tether["trainer_runs"])] + list(torch_runs.items())
+    print(f"{'samples/s by epoch':34}" + "".join(f"{e + 1:>8}" for e in range(args.epochs)) +
+          f"{'whole run':>11}{'slowest/fastest':>17}")
+    for name, rates in rows:
+        print(f"{name:34}" + "".join(f"{r:8,.0f}" for r in rates) + f"{whole_run(rates):11,.0f}" +
+              f"{min(rates) / max(rates):17.2f}")
+    for name, rates in torch_runs.items():
+        print(f"tether / {name:40}{tether_rate / whole_run(rates):6.2f}")
+    print(f"GEMM-only bound ({args.threads} thread(s)): {tether['gemm_only_samples_per_second']:,.0f} samples/s; "
+          f"tether at {tether_rate / tether['gemm_only_samples_per_second']:.2f} of it")
+
+    if not args.skip_main_job:
+        main_job = run_main_job(args)
+        cores = os.cpu_count() or 1
+        # The GEMM-only bound at the main job's thread count (all cores), measured in this run.
+        bound = run_tether_bench(args, cores, 0, 3)["gemm_only_samples_per_second"]
+        rates = main_job["epoch_rates"]
+        main_job.update({"threads": cores, "gemm_only_samples_per_second": bound,
+                         "fraction_of_gemm_bound": main_job["samples_per_second"] / bound,
+                         "slowest_over_fastest_epoch": min(rates) / max(rates)})
+        result["main_job"] = main_job
+        print(f"\nMain job (tether run configs/sequential.json, {main_job['epochs']} epochs, {cores} threads): "
+              f"{main_job['samples_per_second']:,.0f} samples/s, test accuracy {100 * main_job['final_test_accuracy']:.2f}%")
+        print("  samples/s by epoch: " + " ".join(f"{r:,.0f}" for r in rates))
+        print(f"  slowest / fastest epoch {main_job['slowest_over_fastest_epoch']:.2f}; GEMM-only bound "
+              f"({cores} threads) {bound:,.0f} samples/s; main job at {main_job['fraction_of_gemm_bound']:.2f} of it")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -1,6 +1,10 @@
 // Training throughput of the sequential CPU trainer, and the GEMM-only bound for the same
 // shapes. Prints one JSON object; experiments/bench_sequential.py runs it beside PyTorch.
-//   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 5] [--data DIR]
+// One model trains through all repeats, as in a real run: with 938 steps a repeat is one epoch
+// of Fashion-MNIST at batch 64, and trainer_runs is the per-epoch rate, so a slowdown as
+// training goes on (denormals) shows; trainer_whole_run_samples_per_second is the whole run's.
+//   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 10] [--gemm-repeats 3]
+//                [--flush-denormals 1] [--data DIR]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,12 +24,13 @@ using namespace tether;
 using Clock = std::chrono::steady_clock;
 
 static double median(std::vector<double> v) {
+    if (v.empty()) return 0;  // --repeats 0: the GEMM bound alone
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 int main(int argc, char** argv) {
-    int threads = 1, batch = 64, steps = 938, repeats = 5;
+    int threads = 1, batch = 64, steps = 938, repeats = 10, gemm_repeats = 3, flush_denormals = 1;
     std::string data_dir = DataConfig{}.dir, optimizer = "adam";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
@@ -33,6 +38,8 @@ int main(int argc, char** argv) {
         else if (flag == "--batch") batch = std::atoi(value.c_str());
         else if (flag == "--steps") steps = std::atoi(value.c_str());
         else if (flag == "--repeats") repeats = std::atoi(value.c_str());
+        else if (flag == "--gemm-repeats") gemm_repeats = std::atoi(value.c_str());
+        else if (flag == "--flush-denormals") flush_denormals = std::atoi(value.c_str());
         else if (flag == "--data") data_dir = value;
         else if (flag == "--optimizer") optimizer = value;
         else {
@@ -45,16 +52,19 @@ int main(int argc, char** argv) {
                                              {"optimizer", {{"name", optimizer}}}}}};
     const RunConfig config = parse_config(document);
     set_blas_threads(threads);
-    auto backend = make_backend({"cpu", threads, 0});
+    auto backend = make_backend({"cpu", threads, 0, flush_denormals != 0});
     const TrainTestSplit data = load_data(config.data, 1);
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);
     for (int i = 0; i < 50; ++i) trainer.step();  // warm-up: page in buffers, settle BLAS
 
     std::vector<double> trainer_rates, gemm_rates;
+    double trainer_seconds = 0;
     for (int r = 0; r < repeats; ++r) {
         const auto t0 = Clock::now();
         for (int i = 0; i < steps; ++i) trainer.step();
-        trainer_rates.push_back(double(steps) * batch / std::chrono::duration<double>(Clock::now() - t0).count());
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        trainer_seconds += seconds;
+        trainer_rates.push_back(double(steps) * batch / seconds);
     }
 
     // The same GEMMs the MLP issues per step (forward, weight gradients, hidden deltas), alone.
@@ -67,7 +77,7 @@ int main(int argc, char** argv) {
         delta.emplace_back(std::size_t(batch) * sizes[l + 1], 0.1f);
     }
     std::vector<float> input(std::size_t(batch) * sizes[0], 0.3f);
-    for (int r = 0; r < repeats; ++r) {
+    for (int r = 0; r < gemm_repeats; ++r) {
         const auto t0 = Clock::now();
         for (int i = 0; i < steps; ++i) {
             const float* in = input.data();
@@ -90,7 +100,9 @@ int main(int argc, char** argv) {
                                    {"optimizer", optimizer},
                                    {"steps", steps},
                                    {"repeats", repeats},
+                                   {"flush_denormals", flush_denormals != 0},
                                    {"trainer_samples_per_second", median(trainer_rates)},
+                                   {"trainer_whole_run_samples_per_second", trainer_seconds > 0 ? double(steps) * batch * repeats / trainer_seconds : 0.0},
                                    {"gemm_only_samples_per_second", median(gemm_rates)},
                                    {"trainer_runs", trainer_rates},
                                    {"gemm_runs", gemm_rates}};

@@ -37,7 +37,17 @@ struct ServiceOptions {
     int reply_timeout_ms = 600000;   // worker: for a reply (synchronous rounds can be long)
     int round_timeout_ms = 30000;    // synchronous strategies: round deadline (with quorum)
     double quorum = 0.5;
+    // Flush denormal floats to zero on the center's thread (tether's own). The callers'
+    // threads, where step() runs, are never changed; see set_flush_denormals() below.
+    bool flush_denormals = true;
 };
+
+// Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may
+// do on their own training threads. Subnormal floats (below 1.2e-38) carry no signal in
+// float32 training, and arithmetic on them is ~100x slower on x86 cores; Adam's second moments
+// and small gradients drift into that range as training goes on. tether does this on every
+// thread it owns and never on yours. (PyTorch: torch.set_flush_denormal(True).)
+void set_flush_denormals(bool on = true);
 
 struct WorkerReport {
     unsigned worker_id = 0;

@@ -96,6 +96,7 @@ public:
                                            config_.strategy.rule->make_center_rule({o.workers, count_}),
                                            std::move(initial), c);
         thread_ = std::thread([this] {
+            set_flush_denormals(options_.flush_denormals);  // the center's own thread, not the caller's
             try {
                 center_->serve();
             } catch (...) {

@@ -9,7 +9,7 @@ namespace tether {
 std::string to_string(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-    if (options.device == "cpu") return make_cpu_backend(options.threads);
+    if (options.device == "cpu") return make_cpu_backend(options.threads, options.flush_denormals);
     if (options.device == "cuda") {
         if (!cuda_built()) return make_cuda_backend(options.cuda_device);  // throws with the reason
         if (cuda_device_count() == 0)
@@ -18,7 +18,8 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
         return make_cuda_backend(options.cuda_device);
     }
     if (options.device == "auto")
-        return cuda_device_count() > 0 ? make_cuda_backend(options.cuda_device) : make_cpu_backend(options.threads);
+        return cuda_device_count() > 0 ? make_cuda_backend(options.cuda_device)
+                                       : make_cpu_backend(options.threads, options.flush_denormals);
     throw ConfigError("training.device: \"" + options.device + "\" is not a device; expected auto, cpu or cuda");
 }
 

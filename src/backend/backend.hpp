@@ -112,6 +112,10 @@ struct BackendOptions {
     std::string device = "auto";  // auto | cpu | cuda
     int threads = 0;              // CPU threads for this backend's operations; 0 = all cores
     int cuda_device = 0;  // < 0: the calling thread's current device
+    // CPU: set flush-to-zero and denormals-are-zero on the calling thread and on this
+    // backend's OpenMP team (backend/float_mode.hpp). Only for threads tether owns: the
+    // backend must then be made on the thread that will use it.
+    bool flush_denormals = false;
 };
 
 // Makes the backend `options.device` asks for. Throws ConfigError when "cuda" is asked for

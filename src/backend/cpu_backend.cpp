@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
+#include "backend/float_mode.hpp"
 #include "backend/thrust_ops.inl"
 
 namespace tether {
@@ -35,11 +36,27 @@ TETHER_CLONES void run_axpy(std::size_t n, ops::Axpy f) { vector_loop(n, f); }
 class CpuBackend final : public ops::ThrustOps<decltype(thrust::omp::par), /*kRowwise=*/true> {
 public:
     // With one thread every loop runs inline; with more, only loops of 64k+ elements fan out.
-    explicit CpuBackend(int threads)
-        : ThrustOps(thrust::omp::par, threads == 1 ? ~std::size_t(0) : std::size_t(1) << 16), threads_(threads) {}
+    CpuBackend(int threads, bool flush_denormals)
+        : ThrustOps(thrust::omp::par, threads == 1 ? ~std::size_t(0) : std::size_t(1) << 16), threads_(threads),
+          flush_denormals_(flush_denormals) {
+        if (!flush_denormals) return;
+        // The calling thread first: OpenMP threads created later inherit its mode. Then every
+        // thread of its team, which may exist already (the pool persists between loops).
+        set_flush_denormals(true);
+        if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+            set_flush_denormals(true);
+        }
+    }
     DeviceKind kind() const override { return DeviceKind::cpu; }
+    // The thread split as it is, so every run prints the choice it made.
     std::string description() const override {
-        return "cpu (" + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + ", OpenMP + CBLAS)";
+        const int blas = openblas_get_num_threads();
+        std::string text = "cpu (" + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + ": OpenBLAS " +
+                           std::to_string(blas) + ", ";
+        text += threads_ == 1 ? "element-wise loops inline" : "OpenMP team of " + std::to_string(threads_) +
+                                                                  " for loops of 65536+ elements";
+        return text + (flush_denormals_ ? "; denormals flushed)" : "; denormals kept)");
     }
     void* allocate_bytes(std::size_t bytes) override {
         // 64-byte alignment keeps the BLAS kernels and vector loops on full cache lines.
@@ -82,14 +99,15 @@ private:
     void prepare_parallel() override { omp_set_num_threads(threads_); }
 
     int threads_;
+    bool flush_denormals_;
     std::vector<float> ones_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
+std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals) {
     if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_unique<CpuBackend>(threads);
+    return std::make_unique<CpuBackend>(threads, flush_denormals);
 }
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads); }

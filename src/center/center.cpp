@@ -131,6 +131,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         case MessageType::bye:
             count_samples(*w, samples);
             w->state = Worker::State::finished;
+            rule_->on_leave(w->id);
             ++stats_.workers_finished;
             forget(*w);
             if (!round_.empty()) maybe_close_round(false);
@@ -140,6 +141,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
 }
 
 void Center::welcome(Worker& w) {
+    rule_->on_join(state_, w.id);
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = w.last_exchange = Clock::now();

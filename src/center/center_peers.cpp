@@ -93,6 +93,7 @@ void Center::check_liveness() {
 void Center::lose(Worker& w, const std::string& why) {
     if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     w.state = Worker::State::lost;
+    rule_->on_leave(w.id);
     forget(w);
     ++stats_.workers_lost;
     std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),

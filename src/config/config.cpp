@@ -47,6 +47,7 @@ TrainingConfig parse_training(JsonReader r) {
     t.batch_size = r.integer("batch_size", t.batch_size, 1, 1'000'000);
     t.device = r.choice("device", t.device, {"auto", "cpu", "cuda"});
     t.threads = r.integer("threads", t.threads, 0, 4096);
+    t.flush_denormals = r.boolean("flush_denormals", t.flush_denormals);
     t.seed = r.integer("seed", t.seed, 0, std::numeric_limits<std::int64_t>::max());
     t.optimizer = parse_optimizer(r.object("optimizer"));
     r.finish();

@@ -47,6 +47,7 @@ struct TrainingConfig {
     std::int64_t batch_size = 64;
     std::string device = "auto";  // auto | cpu | cuda
     std::int64_t threads = 0;      // CPU threads per worker; 0 = cores / workers
+    bool flush_denormals = true;   // flush-to-zero + denormals-are-zero on tether's threads
     std::int64_t seed = 1;
     OptimizerConfig optimizer;
 };

@@ -11,6 +11,7 @@
 
 #include "algorithms/strategy.hpp"
 #include "backend/backend.hpp"
+#include "backend/float_mode.hpp"
 #include "center/center.hpp"
 #include "center/checkpoint.hpp"
 #include "protocol/header.hpp"
@@ -59,6 +60,7 @@ struct CenterRun::State {
     std::deque<std::pair<Snapshot, double>> queue;  // snapshot, wall seconds when taken
     bool done = false;
     CenterStats previous;
+    double previous_wall = 0;
 
     State(const RunConfig& c, const TrainTestSplit& d, Transport& t, const std::string& directory)
         : config(c), data(d), transport(t), identity(model_identity(c, *d.train)), recorder(c, directory),
@@ -94,9 +96,13 @@ struct CenterRun::State {
                    {"bytes_to_workers", s.stats.bytes_sent},
                    {"rejected_messages", s.stats.rejected_total()},
                    {"mean_staleness", exchanges_since > 0 ? (s.stats.staleness_sum - previous.staleness_sum) / exchanges_since : 0.0}};
+        // The rate since the previous evaluation, so a slowdown shows at once.
+        const double rate = wall > previous_wall ? double(p.samples - previous.total_samples) / (wall - previous_wall) : 0.0;
+        p.extra["samples_per_second"] = rate;
         previous = s.stats;
+        previous_wall = wall;
         recorder.record(p);
-        progress.report(p, wall > 0 ? double(p.samples) / wall : 0.0);
+        progress.report(p, rate);
     }
 };
 
@@ -233,8 +239,13 @@ nlohmann::json CenterRun::serve() {
                 s.identity.description.c_str(), s.config.strategy.rule->describe().dump().c_str(),
                 static_cast<long long>(s.config.cluster.workers), address().c_str(), s.recorder.directory().c_str());
     std::fflush(stdout);
+    // This is the center's thread in every mode (backend/float_mode.hpp).
+    set_flush_denormals(s.config.training.flush_denormals);
     s.started = Clock::now();
-    std::thread evaluator([&s] { s.evaluate_loop(); });
+    std::thread evaluator([&s] {
+        set_flush_denormals(s.config.training.flush_denormals);
+        s.evaluate_loop();
+    });
     Center* center = s.center.get();
     s.progress.start([center] { return LiveStatus{center->live_samples(), center->live_version()}; });
     std::exception_ptr failure;

@@ -36,7 +36,13 @@ std::string unique_inproc_address() {
 nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
-    set_blas_threads(workers > 1 ? 1 : threads);
+    // OpenBLAS has one process-wide thread count: shared by N workers it would oversubscribe.
+    const int blas_threads = workers > 1 ? 1 : threads;
+    set_blas_threads(blas_threads);
+    std::printf("threads: %d worker thread%s with %d thread%s each (OpenBLAS %d), a center thread and an evaluation "
+                "thread; denormals %s\n",
+                workers, workers == 1 ? "" : "s", threads, threads == 1 ? "" : "s", blas_threads,
+                config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string address = config.cluster.endpoint.empty() ? unique_inproc_address() : config.cluster.endpoint;
@@ -98,6 +104,9 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory, 
     // variables (say this whole run is rank 0 of an sbatch job) are not passed on, or every
     // child would think it is the center.
     const std::string threads = "training.threads=" + std::to_string(threads_per_worker(config, workers));
+    std::printf("threads: %d worker processes with %d thread%s each; denormals %s\n", workers,
+                threads_per_worker(config, workers), threads_per_worker(config, workers) == 1 ? "" : "s",
+                config.training.flush_denormals ? "flushed" : "kept");
     std::vector<pid_t> children;
     for (int i = 0; i < workers; ++i) {
         try {

@@ -26,7 +26,7 @@ int threads_per_worker(const RunConfig& config, int workers) {
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
     const int threads = threads_per_worker(config, 1);
     set_blas_threads(threads);
-    auto backend = make_backend({config.training.device, threads, 0});
+    auto backend = make_backend({config.training.device, threads, 0, config.training.flush_denormals});
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
 
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));
@@ -45,7 +45,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const std::size_t per_epoch = std::min<std::size_t>(std::size_t(config.eval.per_epoch), steps_per_epoch);
     progress.start([&samples_so_far] { return LiveStatus{samples_so_far.load(std::memory_order_relaxed), 0}; });
     double training_seconds = 0, loss_sum = 0;
-    std::size_t loss_count = 0, next_eval = 1;
+    std::size_t loss_count = 0, next_eval = 1, samples_at_segment_start = 0;
     auto segment_start = Clock::now();
     for (std::size_t step = 1; step <= total_steps; ++step) {
         loss_sum += trainer.step();
@@ -55,7 +55,11 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         const std::size_t eval_step = (next_eval * steps_per_epoch) / per_epoch;
         if (step < eval_step && step != total_steps) continue;
         backend->synchronize();
-        training_seconds += seconds_since(segment_start);
+        const double segment_seconds = seconds_since(segment_start);
+        training_seconds += segment_seconds;
+        // The rate of this segment alone, so a slowdown as training goes on shows at once.
+        const double segment_rate = double(trainer.samples_seen() - samples_at_segment_start) / segment_seconds;
+        samples_at_segment_start = trainer.samples_seen();
         EvaluationPoint point;
         const Evaluation e = evaluator.evaluate(trainer.parameters());
         point.wall_seconds = seconds_since(started);
@@ -65,8 +69,9 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         point.train_loss = loss_sum / double(loss_count);
         point.test_loss = e.loss;
         point.test_accuracy = e.accuracy;
+        point.extra["samples_per_second"] = segment_rate;
         recorder.record(point);
-        progress.report(point, training_seconds > 0 ? double(point.samples) / training_seconds : 0.0);
+        progress.report(point, segment_rate);
         loss_sum = 0;
         loss_count = 0;
         ++next_eval;

@@ -15,7 +15,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
                         const std::string& address, const std::string& identity, int threads) {
     const ClusterConfig& k = config.cluster;
     // Declared first, destroyed last: the trainer and the rule hold buffers in its memory.
-    auto backend = make_backend({config.training.device, threads, 0});
+    auto backend = make_backend({config.training.device, threads, 0, config.training.flush_denormals});
     const ModelIdentity model = model_identity(config, *data.train);
     WorkerOptions options;
     options.fingerprint = model.fingerprint;
