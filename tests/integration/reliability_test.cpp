@@ -18,42 +18,9 @@
 
 namespace {
 
+using namespace tether::testing;  // Process, TempDir, cluster_config, write_config, read_summary, ...
 using nlohmann::json;
-using tether::testing::children_of;
-using tether::testing::Process;
-using tether::testing::TempDir;
-using tether::testing::wait_for_line;
 using Clock = std::chrono::steady_clock;
-
-json small_run(const std::string& name, const std::string& strategy, int workers) {
-    json document = json::parse(R"({
-        "data": {"source": "synthetic", "train_samples": 1200, "test_samples": 300,
-                 "features": 8, "classes": 3, "noise": 1.0},
-        "model": {"hidden_layers": [16]},
-        "training": {"epochs": 6, "batch_size": 16, "device": "cpu", "threads": 1, "seed": 4,
-                     "optimizer": {"name": "adam", "learning_rate": 0.01}},
-        "eval": {"per_epoch": 1, "target_accuracy": 0.9},
-        "cluster": {"worker_timeout_ms": 1500, "heartbeat_ms": 200, "join_timeout_ms": 10000}
-    })");
-    document["name"] = name;
-    document["strategy"] = {{"name", strategy}, {"communication_window", 4}};
-    document["cluster"]["workers"] = workers;
-    return document;
-}
-
-std::string write_config(const TempDir& dir, const std::string& file, const json& document) {
-    const std::string path = dir.file(file);
-    tether::testing::write_text(path, document.dump(2));
-    return path;
-}
-
-json read_summary(const std::string& run_directory) {
-    const std::string path = run_directory + "/summary.json";
-    REQUIRE_MESSAGE(std::filesystem::exists(path), (path + " is missing"));
-    return json::parse(tether::testing::read_text(path));
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Starts `tether server` on an OS-picked port; returns the address it reports.
 std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
@@ -70,7 +37,7 @@ std::string start_server(Process& server, const TempDir& dir, const std::string&
 
 TEST_CASE("a run whose workers all diverge exits 1 and names the divergence") {
     TempDir dir;
-    json document = small_run("diverge", "adag", 3);
+    json document = cluster_config("diverge", "adag", 3);
     document["cluster"]["mode"] = "local";
     document["training"]["optimizer"] = {{"name", "sgd"}, {"learning_rate", 1000}};
     const std::string config = write_config(dir, "diverge.json", document), run = dir.file("run");
@@ -79,19 +46,19 @@ TEST_CASE("a run whose workers all diverge exits 1 and names the divergence") {
     CAPTURE(tether.err());
     REQUIRE(exit_code.has_value());
     CHECK(*exit_code == 1);
-    CHECK(has(tether.err(), "run FAILED"));
-    CHECK(has(tether.err(), "diverged at step"));
+    CHECK(contains(tether.err(), "run FAILED"));
+    CHECK(contains(tether.err(), "diverged at step"));
     const json summary = read_summary(run);
     CAPTURE(summary.dump(2));
     CHECK(summary["run_failed"] == true);
     CHECK(summary["diverged_workers"] == 3);
     CHECK(summary["failed_workers"] == 3);
-    CHECK(has(summary["failure_reason"].get<std::string>(), "3 of 3 workers failed"));
+    CHECK(contains(summary["failure_reason"].get<std::string>(), "3 of 3 workers failed"));
 }
 
 TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run ends, the worker is ended") {
     TempDir dir;
-    json document = small_run("stopped", "averaging", 3);
+    json document = cluster_config("stopped", "averaging", 3);
     document["cluster"]["mode"] = "local";
     document["training"]["epochs"] = 30;
     document["eval"]["per_epoch"] = 4;
@@ -121,7 +88,7 @@ TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run end
 
 TEST_CASE("workers of a center killed with SIGKILL exit 1 within the heartbeat timeout, naming its address") {
     TempDir dir;
-    json document = small_run("dead-center", "aeasgd", 1);
+    json document = cluster_config("dead-center", "aeasgd", 1);
     document["training"]["epochs"] = 200;
     const std::string config = write_config(dir, "c.json", document);
     Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
@@ -138,13 +105,13 @@ TEST_CASE("workers of a center killed with SIGKILL exit 1 within the heartbeat t
     MESSAGE("worker exited " << seconds << " s after the center's SIGKILL (cluster.worker_timeout_ms 1500)");
     CHECK(*exit_code == 1);
     CHECK(seconds < 1.5 + 3.0);
-    CHECK(has(worker.err(), address));
-    CHECK(has(worker.err(), "silent"));
+    CHECK(contains(worker.err(), address));
+    CHECK(contains(worker.err(), "silent"));
 }
 
 TEST_CASE("a worker whose settings differ is refused at join, naming the setting and both values") {
     TempDir dir;
-    const std::string config = write_config(dir, "c.json", small_run("mismatch", "aeasgd", 1));
+    const std::string config = write_config(dir, "c.json", cluster_config("mismatch", "aeasgd", 1));
     Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
                    dir.file("s.out"), dir.file("s.err"));
     const std::string address = start_server(server, dir, dir.file("s.out"));
@@ -154,12 +121,12 @@ TEST_CASE("a worker whose settings differ is refused at join, naming the setting
     CAPTURE(other.err());
     REQUIRE(other_exit.has_value());
     CHECK(*other_exit == 1);
-    CHECK(has(other.err(), "strategy.moving_rate: center 0.9, worker 0.5"));
+    CHECK(contains(other.err(), "strategy.moving_rate: center 0.9, worker 0.5"));
     Process wider({"worker", "--config", config, "--connect", address, "--set", "cluster.shard_elements=100"},
                   dir.file("y.out"), dir.file("y.err"));
     REQUIRE(wider.wait(30000).has_value());
     CAPTURE(wider.err());
-    CHECK(has(wider.err(), "cluster.shard_elements: center 1048576, worker 100"));
+    CHECK(contains(wider.err(), "cluster.shard_elements: center 1048576, worker 100"));
     Process good({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
     CHECK(good.wait(60000) == std::optional<int>(0));
     CHECK(server.wait(30000) == std::optional<int>(0));
@@ -173,7 +140,7 @@ TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed 
     }
     std::string allowed = tether::testing::read_text(dir.file("worker.pub"));
     tether::testing::write_text(dir.file("allowed"), allowed);
-    json document = small_run("curve", "adag", 2);
+    json document = cluster_config("curve", "adag", 2);
     document["security"] = {{"center_public_key", dir.file("center.pub")},
                             {"center_secret_key", dir.file("center.key")},
                             {"worker_public_key", dir.file("worker.pub")},
@@ -202,7 +169,7 @@ TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed 
     CAPTURE(stranger.err());
     REQUIRE(stranger_exit.has_value());
     CHECK(*stranger_exit == 1);
-    CHECK(has(stranger.err(), "refused this worker's CURVE key"));
+    CHECK(contains(stranger.err(), "refused this worker's CURVE key"));
     Process worker({"worker", "--config", one, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
     CHECK(worker.wait(60000) == std::optional<int>(0));
     CHECK(server.wait(30000) == std::optional<int>(0));
@@ -226,7 +193,7 @@ std::uint64_t checkpoint_version(const std::string& path) {
 
 TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker rejoins and the run completes") {
     TempDir dir;
-    json document = small_run("resume", "aeasgd", 2);
+    json document = cluster_config("resume", "aeasgd", 2);
     document["training"]["epochs"] = 20;
     document["cluster"]["step_delay_ms"] = {10, 10};  // about 8 s of training: the kill lands mid-run
     document["cluster"]["checkpoint_seconds"] = 1;
@@ -252,7 +219,7 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     const std::string line = wait_for_line(dir.file("r.out"), "resumed from", 20000, resumed);
     CAPTURE(resumed.err());
     REQUIRE(!line.empty());
-    CHECK(has(line, "at center version " + std::to_string(saved) + " "));  // x~ restored at the checkpoint's version
+    CHECK(contains(line, "at center version " + std::to_string(saved) + " "));  // x~ restored at the checkpoint's version
     const auto first_exit = first.wait(120000), second_exit = second.wait(30000), resumed_exit = resumed.wait(30000);
     CAPTURE(first.err());
     CAPTURE(second.err());
@@ -262,7 +229,7 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     CHECK(*first_exit == 0);
     CHECK(*second_exit == 0);
     CHECK(*resumed_exit == 0);
-    CHECK(has(first.err() + second.err(), "joining again"));
+    CHECK(contains(first.err() + second.err(), "joining again"));
     const json summary = read_summary(run);
     CAPTURE(summary.dump(2));
     CHECK(summary["center_version"].get<std::uint64_t>() > saved);
