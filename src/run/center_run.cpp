@@ -279,6 +279,9 @@ nlohmann::json CenterRun::serve() {
     extra["parameters"] = s.identity.num_parameters;
     extra["mode"] = s.config.cluster.mode;
     extra["refused_handshakes"] = s.transport.refused_handshakes();
+    char fingerprint[17];
+    std::snprintf(fingerprint, sizeof fingerprint, "%016llx", static_cast<unsigned long long>(s.identity.fingerprint));
+    extra["fingerprint"] = fingerprint;  // of the agreed settings (run/agreed_settings.hpp)
     extra["security"] = s.config.security.enabled() ? "curve" : "off";
     return s.recorder.finish(wall, wall, stats.total_samples, extra);
 }
