@@ -63,6 +63,18 @@ void Center::resume(const Checkpoint& c) {
     resumed_ = true;
 }
 
+Checkpoint Center::checkpoint() const {
+    Checkpoint c;
+    c.fingerprint = options_.fingerprint;
+    c.version = state_.version;
+    c.updates_applied = stats_.updates_applied;
+    c.exchanges = stats_.exchanges;
+    c.rounds = stats_.rounds;
+    c.total_samples = stats_.total_samples;
+    c.x = state_.x;
+    return c;
+}
+
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
     next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
@@ -79,11 +91,11 @@ void Center::serve() {
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
         if (started_ && stats_.live_workers() == 0) break;
         if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
-            on_checkpoint(state_, stats_);
+            on_checkpoint(checkpoint());
             next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
         }
     }
-    if (on_checkpoint) on_checkpoint(state_, stats_);
+    if (on_checkpoint) on_checkpoint(checkpoint());
     maybe_snapshot(/*final=*/true);
 }
 

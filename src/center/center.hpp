@@ -91,12 +91,14 @@ public:
     // Goes on from a checkpoint (center/checkpoint.hpp): x~, its version and the counters. A
     // resumed center welcomes each worker as it (re)joins instead of waiting for all of them.
     void resume(const Checkpoint& checkpoint);
+    // What resume() takes: x~, its version, the counters, and the fingerprint they belong to.
+    Checkpoint checkpoint() const;
 
     // Called on the center's thread; keep them short (copy and hand off).
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
-    // Every options.checkpoint_ms and when serve() ends; writes x~ somewhere safe.
-    std::function<void(const CenterState&, const CenterStats&)> on_checkpoint;
+    // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.
+    std::function<void(const Checkpoint&)> on_checkpoint;
 
     const CenterStats& stats() const { return stats_; }
     // Safe from any thread, for progress displays: samples reported so far, and the version.

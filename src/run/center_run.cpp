@@ -189,16 +189,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                     static_cast<unsigned long long>(checkpoint.version),
                     static_cast<unsigned long long>(checkpoint.total_samples));
     }
-    s.center->on_checkpoint = [checkpoint_path, fingerprint = s.identity.fingerprint](const CenterState& state,
-                                                                                      const CenterStats& stats) {
-        Checkpoint c;
-        c.fingerprint = fingerprint;
-        c.version = state.version;
-        c.updates_applied = stats.updates_applied;
-        c.exchanges = stats.exchanges;
-        c.rounds = stats.rounds;
-        c.total_samples = stats.total_samples;
-        c.x = state.x;
+    s.center->on_checkpoint = [checkpoint_path](const Checkpoint& c) {
         try {
             write_checkpoint(checkpoint_path, c);
         } catch (const std::exception& e) {

@@ -6,7 +6,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "algorithms/vector_math.hpp"
 #include "protocol/header.hpp"
+#include "util/errors.hpp"
 
 namespace tether {
 
@@ -158,6 +160,11 @@ void WorkerNode::exchange() {
     const std::size_t n = num_parameters_, shard = options_.shard_elements;
     if (!(payload_.unique() && payload_.size() == n * sizeof(float))) payload_ = Payload::allocate(n * sizeof(float));
     rule_->make_payload(*backend_, x_, payload_.floats());
+    // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name,
+    // rather than have the center refuse the payload and count this worker lost later.
+    if (!host::all_finite(payload_.floats(), n))
+        throw DivergedError("diverged at step " + std::to_string(result_.steps) + " (non-finite parameters at exchange " +
+                            std::to_string(sequence_) + ")");
     Header h = base_header(MessageType::exchange);
     h.dtype = Dtype::float32;
     h.shard_count = std::uint32_t((n + shard - 1) / shard);

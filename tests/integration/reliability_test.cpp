@@ -238,3 +238,19 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
     CHECK(checkpoint_version(checkpoint) == summary["center_version"].get<std::uint64_t>());
 }
+
+TEST_CASE("tether run --resume goes on from the run directory's checkpoint") {
+    TempDir dir;
+    const std::string config = write_config(dir, "c.json", cluster_config("again", "downpour", 2)), run = dir.file("run");
+    Process first({"run", config, "--out", run}, dir.file("1.out"), dir.file("1.err"));
+    REQUIRE(first.wait(60000) == std::optional<int>(0));
+    const std::uint64_t saved = checkpoint_version(run + "/checkpoint.bin");
+    CHECK(saved == read_summary(run)["center_version"].get<std::uint64_t>());  // the final checkpoint
+    Process again({"run", "--resume", run}, dir.file("2.out"), dir.file("2.err"));
+    const auto exit_code = again.wait(60000);
+    CAPTURE(again.err());
+    REQUIRE(exit_code == std::optional<int>(0));
+    CHECK(contains(again.out(), "resumed from " + run + "/checkpoint.bin at center version " + std::to_string(saved) + " "));
+    CHECK(read_summary(run)["center_version"].get<std::uint64_t>() > saved);
+    CHECK(checkpoint_version(run + "/checkpoint.bin") > saved);
+}
