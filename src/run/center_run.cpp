@@ -274,6 +274,7 @@ nlohmann::json CenterRun::serve() {
     std::snprintf(fingerprint, sizeof fingerprint, "%016llx", static_cast<unsigned long long>(s.identity.fingerprint));
     extra["fingerprint"] = fingerprint;  // of the agreed settings (run/agreed_settings.hpp)
     extra["security"] = s.config.security.enabled() ? "curve" : "off";
+    extra["device"] = s.config.training.device;  // what the workers were asked to train on
     return s.recorder.finish(wall, wall, stats.total_samples, extra);
 }
 
