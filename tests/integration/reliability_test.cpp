@@ -232,6 +232,8 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     CHECK(contains(first.err() + second.err(), "joining again"));
     const json summary = read_summary(run);
     CAPTURE(summary.dump(2));
+    MESSAGE("checkpoint at version " << saved << " restored; the resumed run ended at version "
+                                      << summary["center_version"] << ", test accuracy " << summary["final_test_accuracy"]);
     CHECK(summary["center_version"].get<std::uint64_t>() > saved);
     CHECK(summary["workers_finished"] == 2);
     CHECK(summary["run_failed"] == false);
