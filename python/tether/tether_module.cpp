@@ -49,6 +49,17 @@ struct Worker {
     py::object owner;
 };
 
+// Joins with the GIL released (joining waits for the center) and keeps `owner` alive as long
+// as the worker. On an exception the GIL is taken back before `owner` is released.
+template <typename Connect>
+std::unique_ptr<Worker> joined(py::object owner, Connect connect) {
+    auto worker = std::make_unique<Worker>();
+    worker->owner = std::move(owner);
+    py::gil_scoped_release unlocked;
+    worker->client = connect();
+    return worker;
+}
+
 py::dict report_dict(const tether::WorkerReport& r) {
     py::dict d;
     d["worker_id"] = r.worker_id;
@@ -109,14 +120,12 @@ PYBIND11_MODULE(_tether, m) {
         [](const std::string& address, py::array array, const std::string& strategy, int workers, int join_timeout_ms,
            int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms, double quorum) {
             float* data = writable_floats(array);
+            const std::size_t count = std::size_t(array.size());
             const auto options = options_from(strategy, workers, "", join_timeout_ms, worker_timeout_ms,
                                               reply_timeout_ms, round_timeout_ms, quorum);
-            auto worker = std::make_unique<Worker>();
-            worker->owner = array;
-            const std::size_t count = std::size_t(array.size());
-            py::gil_scoped_release unlocked;
-            worker->client = tether::WorkerClient::connect(address, options, data, count, tether::Memory::host);
-            return worker;
+            return joined(array, [&] {
+                return tether::WorkerClient::connect(address, options, data, count, tether::Memory::host);
+            });
         },
         py::arg("address"), py::arg("array"), py::arg("strategy"), py::arg("workers"), py::arg("join_timeout_ms"),
         py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"), py::arg("round_timeout_ms"), py::arg("quorum"));
@@ -128,12 +137,10 @@ PYBIND11_MODULE(_tether, m) {
            int round_timeout_ms, double quorum) {
             const auto options = options_from(strategy, workers, "", join_timeout_ms, worker_timeout_ms,
                                               reply_timeout_ms, round_timeout_ms, quorum);
-            auto worker = std::make_unique<Worker>();
-            worker->owner = owner;
-            py::gil_scoped_release unlocked;
-            worker->client = tether::WorkerClient::connect(address, options, reinterpret_cast<float*>(pointer), count,
-                                                           cuda ? tether::Memory::cuda : tether::Memory::host);
-            return worker;
+            return joined(owner, [&] {
+                return tether::WorkerClient::connect(address, options, reinterpret_cast<float*>(pointer), count,
+                                                     cuda ? tether::Memory::cuda : tether::Memory::host);
+            });
         },
         py::arg("address"), py::arg("pointer"), py::arg("count"), py::arg("cuda"), py::arg("owner"), py::arg("strategy"),
         py::arg("workers"), py::arg("join_timeout_ms"), py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"),
@@ -157,12 +164,8 @@ PYBIND11_MODULE(_tether, m) {
             "connect_worker",
             [](tether::CenterService& s, py::array array) {
                 float* data = writable_floats(array);
-                auto worker = std::make_unique<Worker>();
-                worker->owner = array;
                 const std::size_t count = std::size_t(array.size());
-                py::gil_scoped_release unlocked;
-                worker->client = s.connect_worker(data, count, tether::Memory::host);
-                return worker;
+                return joined(array, [&] { return s.connect_worker(data, count, tether::Memory::host); });
             },
             py::arg("array"), "A worker in this process (the center's private inproc:// address works too).");
 
