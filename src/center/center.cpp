@@ -88,6 +88,7 @@ void Center::serve() {
                                      std::to_string(options_.join_timeout_ms) +
                                      " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
         check_liveness();
+        prune_departed();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
         if (started_ && stats_.live_workers() == 0) break;
         if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {

@@ -130,6 +130,7 @@ private:
     std::uint32_t free_worker_id(std::uint32_t preferred) const;
     void answer_heartbeat(Worker& w);
     void forget(Worker& w);
+    void prune_departed();
 
     std::unique_ptr<Endpoint> endpoint_;
     std::unique_ptr<CenterRule> rule_;

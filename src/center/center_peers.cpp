@@ -1,6 +1,7 @@
 // The center's peers: who may join (and take which worker id), who is alive, and the small
 // answers that keep a worker's waits bounded. State for a peer lives from its hello to its bye,
 // loss or refusal, and no longer; the number of peers held at once is capped.
+#include <algorithm>
 #include <set>
 
 #include "center/center.hpp"
@@ -88,6 +89,17 @@ void Center::check_liveness() {
             lose(*w, "sent no exchange for more than " + std::to_string(options_.worker_timeout_ms) +
                          " ms while a synchronous round waited on it (cluster.worker_timeout_ms)");
     }
+}
+
+void Center::prune_departed() {
+    // A departed worker's record is dropped once no round refers to it, so a long run with
+    // many joins and losses keeps only its live peers.
+    workers_.erase(std::remove_if(workers_.begin(), workers_.end(),
+                                  [](const std::unique_ptr<Worker>& w) {
+                                      return (w->state == Worker::State::lost || w->state == Worker::State::finished) &&
+                                             !w->in_round;
+                                  }),
+                   workers_.end());
 }
 
 void Center::lose(Worker& w, const std::string& why) {

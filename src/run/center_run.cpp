@@ -62,8 +62,8 @@ struct CenterRun::State {
     CenterStats previous;
     double previous_wall = 0;
 
-    State(const RunConfig& c, const TrainTestSplit& d, Transport& t, const std::string& directory)
-        : config(c), data(d), transport(t), identity(model_identity(c, *d.train)), recorder(c, directory),
+    State(const RunConfig& c, const TrainTestSplit& d, Transport& t, const std::string& directory, bool resume)
+        : config(c), data(d), transport(t), identity(model_identity(c, *d.train)), recorder(c, directory, resume),
           progress(c.name, double(c.training.epochs), d.train->size()) {}
 
     void evaluate_loop() {
@@ -145,7 +145,7 @@ void secure_center(const RunConfig& config, const std::string& address, Transpor
 
 CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
                      const std::string& address, const std::string& directory, bool resume)
-    : state_(std::make_unique<State>(config, data, transport, directory)) {
+    : state_(std::make_unique<State>(config, data, transport, directory, resume)) {
     State& s = *state_;
     const ClusterConfig& k = config.cluster;
     TransportOptions transport_options;
