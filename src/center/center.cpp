@@ -7,22 +7,10 @@
 #include <stdexcept>
 
 #include "algorithms/vector_math.hpp"
+#include "center/center_worker.hpp"
+#include "center/checkpoint.hpp"
 
 namespace tether {
-
-struct Center::Worker {
-    enum class State { joining, active, finished, lost };
-    std::string peer;
-    std::uint32_t id = 0;
-    State state = State::joining;
-    Clock::time_point last_seen;
-    // The exchange being received: the received frame itself when it came as one shard (the
-    // rule then answers in it, in place), else the shards reassembled here.
-    Payload pending;
-    std::uint32_t shards_received = 0;
-    std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
-    bool in_round = false;
-};
 
 std::uint64_t CenterStats::rejected_total() const {
     std::uint64_t total = 0;
@@ -43,6 +31,7 @@ nlohmann::json CenterStats::to_json() const {
             {"live_workers", live_workers()},
             {"bytes_received", bytes_received},
             {"bytes_sent", bytes_sent},
+            {"replies_dropped", replies_dropped},
             {"mean_staleness", staleness_count ? staleness_sum / double(staleness_count) : 0.0},
             {"max_staleness", staleness_max}};
 }
@@ -61,8 +50,34 @@ Center::Worker* Center::find(const std::string& peer) {
     return it == by_peer_.end() ? nullptr : it->second;
 }
 
+void Center::resume(const Checkpoint& c) {
+    state_.x = c.x;
+    state_.version = c.version;
+    stats_.updates_applied = c.updates_applied;
+    stats_.exchanges = c.exchanges;
+    stats_.rounds = c.rounds;
+    stats_.total_samples = c.total_samples;
+    next_snapshot_samples_ = options_.samples_per_snapshot
+                                 ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
+                                 : 0;
+    resumed_ = true;
+}
+
+Checkpoint Center::checkpoint() const {
+    Checkpoint c;
+    c.fingerprint = options_.fingerprint;
+    c.version = state_.version;
+    c.updates_applied = stats_.updates_applied;
+    c.exchanges = stats_.exchanges;
+    c.rounds = stats_.rounds;
+    c.total_samples = stats_.total_samples;
+    c.x = state_.x;
+    return c;
+}
+
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
+    next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
     std::string peer;
     Frames frames;
     while (!stop_requested_) {
@@ -73,9 +88,15 @@ void Center::serve() {
                                      std::to_string(options_.join_timeout_ms) +
                                      " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
         check_liveness();
+        prune_departed();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
         if (started_ && stats_.live_workers() == 0) break;
+        if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
+            on_checkpoint(checkpoint());
+            next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
+        }
     }
+    if (on_checkpoint) on_checkpoint(checkpoint());
     maybe_snapshot(/*final=*/true);
 }
 
@@ -84,11 +105,25 @@ void Center::handle(const std::string& peer, Frames& frames) {
     const auto header = decode(frames.header.data(), frames.header.size(), reason);
     Worker* w = find(peer);
     stats_.bytes_received += frames.header.size() + frames.payload.size();
+    if (frames.message_bytes > options_.max_message_bytes)
+        return reject(peer, w ? w->id : 0, "message too large",
+                      std::to_string(frames.message_bytes) + " bytes in all frames, at most " +
+                          std::to_string(options_.max_message_bytes));
     if (!header) return reject(peer, w ? w->id : 0, reason, std::to_string(frames.header.size()) + "-byte header");
-    if (header->fingerprint != options_.fingerprint)
-        return reject(peer, header->worker_id, "wrong fingerprint",
-                      "the worker trains a different model or strategy than this center");
+    if (header->fingerprint != options_.fingerprint) {
+        std::string detail = "the worker trains a different model or strategy than this center";
+        if (header->type == MessageType::hello && header->dtype == Dtype::utf8 && options_.explain_mismatch) {
+            const std::string difference =
+                options_.explain_mismatch(std::string(frames.payload.begin(), frames.payload.end()));
+            if (!difference.empty()) detail = "settings differ: " + difference;
+        }
+        return reject(peer, header->worker_id, "wrong fingerprint", detail);
+    }
     if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
+    if (header->type == MessageType::heartbeat && w && w->state == Worker::State::joining) {
+        w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
+        return answer_heartbeat(*w);
+    }
     if (header->type == MessageType::hello) return handle_hello(peer, *header);
     if (!w || w->state == Worker::State::lost || w->state == Worker::State::finished)
         return reject(peer, header->worker_id, "unknown worker", "send hello first");
@@ -97,49 +132,32 @@ void Center::handle(const std::string& peer, Frames& frames) {
     w->last_seen = Clock::now();
     // A worker's sample count comes from messages the center accepts, and it is bounded, so a
     // bad header can move neither the evaluation schedule nor the summary.
-    const std::uint64_t samples = std::min<std::uint64_t>(header->samples, std::uint64_t(1) << 50);
+    const std::uint64_t samples = header->samples;  // validated in count_samples
     switch (header->type) {
         case MessageType::exchange:
             handle_exchange(*w, *header, frames, samples);
             return;
         case MessageType::heartbeat:
             count_samples(*w, samples);
+            answer_heartbeat(*w);
             return maybe_snapshot(false);
         case MessageType::bye:
             count_samples(*w, samples);
             w->state = Worker::State::finished;
             rule_->on_leave(w->id);
-            w->pending = Payload();
             ++stats_.workers_finished;
+            forget(*w);
             if (!round_.empty()) maybe_close_round(false);
             return;
         default: return reject(peer, w->id, "unexpected type", std::string("a worker does not send ") + to_string(header->type));
     }
 }
 
-void Center::handle_hello(const std::string& peer, const Header& h) {
-    if (h.element_count != state_.x.size())
-        return reject(peer, 0, "wrong count",
-                      "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(state_.x.size()));
-    if (find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
-    auto w = std::make_unique<Worker>();
-    w->peer = peer;
-    w->id = std::uint32_t(workers_.size());
-    w->last_seen = Clock::now();
-    by_peer_[peer] = w.get();
-    workers_.push_back(std::move(w));
-    ++stats_.workers_joined;
-    if (started_) return welcome(*workers_.back());  // joining a run in progress: elastic
-    if (stats_.workers_joined < options_.expected_workers) return;
-    started_ = true;
-    for (auto& worker : workers_) welcome(*worker);
-}
-
 void Center::welcome(Worker& w) {
     rule_->on_join(state_, w.id);
     w.state = Worker::State::active;
     w.pull_version = state_.version;
-    w.last_seen = Clock::now();
+    w.last_seen = w.last_exchange = Clock::now();
     Payload center = Payload::allocate(state_.x.size() * sizeof(float));
     std::memcpy(center.data(), state_.x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
@@ -191,6 +209,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     w.bytes_in += frames.header.size() + frames.payload.size();
     if (++w.shards_received == shard_count) {
         w.shards_received = 0;
+        w.last_exchange = Clock::now();
         count_samples(w, samples);
         complete_exchange(w);
     }
@@ -246,7 +265,7 @@ void Center::maybe_close_round(bool deadline_passed) {
     const auto now = Clock::now();
     for (Worker* w : contributors) {
         w->in_round = false;
-        w->last_seen = now;  // it was waiting on us, not silent
+        w->last_seen = w->last_exchange = now;  // it was waiting on us, not silent
         const std::uint64_t before = stats_.bytes_sent;
         send_vector(*w, MessageType::reply, round_reply_, w->sequence);
         if (on_exchange)
@@ -302,33 +321,9 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
         endpoint_->send(peer, header, text.data(), text.size());
         stats_.bytes_sent += header.size() + text.size();
     } catch (const DeliveryError&) {
-        // The sender is gone already; the rejection is counted either way.
+        // Gone, or not reading (the center's sends never wait): counted, never retried.
+        ++stats_.replies_dropped;
     }
-}
-
-void Center::check_liveness() {
-    const auto now = Clock::now();
-    for (auto& w : workers_)
-        if (w->state == Worker::State::active && !w->in_round &&
-            now - w->last_seen > std::chrono::milliseconds(options_.worker_timeout_ms))
-            lose(*w, "silent for more than " + std::to_string(options_.worker_timeout_ms) + " ms (cluster.worker_timeout_ms)");
-}
-
-void Center::lose(Worker& w, const std::string& why) {
-    if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
-    w.state = Worker::State::lost;
-    rule_->on_leave(w.id);
-    w.pending = Payload();
-    ++stats_.workers_lost;
-    std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),
-                 stats_.live_workers());
-    if (!round_.empty()) maybe_close_round(false);
-}
-
-void Center::count_samples(Worker& w, std::uint64_t samples) {
-    if (samples <= w.samples) return;  // a worker's count only grows
-    stats_.total_samples += samples - w.samples;
-    w.samples = samples;
 }
 
 void Center::maybe_snapshot(bool final) {

@@ -24,9 +24,21 @@ struct CenterOptions {
     std::size_t shard_elements = 1 << 20;
     double quorum = 0.5;
     int round_timeout_ms = 30000;
-    int worker_timeout_ms = 20000;
+    int worker_timeout_ms = 10000;
     int join_timeout_ms = 60000;
     std::size_t samples_per_snapshot = 0;  // 0: no periodic snapshots
+    // What no peer may exceed: one message's bytes, all frames together; identities the center
+    // holds state for at once; the samples one worker can have trained (its shard × epochs).
+    std::size_t max_message_bytes = std::size_t(64) << 20;
+    std::size_t max_peers = 256;
+    std::uint64_t max_samples_per_worker = std::uint64_t(1) << 50;
+    // Workers beyond expected_workers may join a run in progress (a lost worker's place may
+    // always be taken again).
+    bool elastic = false;
+    // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names
+    // the first setting that differs; unset: a generic message.
+    std::function<std::string(const std::string& worker_settings)> explain_mismatch;
+    int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
 };
 
 struct CenterStats {
@@ -41,6 +53,9 @@ struct CenterStats {
     std::uint64_t staleness_count = 0;
     std::uint64_t staleness_max = 0;
     std::uint64_t total_samples = 0;
+    // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
+    // center never waits on a peer.
+    std::uint64_t replies_dropped = 0;
 
     std::uint64_t rejected_total() const;
     int live_workers() const { return workers_joined - workers_finished - workers_lost; }
@@ -60,6 +75,8 @@ struct Snapshot {
     CenterStats stats;
 };
 
+struct Checkpoint;  // center/checkpoint.hpp
+
 class Center {
 public:
     Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
@@ -71,10 +88,17 @@ public:
     // Throws when not all expected workers join within join_timeout_ms.
     void serve();
     void stop() { stop_requested_ = true; }
+    // Goes on from a checkpoint (center/checkpoint.hpp): x~, its version and the counters. A
+    // resumed center welcomes each worker as it (re)joins instead of waiting for all of them.
+    void resume(const Checkpoint& checkpoint);
+    // What resume() takes: x~, its version, the counters, and the fingerprint they belong to.
+    Checkpoint checkpoint() const;
 
     // Called on the center's thread; keep them short (copy and hand off).
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
+    // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.
+    std::function<void(const Checkpoint&)> on_checkpoint;
 
     const CenterStats& stats() const { return stats_; }
     // Safe from any thread, for progress displays: samples reported so far, and the version.
@@ -102,6 +126,11 @@ private:
     void count_samples(Worker& w, std::uint64_t samples);
     void maybe_snapshot(bool final);
     Worker* find(const std::string& peer);
+    // center_peers.cpp: who may join, who is alive, and the answers that keep workers' waits short.
+    std::uint32_t free_worker_id(std::uint32_t preferred) const;
+    void answer_heartbeat(Worker& w);
+    void forget(Worker& w);
+    void prune_departed();
 
     std::unique_ptr<Endpoint> endpoint_;
     std::unique_ptr<CenterRule> rule_;
@@ -112,7 +141,8 @@ private:
     std::map<std::string, Worker*> by_peer_;
     std::vector<Worker*> round_;  // contributors of the open synchronous round
     Clock::time_point round_opened_;
-    bool started_ = false;
+    bool started_ = false, resumed_ = false;
+    Clock::time_point next_checkpoint_;
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;

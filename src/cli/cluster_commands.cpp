@@ -14,6 +14,7 @@
 #include "run/center_run.hpp"
 #include "run/run.hpp"
 #include "run/run_recorder.hpp"
+#include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "util/errors.hpp"
 
@@ -23,7 +24,7 @@ namespace tether::cli {
 namespace {
 
 struct Common {
-    std::string config_path, address, out;
+    std::string config_path, address, out, resume;
     std::vector<std::string> overrides;
 };
 
@@ -36,12 +37,19 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
     options.add_options()("out", po::value(&c.out), std::string(address_flag) == "bind"
                                                         ? "run directory (default runs/<name>-<timestamp>/)"
                                                         : "run directory when this process is rank 0 under a launcher");
+    if (std::string(address_flag) == "bind")
+        options.add_options()("resume", po::value(&c.resume),
+                              "go on from RUN_DIR/checkpoint.bin (config from RUN_DIR/config.json unless --config)");
     po::variables_map vm;
     po::store(po::command_line_parser(arguments).options(options).run(), vm);
     po::notify(vm);
     if (vm.count("help")) {
         std::cout << options << "\n";
         return false;
+    }
+    if (!c.resume.empty()) {
+        if (c.config_path.empty()) c.config_path = c.resume + "/config.json";
+        if (c.out.empty()) c.out = c.resume;
     }
     if (c.config_path.empty()) throw po::error(std::string(usage) + ": --config is required");
     if (c.address.empty()) throw po::error(std::string(usage) + ": --" + address_flag + " is required");
@@ -65,23 +73,25 @@ int serve(const Common& c) {
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
-    CenterRun center(config, data, *transport, c.address, directory);
+    CenterRun center(config, data, *transport, c.address, directory, !c.resume.empty());
     std::printf("center listening at %s, waiting for %lld workers\n", center.address().c_str(),
                 static_cast<long long>(config.cluster.workers));
     std::fflush(stdout);
-    const nlohmann::json summary = center.serve();
+    nlohmann::json summary = center.serve();
+    judge_run(summary, config.cluster, {});
+    write_json_file(directory + "/summary.json", summary);
     std::printf("final test accuracy %.2f%% (best %.2f%%), %d workers lost, %llu messages rejected; run directory %s\n",
                 100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
                 summary.value("workers_lost", 0), static_cast<unsigned long long>(summary.value("rejected_messages", 0ull)),
                 directory.c_str());
-    return 0;
+    return report_verdict(summary);
 }
 
 }  // namespace
 
 int server_command(const std::vector<std::string>& arguments) {
     Common c;
-    if (!parse(arguments, "tether server --config C --bind tcp://*:PORT [--out DIR] [--set K=V]...", "bind",
+    if (!parse(arguments, "tether server --config C --bind tcp://*:PORT [--out DIR] [--resume RUN_DIR] [--set K=V]...", "bind",
                "address to bind, e.g. tcp://*:5555 (tcp://127.0.0.1:* lets the OS pick a port)", c))
         return 0;
     return serve(c);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -14,10 +16,15 @@ namespace tether::cli {
 bool parse_arguments(const std::vector<std::string>& arguments, boost::program_options::options_description& options,
                      const char* positional);
 
+// Prints why a run failed (summary.json's run_failed, failure_reason, worker_failures) and
+// returns the exit code: 1 for a failed run, 0 otherwise.
+int report_verdict(const nlohmann::json& summary);
+
 // Each command takes the arguments after its name and returns the process exit code.
 int run_command(const std::vector<std::string>& arguments);
 int server_command(const std::vector<std::string>& arguments);
 int worker_command(const std::vector<std::string>& arguments);
 int sweep_command(const std::vector<std::string>& arguments);
+int keygen_command(const std::vector<std::string>& arguments);
 
 }  // namespace tether::cli

@@ -24,6 +24,7 @@ const char* kUsage =
     "  tether sweep SWEEP.json [--out DIR] [--jobs K]           a grid of runs, resumable, with summaries\n"
     "  tether server --config C --bind tcp://*:PORT [--out DIR] the center of a multi-process run\n"
     "  tether worker --config C --connect tcp://HOST:PORT       one worker (under mpirun/srun, rank 0 serves)\n"
+    "  tether keygen --out PREFIX                               a CURVE key pair: PREFIX.pub, PREFIX.key\n"
     "  tether version                                           print version and build\n"
     "  tether config-keys                                       every config key, default and range (JSON lines)\n"
     "  tether COMMAND --help                                    options of one command\n"
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
         if (command == "server") return tether::cli::server_command(rest);
         if (command == "sweep") return tether::cli::sweep_command(rest);
         if (command == "worker") return tether::cli::worker_command(rest);
+        if (command == "keygen") return tether::cli::keygen_command(rest);
         std::fprintf(stderr, "tether: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
         return 2;
     } catch (const tether::ConfigError& e) {

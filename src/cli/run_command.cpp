@@ -26,25 +26,38 @@ bool parse_arguments(const std::vector<std::string>& arguments, po::options_desc
     return true;
 }
 
+int report_verdict(const nlohmann::json& summary) {
+    if (!summary.value("run_failed", false)) return 0;
+    std::fprintf(stderr, "tether: run FAILED: %s\n", summary.value("failure_reason", std::string("unknown")).c_str());
+    for (const auto& f : summary.value("worker_failures", nlohmann::json::array()))
+        std::fprintf(stderr, "  worker %d: %s\n", f.value("worker", -1), f.value("reason", std::string()).c_str());
+    return 1;
+}
+
 int run_command(const std::vector<std::string>& arguments) {
     po::options_description options("tether run CONFIG.json [options]");
-    std::string config_path, out;
+    std::string config_path, out, resume;
     std::vector<std::string> overrides;
     options.add_options()("help,h", "show this help")(
         "set", po::value(&overrides)->composing(), "override a config key: --set training.epochs=5 (repeatable)")(
         "out", po::value(&out), "run directory (default runs/<name>-<timestamp>/)")(
-        "config", po::value(&config_path), "the config file (positional)");
+        "config", po::value(&config_path), "the config file (positional)")(
+        "resume", po::value(&resume), "go on from RUN_DIR/checkpoint.bin, in RUN_DIR (config from RUN_DIR/config.json unless given)");
     if (!parse_arguments(arguments, options, "config")) return 0;
+    if (!resume.empty()) {
+        if (config_path.empty()) config_path = resume + "/config.json";
+        if (out.empty()) out = resume;
+    }
     if (config_path.empty()) throw po::error("tether run needs a config file: tether run CONFIG.json");
 
     const RunConfig config = load_config(config_path, overrides);
     const std::string directory = out.empty() ? default_run_directory(config.name) : out;
-    const nlohmann::json summary = run_experiment(config, directory);
+    const nlohmann::json summary = run_experiment(config, directory, !resume.empty());
     std::printf("final test accuracy %.2f%% (best %.2f%%), %.0f samples/s, %.1f s; run directory %s\n",
                 100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
                 summary.value("samples_per_second", 0.0), summary.value("wall_seconds", 0.0), directory.c_str());
     std::printf("plots: /usr/bin/python3 experiments/plot.py %s\n", directory.c_str());
-    return 0;
+    return report_verdict(summary);
 }
 
 }  // namespace tether::cli

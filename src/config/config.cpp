@@ -102,15 +102,39 @@ ClusterConfig parse_cluster(JsonReader r) {
     k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
     k.shard_elements = r.integer("shard_elements", k.shard_elements, 1, 1 << 24);
     k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
+    k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
+    k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
+    k.elastic = r.boolean("elastic", k.elastic);
+    k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
     if (k.step_delay_ms.size() > std::size_t(k.workers))
         throw ConfigError("cluster.step_delay_ms: " + std::to_string(k.step_delay_ms.size()) + " delays for " +
                           std::to_string(k.workers) + " workers (cluster.workers); give at most one per worker");
     r.finish();
+    if (k.max_peers < k.workers)
+        throw ConfigError("cluster.max_peers: " + std::to_string(k.max_peers) + " is less than cluster.workers (" +
+                          std::to_string(k.workers) + "); the center must be able to hold every worker");
     if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
         throw ConfigError("cluster.heartbeat_ms: " + std::to_string(k.heartbeat_ms) +
                           " must be at most half of cluster.worker_timeout_ms (" + std::to_string(k.worker_timeout_ms) +
                           "), or live workers would be counted lost");
     return k;
+}
+
+SecurityConfig parse_security(JsonReader r) {
+    SecurityConfig s;
+    s.center_public_key = r.string("center_public_key", s.center_public_key);
+    s.center_secret_key = r.string("center_secret_key", s.center_secret_key);
+    s.worker_public_key = r.string("worker_public_key", s.worker_public_key);
+    s.worker_secret_key = r.string("worker_secret_key", s.worker_secret_key);
+    s.authorized_workers = r.string("authorized_workers", s.authorized_workers);
+    r.finish();
+    // Which files each side needs is checked where the keys are loaded (security/curve_keys):
+    // one config serves the center and the workers, each holding only its own secret.
+    if (!s.enabled() && (!s.center_secret_key.empty() || !s.worker_public_key.empty() ||
+                         !s.worker_secret_key.empty() || !s.authorized_workers.empty()))
+        throw ConfigError("security.center_public_key: empty while other security.* keys are set; CURVE is on only "
+                          "when the center's public key file is given (tether keygen writes one)");
+    return s;
 }
 
 }  // namespace
@@ -126,6 +150,7 @@ RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
     c.training = parse_training(root.object("training"));
     c.eval = parse_eval(root.object("eval"));
     c.cluster = parse_cluster(root.object("cluster"));
+    c.security = parse_security(root.object("security"));
     {
         // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N.
         JsonReader s = root.object("strategy");

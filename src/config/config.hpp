@@ -73,14 +73,32 @@ struct ClusterConfig {
     std::string endpoint;             // "" = inproc:// (embedded) or tcp://127.0.0.1:* (local)
     double quorum = 0.5;              // share of live workers that closes a round at its deadline
     std::int64_t round_timeout_ms = 30000;
-    std::int64_t worker_timeout_ms = 20000;  // silence after which a worker is counted lost
-    std::int64_t heartbeat_ms = 1000;
+    std::int64_t worker_timeout_ms = 10000;  // silence after which a worker (or the center) counts as lost
+    std::int64_t heartbeat_ms = 2000;
     std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
     std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
     std::int64_t shard_elements = 1 << 20;   // largest payload of one message (4 MiB of float32)
     // Extra milliseconds worker k sleeps after each local step (entry k; missing entries 0):
     // simulated stragglers, to study strategies with workers of unequal speed.
     std::vector<std::int64_t> step_delay_ms;
+    // A run in which more than this share of the workers failed (diverged, crashed, lost)
+    // exits 1, as does a run in which no update reached x~.
+    double max_failed_share = 0.5;
+    std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
+    bool elastic = false;                  // workers beyond cluster.workers may join mid-run
+    std::int64_t max_peers = 256;          // identities the center keeps state for at once
+};
+
+// CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when
+// center_public_key is empty. Key files hold one Z85 key (40 characters), as `tether keygen`
+// writes them.
+struct SecurityConfig {
+    std::string center_public_key;   // both sides: the center's public key file
+    std::string center_secret_key;   // center: its secret key file
+    std::string worker_public_key;   // worker: its own key pair
+    std::string worker_secret_key;
+    std::string authorized_workers;  // center: file of allowed worker public keys, one per line
+    bool enabled() const { return !center_public_key.empty(); }
 };
 
 struct RunConfig {
@@ -91,6 +109,7 @@ struct RunConfig {
     EvalConfig eval;
     StrategyConfig strategy;
     ClusterConfig cluster;
+    SecurityConfig security;
 
     nlohmann::json resolved;  // every key with its value, defaults filled in
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -13,8 +14,12 @@
 #include "backend/device_choice.hpp"
 #include "backend/float_mode.hpp"
 #include "center/center.hpp"
+#include "center/checkpoint.hpp"
 #include "protocol/header.hpp"
+#include "run/agreed_settings.hpp"
 #include "run/progress.hpp"
+#include "transport/curve_keys.hpp"
+#include "util/errors.hpp"
 #include "run/run_recorder.hpp"
 #include "train/evaluator.hpp"
 #include "train/local_trainer.hpp"
@@ -28,7 +33,8 @@ ModelIdentity model_identity(const RunConfig& config, const Dataset& train) {
     auto model = make_model(config, *backend, train);
     ModelIdentity id;
     id.num_parameters = model->num_parameters();
-    id.fingerprint = fingerprint(id.num_parameters, model->layer_sizes(), config.strategy.name);
+    id.agreed = agreed_settings(config, model->layer_sizes(), id.num_parameters);
+    id.fingerprint = settings_fingerprint(id.agreed);
     id.initial.resize(id.num_parameters);
     model->initialize(id.initial.data(), std::uint64_t(config.training.seed));
     id.description = model->description();
@@ -40,6 +46,7 @@ ModelIdentity model_identity(const RunConfig& config, const Dataset& train) {
 struct CenterRun::State {
     const RunConfig& config;
     TrainTestSplit data;
+    Transport& transport;
     ModelIdentity identity;
     std::unique_ptr<Center> center;
     RunRecorder recorder;
@@ -56,8 +63,8 @@ struct CenterRun::State {
     CenterStats previous;
     double previous_wall = 0;
 
-    State(const RunConfig& c, const TrainTestSplit& d, const std::string& directory)
-        : config(c), data(d), identity(model_identity(c, *d.train)), recorder(c, directory),
+    State(const RunConfig& c, const TrainTestSplit& d, Transport& t, const std::string& directory, bool resume)
+        : config(c), data(d), transport(t), identity(model_identity(c, *d.train)), recorder(c, directory, resume),
           progress(c.name, double(c.training.epochs), d.train->size()) {}
 
     void evaluate_loop() {
@@ -100,14 +107,66 @@ struct CenterRun::State {
     }
 };
 
+namespace {
+
+bool is_loopback(const std::string& address) {
+    if (address.rfind("tcp://", 0) != 0) return true;  // inproc:// and ipc:// stay on this host
+    const std::string host = address.substr(6, address.rfind(':') - 6);
+    return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+// CURVE on the center's endpoint when security.* says so; a warning when a center reachable
+// from other hosts runs without it.
+void secure_center(const RunConfig& config, const std::string& address, Transport& transport, TransportOptions& options) {
+    const SecurityConfig& sec = config.security;
+    if (!sec.enabled()) {
+        if (!is_loopback(address))
+            std::fprintf(stderr,
+                         "tether: WARNING: the center binds %s without security: anyone who can reach it can join and "
+                         "move x~. Set security.* (tether keygen; see docs/architecture.md#security)\n",
+                         address.c_str());
+        return;
+    }
+    if (address.rfind("inproc://", 0) == 0) return;  // one process: nothing to authenticate
+    if (!curve_available()) throw ConfigError("security.center_public_key: set, but this libzmq has no CURVE support");
+    if (sec.center_secret_key.empty())
+        throw ConfigError("security.center_secret_key: the center needs its secret key file (tether keygen writes one)");
+    if (sec.authorized_workers.empty())
+        throw ConfigError("security.authorized_workers: the center needs the file of allowed worker public keys");
+    const std::string secret = read_curve_key(sec.center_secret_key, "security.center_secret_key");
+    const std::string expected = read_curve_key(sec.center_public_key, "security.center_public_key");
+    if (curve_public_key_of(secret) != expected)
+        throw ConfigError("security.center_secret_key: \"" + sec.center_secret_key + "\" is not the secret key of the public key in \"" +
+                          sec.center_public_key + "\" (security.center_public_key)");
+    transport.require_authentication(read_curve_allowlist(sec.authorized_workers, "security.authorized_workers"));
+    options.curve_server_secret = secret;
+}
+
+}  // namespace
+
 CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
-                     const std::string& address, const std::string& directory)
-    : state_(std::make_unique<State>(config, data, directory)) {
+                     const std::string& address, const std::string& directory, bool resume)
+    : state_(std::make_unique<State>(config, data, transport, directory, resume)) {
     State& s = *state_;
     const ClusterConfig& k = config.cluster;
     TransportOptions transport_options;
     transport_options.max_message_bytes = kHeaderBytes + std::size_t(k.shard_elements) * sizeof(float) + 4096;
+    // The center never waits on a peer: a reply that cannot be queued at once is dropped and
+    // counted (rejections, heartbeat answers) or costs that worker its place (data replies).
+    transport_options.send_timeout_ms = 0;
+    transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
+    secure_center(config, address, transport, transport_options);
     CenterOptions options;
+    options.max_message_bytes = transport_options.max_message_bytes;
+    options.max_peers = std::size_t(k.max_peers);
+    options.elastic = k.elastic;
+    // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
+    options.max_samples_per_worker = std::uint64_t(config.training.epochs) *
+                                     ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
+    options.explain_mismatch = [agreed = s.identity.agreed](const std::string& worker_settings) {
+        const auto theirs = nlohmann::json::parse(worker_settings, nullptr, /*allow_exceptions=*/false);
+        return theirs.is_discarded() ? std::string() : first_difference(agreed, theirs);
+    };
     options.expected_workers = int(k.workers);
     options.fingerprint = s.identity.fingerprint;
     options.shard_elements = std::size_t(k.shard_elements);
@@ -116,9 +175,29 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     options.worker_timeout_ms = int(k.worker_timeout_ms);
     options.join_timeout_ms = int(k.join_timeout_ms);
     options.samples_per_snapshot = data.train->size() / std::size_t(config.eval.per_epoch);
+    options.checkpoint_ms = int(std::min<std::int64_t>(k.checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
     const StrategyContext context{int(k.workers), s.identity.num_parameters};
     s.center = std::make_unique<Center>(transport.bind(address, transport_options),
                                         config.strategy.rule->make_center_rule(context), s.identity.initial, options);
+    const std::string checkpoint_path = s.recorder.directory() + "/checkpoint.bin";
+    if (resume) {
+        const Checkpoint checkpoint = read_checkpoint(checkpoint_path);
+        if (checkpoint.fingerprint != s.identity.fingerprint || checkpoint.x.size() != s.identity.num_parameters)
+            throw ConfigError(checkpoint_path + ": written by a run with other settings (model, strategy, cluster.workers, "
+                              "cluster.shard_elements or data); resume it with the config in its run directory");
+        s.center->resume(checkpoint);
+        std::printf("resumed from %s at center version %llu (%llu samples)\n", checkpoint_path.c_str(),
+                    static_cast<unsigned long long>(checkpoint.version),
+                    static_cast<unsigned long long>(checkpoint.total_samples));
+    }
+    s.center->on_checkpoint = [checkpoint_path](const Checkpoint& c) {
+        try {
+            write_checkpoint(checkpoint_path, c);
+        } catch (const std::exception& e) {
+            // A full disk must not end the run: the previous checkpoint stays in place.
+            std::fprintf(stderr, "center: checkpoint not written: %s\n", e.what());
+        }
+    };
     s.eval_backend = make_backend(choose_backend(config.training.eval_device, 1, 0));
     s.test_eval = std::make_unique<Evaluator>(config, *s.eval_backend, data.test, std::size_t(config.eval.test_samples));
     // The center's training loss is measured on a fixed slice of the training set.
@@ -192,6 +271,11 @@ nlohmann::json CenterRun::serve() {
     extra["model"] = s.identity.description;
     extra["parameters"] = s.identity.num_parameters;
     extra["mode"] = s.config.cluster.mode;
+    extra["refused_handshakes"] = s.transport.refused_handshakes();
+    char fingerprint[17];
+    std::snprintf(fingerprint, sizeof fingerprint, "%016llx", static_cast<unsigned long long>(s.identity.fingerprint));
+    extra["fingerprint"] = fingerprint;  // of the agreed settings (run/agreed_settings.hpp)
+    extra["security"] = s.config.security.enabled() ? "curve" : "off";
     extra["device"] = s.config.training.device;  // what the workers were asked to train on
     return s.recorder.finish(wall, wall, stats.total_samples, extra);
 }

@@ -17,8 +17,10 @@ namespace tether {
 class CenterRun {
 public:
     // Binds `address` on `transport`; the address workers should use is address().
+    // Writes directory/checkpoint.bin every cluster.checkpoint_seconds and at the end; with
+    // `resume`, starts from the checkpoint already there (x~, version, counters).
     CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport, const std::string& address,
-              const std::string& directory);
+              const std::string& directory, bool resume = false);
     ~CenterRun();
 
     std::string address() const;
@@ -33,10 +35,12 @@ private:
     std::unique_ptr<State> state_;
 };
 
-// What the model of a config looks like to the protocol: its size and fingerprint, and the
-// seeded starting point x~(0) that every worker also starts from.
+// What the model of a config looks like to the protocol: its size, the settings both sides
+// must agree on and their fingerprint, and the seeded starting point x~(0) that every worker
+// also starts from.
 struct ModelIdentity {
     std::size_t num_parameters = 0;
+    nlohmann::json agreed;  // run/agreed_settings.hpp
     std::uint64_t fingerprint = 0;
     std::vector<float> initial;
     std::string description;

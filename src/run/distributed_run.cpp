@@ -20,6 +20,7 @@
 #include "run/center_run.hpp"
 #include "run/run.hpp"
 #include "run/run_recorder.hpp"
+#include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "util/errors.hpp"
 #include "util/spawn.hpp"
@@ -33,7 +34,7 @@ std::string unique_inproc_address() {
     return "inproc://tether-center-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
-nlohmann::json run_embedded(const RunConfig& config, const std::string& directory) {
+nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
     // OpenBLAS has one process-wide thread count: shared by N workers it would oversubscribe.
@@ -46,7 +47,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string address = config.cluster.endpoint.empty() ? unique_inproc_address() : config.cluster.endpoint;
-    CenterRun center(config, data, *transport, address, directory);
+    CenterRun center(config, data, *transport, address, directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
@@ -57,7 +58,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
         }
     });
     std::vector<std::thread> pool;
-    std::atomic<int> failed{0};
+    std::vector<WorkerFailure> failures;
     std::mutex config_error_mutex;
     std::exception_ptr config_error;
     for (int i = 0; i < workers; ++i)
@@ -71,8 +72,9 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
                 if (!config_error) config_error = std::current_exception();
                 center.stop();
             } catch (const std::exception& e) {
-                ++failed;
                 std::fprintf(stderr, "worker %d failed: %s\n", i, e.what());
+                std::lock_guard<std::mutex> lock(config_error_mutex);
+                failures.push_back({i, e.what()});
             }
         });
     // Once the center is done nobody answers: a worker counted lost but still running (it
@@ -86,17 +88,17 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
         std::rethrow_exception(config_error);
     }
     if (center_failure) std::rethrow_exception(center_failure);
-    summary["failed_workers"] = failed.load();
+    judge_run(summary, config.cluster, failures);
     write_json_file(directory + "/summary.json", summary);
     return summary;
 }
 
-nlohmann::json run_local(const RunConfig& config, const std::string& directory) {
+nlohmann::json run_local(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string address = config.cluster.endpoint.empty() ? "tcp://127.0.0.1:*" : config.cluster.endpoint;
-    CenterRun center(config, data, *transport, address, directory);  // writes directory/config.json
+    CenterRun center(config, data, *transport, address, directory, resume);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";
     // The children share this host: each takes its share of the cores. A launcher's rank
@@ -112,10 +114,8 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
             children.push_back(spawn_logged({self, "worker", "--config", config_path, "--connect", center.address(), "--set", threads},
                                             directory + "/worker-" + std::to_string(i) + ".log", is_launcher_rank_variable));
         } catch (const std::exception&) {
-            for (pid_t started : children) {  // do not leave the others waiting for a center
-                ::kill(started, SIGTERM);
-                ::waitpid(started, nullptr, 0);
-            }
+            for (pid_t started : children)  // do not leave the others waiting for a center
+                wait_or_kill(started, std::chrono::steady_clock::now());
             throw;
         }
     }
@@ -127,40 +127,42 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory) 
     } catch (...) {
         failure = std::current_exception();
     }
-    // Children still running once the center is done (a worker counted lost that still trains)
-    // get a grace period to say bye, then SIGTERM: nobody would answer them any more.
+    // Children still running once the center is done (a worker counted lost that still trains,
+    // or one stopped with SIGSTOP) get a grace period to say bye, then SIGTERM, then SIGKILL:
+    // nobody would answer them any more, and the run must end.
     nlohmann::json exits = nlohmann::json::array();
+    std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(failure ? 0 : 10);
-    for (pid_t pid : children) {
-        int status = 0;
-        while (::waitpid(pid, &status, WNOHANG) == 0) {
-            if (std::chrono::steady_clock::now() >= grace_end) {
-                ::kill(pid, SIGTERM);
-                ::waitpid(pid, &status, 0);
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        exits.push_back(WIFEXITED(status) ? nlohmann::json(WEXITSTATUS(status))
-                                          : nlohmann::json("signal " + std::to_string(WTERMSIG(status))));
+    for (std::size_t i = 0; i < children.size(); ++i) {
+        const std::string exit = wait_or_kill(children[i], grace_end);
+        exits.push_back(exit.rfind("signal", 0) == 0 ? nlohmann::json(exit) : nlohmann::json(std::stoi(exit)));
+        if (exit == "0") continue;
+        const std::string log = directory + "/worker-" + std::to_string(i) + ".log";
+        std::string reason = last_error_line(log);
+        if (reason.empty()) reason = exit.rfind("signal", 0) == 0 ? "ended by " + exit : "exit code " + exit;
+        failures.push_back({int(i), reason});
     }
     if (failure) std::rethrow_exception(failure);
     summary["worker_exit_status"] = exits;
+    judge_run(summary, config.cluster, failures);
     write_json_file(directory + "/summary.json", summary);
     return summary;
 }
 
 }  // namespace
 
-nlohmann::json run_experiment(const RunConfig& config, const std::string& directory) {
+nlohmann::json run_experiment(const RunConfig& config, const std::string& directory, bool resume) {
     // Errors the user must fix surface before anything starts, not as a failing worker.
     for (const auto& device : {config.training.device, config.training.eval_device})
         if (device.rfind("cuda", 0) == 0) make_backend(choose_backend(device, 1, 0));
     if (config.data.source == "synthetic" && config.data.train_samples < config.cluster.workers)
         throw ConfigError("data.train_samples: " + std::to_string(config.data.train_samples) + " samples cannot be split over " +
                           std::to_string(config.cluster.workers) + " workers (cluster.workers); every worker needs at least one");
-    if (!config.strategy.rule->uses_center()) return run_sequential(config, directory);
-    return config.cluster.mode == "local" ? run_local(config, directory) : run_embedded(config, directory);
+    if (!config.strategy.rule->uses_center()) {
+        if (resume) throw ConfigError("--resume: strategy.name \"sequential\" has no center and writes no checkpoint");
+        return run_sequential(config, directory);
+    }
+    return config.cluster.mode == "local" ? run_local(config, directory, resume) : run_embedded(config, directory, resume);
 }
 
 }  // namespace tether

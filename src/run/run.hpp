@@ -10,7 +10,8 @@
 namespace tether {
 
 // Trains as the config says, writes the run directory `directory` and returns the summary.
-nlohmann::json run_experiment(const RunConfig& config, const std::string& directory);
+// With `resume`, the center starts from directory/checkpoint.bin (distributed strategies only).
+nlohmann::json run_experiment(const RunConfig& config, const std::string& directory, bool resume = false);
 
 // One worker, no center: the reference every distributed strategy is compared with.
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory);

@@ -27,13 +27,13 @@ void write_json_file(const std::string& path, const json& value) {
     if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
-RunRecorder::RunRecorder(const RunConfig& config, std::string directory)
+RunRecorder::RunRecorder(const RunConfig& config, std::string directory, bool resuming)
     : config_(config), directory_(std::move(directory)), provenance_(current_provenance()) {
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
     if (error) throw std::runtime_error(directory_ + ": cannot create the run directory: " + error.message());
     write_json_file(directory_ + "/config.json", config.resolved);
-    metrics_.open(directory_ + "/metrics.jsonl");
+    metrics_.open(directory_ + "/metrics.jsonl", resuming ? std::ios::app : std::ios::trunc);
     if (!metrics_) throw std::runtime_error(directory_ + "/metrics.jsonl: cannot write");
 }
 

@@ -33,7 +33,8 @@ std::string default_run_directory(const std::string& name);
 
 class RunRecorder {
 public:
-    RunRecorder(const RunConfig& config, std::string directory);
+    // `resuming`: metrics.jsonl is appended to (the run goes on from a checkpoint), not restarted.
+    RunRecorder(const RunConfig& config, std::string directory, bool resuming = false);
 
     const std::string& directory() const { return directory_; }
     void record(const EvaluationPoint& point);

@@ -7,6 +7,8 @@
 #include "backend/device_choice.hpp"
 #include "run/center_run.hpp"
 #include "train/local_trainer.hpp"
+#include "transport/curve_keys.hpp"
+#include "util/errors.hpp"
 
 namespace tether {
 
@@ -22,11 +24,25 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     options.join_timeout_ms = int(k.join_timeout_ms);
     options.reply_timeout_ms = int(k.reply_timeout_ms);
     options.heartbeat_ms = int(k.heartbeat_ms);
+    options.center_timeout_ms = int(k.worker_timeout_ms);
+    options.agreed_settings = model.agreed.dump();
     options.epochs = std::size_t(config.training.epochs);
     options.step_delay_ms = k.step_delay_ms;
     options.communication_window = config.strategy.rule->communication_window();
     options.center_address = address;
-    WorkerNode node(transport.connect(address, identity, TransportOptions{}), options, model.num_parameters);
+    TransportOptions transport_options;
+    transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
+    transport_options.send_timeout_ms = int(k.worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
+    const SecurityConfig& sec = config.security;
+    if (sec.enabled() && address.rfind("inproc://", 0) != 0) {
+        if (sec.worker_public_key.empty() || sec.worker_secret_key.empty())
+            throw ConfigError("security.worker_public_key / security.worker_secret_key: a worker needs its own key pair "
+                              "when security.center_public_key is set (tether keygen writes one)");
+        transport_options.curve_server_public = read_curve_key(sec.center_public_key, "security.center_public_key");
+        transport_options.curve_client_public = read_curve_key(sec.worker_public_key, "security.worker_public_key");
+        transport_options.curve_client_secret = read_curve_key(sec.worker_secret_key, "security.worker_secret_key");
+    }
+    WorkerNode node(transport.connect(address, identity, transport_options), options, model.num_parameters);
     const Welcome welcome = node.join();
     // One GPU per worker: under a launcher the ranks of a host share its GPUs by local rank;
     // otherwise (local and embedded runs) by worker index.

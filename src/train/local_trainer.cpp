@@ -1,5 +1,6 @@
 #include "train/local_trainer.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "model/layer_model.hpp"
@@ -61,6 +62,10 @@ double LocalTrainer::step() {
     cursor_ += rows;
     const Batch batch{inputs_.data(), labels_.data(), int(rows)};
     const double loss = model_->evaluate_with_gradient(parameters_.data(), batch, gradient_.data());
+    // Non-finite parameters (a diverging optimizer, or a huge update from the center) show up
+    // here as a non-finite loss: stop now, by name, rather than train on garbage.
+    if (!std::isfinite(loss))
+        throw DivergedError("diverged at step " + std::to_string(steps_taken_ + 1) + " (loss " + std::to_string(loss) + ")");
     optimizer_->step(parameters_.data(), gradient_.data());
     samples_seen_ += rows;
     ++steps_taken_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ struct Frames {
     std::vector<std::uint8_t> header;
     Payload payload;
     std::size_t extra_frames = 0;  // frames beyond the two expected (a malformed message)
+    // Bytes of all frames together. Frames past the expected ones are read and freed at once,
+    // so a message of many frames costs one frame of memory here; the center refuses a message
+    // whose total exceeds its cap (ZeroMQ's maxmsgsize bounds one frame only).
+    std::size_t message_bytes = 0;
 };
 
 // A send that could not be delivered: the peer is gone, or it stopped reading and its queue
@@ -37,6 +42,9 @@ public:
     virtual void send(const std::vector<std::uint8_t>& header, const Payload& payload) = 0;
     // Waits up to timeout_ms (< 0: forever); false on timeout.
     virtual bool receive(Frames& frames, int timeout_ms) = 0;
+    // Drops whatever is still queued when the channel closes (normally kept for a while, so
+    // that a last bye leaves).
+    virtual void abandon() = 0;
 };
 
 class Endpoint {
@@ -59,6 +67,11 @@ struct TransportOptions {
     std::size_t max_message_bytes = 64u << 20;  // the center refuses anything larger
     int heartbeat_interval_ms = 1000;            // ZMTP heartbeats (connection level)
     int heartbeat_timeout_ms = 10000;
+    // CURVE (Z85 keys; empty: off, and always off for inproc://, which has no handshake). The
+    // center sets its secret key (and its transport's allowlist, require_authentication); a
+    // worker sets the center's public key and its own pair.
+    std::string curve_server_secret;
+    std::string curve_server_public, curve_client_public, curve_client_secret;
 };
 
 // Owns the ZeroMQ context; inproc:// endpoints only reach channels of the same Transport.
@@ -70,6 +83,11 @@ public:
                                              const TransportOptions& options) = 0;
     // Unblocks every socket of this transport (they then throw); for shutting down.
     virtual void shutdown() = 0;
+    // Starts the ZAP handler (transport/zap_handler.hpp) with the worker public keys (Z85) that
+    // may complete a CURVE handshake with this transport's endpoints. Call before bind().
+    virtual void require_authentication(std::set<std::string> allowed_public_keys) = 0;
+    // CURVE handshakes refused so far (keys not in the allowlist).
+    virtual std::uint64_t refused_handshakes() const = 0;
 };
 
 std::shared_ptr<Transport> make_zmq_transport();

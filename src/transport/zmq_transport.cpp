@@ -3,11 +3,13 @@
 // a send timeout turns a full queue (EAGAIN) into an error instead of a silent drop.
 #include <zmq.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
 #include "transport/transport.hpp"
+#include "transport/zap_handler.hpp"
 
 namespace tether {
 namespace {
@@ -23,18 +25,40 @@ void apply_common(zmq::socket_t& s, const TransportOptions& o) {
 
 bool wait_readable(zmq::socket_t& socket, int timeout_ms);
 
-// Receives the rest of a multipart message whose first part is in parts.back().
-void receive_more(zmq::socket_t& socket, std::vector<zmq::message_t>& parts) {
-    while (parts.back().more()) {
-        parts.emplace_back();
-        (void)socket.recv(parts.back(), zmq::recv_flags::none);  // the rest of a message arrives with its first part
+// Parts kept of one message: routing id, header, payload and one more, enough to see that a
+// message has extra frames. Later parts are received and freed one by one.
+constexpr std::size_t kPartsKept = 4;
+
+// Receives the rest of a multipart message whose first part is in parts.back(); returns the
+// bytes of all its parts and the number of parts it dropped unread beyond kPartsKept.
+std::size_t receive_more(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, std::size_t& dropped) {
+    std::size_t bytes = parts.back().size();
+    dropped = 0;
+    zmq::message_t scratch;
+    bool more = parts.back().more();
+    while (more) {
+        // the rest of a message arrives with its first part
+        if (parts.size() < kPartsKept) {
+            parts.emplace_back();
+            (void)socket.recv(parts.back(), zmq::recv_flags::none);
+            bytes += parts.back().size();
+            more = parts.back().more();
+        } else {
+            (void)socket.recv(scratch, zmq::recv_flags::none);
+            bytes += scratch.size();
+            more = scratch.more();
+            ++dropped;
+            scratch.rebuild();
+        }
     }
+    return bytes;
 }
 
 // Receives one whole multipart message, waiting up to timeout_ms; false on timeout. A message
 // already queued is taken without polling (one system call less per message on a busy center).
 // A transport shut down meanwhile surfaces as TransportClosed.
-bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, int timeout_ms) {
+bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, int timeout_ms, std::size_t& bytes,
+                   std::size_t& dropped) {
     parts.clear();
     parts.emplace_back();
     try {
@@ -42,7 +66,7 @@ bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, in
             if (!wait_readable(socket, timeout_ms)) return false;
             if (!socket.recv(parts.back(), zmq::recv_flags::none)) return false;
         }
-        receive_more(socket, parts);
+        bytes = receive_more(socket, parts, dropped);
     } catch (const zmq::error_t& e) {
         if (e.num() == ETERM) throw TransportClosed("transport shut down");
         throw;
@@ -51,7 +75,8 @@ bool receive_parts(zmq::socket_t& socket, std::vector<zmq::message_t>& parts, in
 }
 
 // The header is copied (72 bytes); the payload frame is adopted as it is, no copy.
-void to_frames(std::vector<zmq::message_t>& parts, std::size_t first, Frames& frames) {
+void to_frames(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t bytes, std::size_t dropped,
+               Frames& frames) {
     const std::size_t count = parts.size() - first;
     if (count > 0)
         frames.header.assign(parts[first].data<std::uint8_t>(), parts[first].data<std::uint8_t>() + parts[first].size());
@@ -69,7 +94,21 @@ void to_frames(std::vector<zmq::message_t>& parts, std::size_t first, Frames& fr
     } else {
         frames.payload = Payload();
     }
-    frames.extra_frames = count > 2 ? count - 2 : 0;
+    frames.extra_frames = (count > 2 ? count - 2 : 0) + dropped;
+    frames.message_bytes = bytes;
+}
+
+void apply_curve(zmq::socket_t& s, const std::string& address, const TransportOptions& o, bool server) {
+    if (address.rfind("inproc://", 0) == 0) return;
+    if (server && !o.curve_server_secret.empty()) {
+        s.set(zmq::sockopt::curve_server, 1);
+        s.set(zmq::sockopt::curve_secretkey, o.curve_server_secret);
+        s.set(zmq::sockopt::zap_domain, "tether");
+    } else if (!server && !o.curve_server_public.empty()) {
+        s.set(zmq::sockopt::curve_serverkey, o.curve_server_public);
+        s.set(zmq::sockopt::curve_publickey, o.curve_client_public);
+        s.set(zmq::sockopt::curve_secretkey, o.curve_client_secret);
+    }
 }
 
 // A message that sends `payload` in place: ZeroMQ holds a share of its ownership until its I/O
@@ -105,6 +144,7 @@ public:
         apply_common(socket_, o);
         socket_.set(zmq::sockopt::router_mandatory, 1);
         socket_.set(zmq::sockopt::maxmsgsize, std::int64_t(o.max_message_bytes));
+        apply_curve(socket_, address, o, true);
         try {
             socket_.bind(address);
         } catch (const zmq::error_t& e) {
@@ -118,9 +158,10 @@ public:
     std::string address() const override { return address_; }
 
     bool receive(std::string& peer, Frames& frames, int timeout_ms) override {
-        if (!receive_parts(socket_, parts_, timeout_ms)) return false;
+        std::size_t bytes = 0, dropped = 0;
+        if (!receive_parts(socket_, parts_, timeout_ms, bytes, dropped)) return false;
         peer.assign(parts_[0].data<char>(), parts_[0].size());
-        to_frames(parts_, 1, frames);
+        to_frames(parts_, 1, bytes - parts_[0].size(), dropped, frames);
         return true;
     }
 
@@ -163,6 +204,8 @@ public:
         // A worker's last message is its bye: give it time to leave before the socket closes.
         socket_.set(zmq::sockopt::linger, 5000);
         socket_.set(zmq::sockopt::routing_id, identity);
+        apply_curve(socket_, address, o, false);
+        if (!o.curve_server_public.empty() && address.rfind("inproc://", 0) != 0) watch_handshakes(context);
         try {
             socket_.connect(address);
         } catch (const zmq::error_t& e) {
@@ -179,13 +222,55 @@ public:
         send_message(header, body);
     }
 
+    void abandon() override { socket_.set(zmq::sockopt::linger, 0); }
+
     bool receive(Frames& frames, int timeout_ms) override {
-        if (!receive_parts(socket_, parts_, timeout_ms)) return false;
-        to_frames(parts_, 0, frames);
+        if (monitor_) {
+            // A refused CURVE handshake never produces a message: watch for it beside the data.
+            zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {monitor_->handle(), 0, ZMQ_POLLIN, 0}};
+            try {
+                zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms));
+            } catch (const zmq::error_t& e) {
+                if (e.num() == ETERM) throw TransportClosed("transport shut down");
+                if (e.num() != EINTR) throw;
+            }
+            if (items[1].revents & ZMQ_POLLIN) check_handshake_event();
+            if (!(items[0].revents & ZMQ_POLLIN)) return false;
+            timeout_ms = 0;
+        }
+        std::size_t bytes = 0, dropped = 0;
+        if (!receive_parts(socket_, parts_, timeout_ms, bytes, dropped)) return false;
+        to_frames(parts_, 0, bytes, dropped, frames);
         return true;
     }
 
 private:
+    void watch_handshakes(zmq::context_t& context) {
+        static std::atomic<int> counter{0};
+        const std::string address = "inproc://tether-handshake-monitor-" + std::to_string(counter++);
+        if (zmq_socket_monitor(socket_.handle(), address.c_str(),
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
+            throw std::runtime_error(std::string("cannot monitor the CURVE handshake: ") + zmq_strerror(zmq_errno()));
+        monitor_ = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+        monitor_->set(zmq::sockopt::linger, 0);
+        monitor_->connect(address);
+    }
+
+    void check_handshake_event() {
+        zmq::message_t event, where;
+        if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return;
+        if (event.more()) (void)monitor_->recv(where, zmq::recv_flags::dontwait);
+        std::uint16_t id = 0;
+        if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+        if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+            throw DeliveryError("the center at " + where.to_string() +
+                                " refused this worker's CURVE key: it is not in the center's security.authorized_workers");
+        if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+            throw DeliveryError("the CURVE handshake with the center at " + where.to_string() +
+                                " failed: is security.center_public_key the center's public key, and is the center's "
+                                "security on?");
+    }
+
     void send_message(const std::vector<std::uint8_t>& header, zmq::message_t& body) {
         try {
             if (!socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
@@ -199,6 +284,7 @@ private:
 
     std::shared_ptr<void> owner_;
     zmq::socket_t socket_;
+    std::unique_ptr<zmq::socket_t> monitor_;  // CURVE only: handshake failures
     std::vector<zmq::message_t> parts_;
 };
 
@@ -212,9 +298,20 @@ public:
         return std::make_unique<ZmqChannel>(shared_from_this(), context_, address, identity, o);
     }
     void shutdown() override { context_.shutdown(); }
+    void require_authentication(std::set<std::string> allowed_public_keys) override {
+        if (!zap_) zap_ = std::make_unique<ZapHandler>(context_, std::move(allowed_public_keys));
+    }
+    std::uint64_t refused_handshakes() const override { return zap_ ? zap_->refused() : 0; }
+    ~ZmqTransport() override {
+        if (zap_) {
+            context_.shutdown();  // ends the handler's wait; its thread closes its socket
+            zap_.reset();
+        }
+    }
 
 private:
     zmq::context_t context_;
+    std::unique_ptr<ZapHandler> zap_;
 };
 
 }  // namespace

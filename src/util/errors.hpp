@@ -13,4 +13,11 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A worker whose loss or parameters went non-finite (NaN or Inf): a runtime failure that the
+// run reports by name ("diverged at step S (loss nan)").
+class DivergedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 }  // namespace tether

@@ -1,9 +1,14 @@
 #include "util/spawn.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <thread>
+
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -31,6 +36,32 @@ pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log,
     posix_spawn_file_actions_destroy(&actions);
     if (error != 0) throw std::runtime_error("cannot start " + args[0] + ": " + std::strerror(error));
     return pid;
+}
+
+namespace {
+// Polls: waitpid has no timeout. True when the child was reaped.
+bool reaped_by(pid_t pid, std::chrono::steady_clock::time_point deadline, int& status) {
+    while (true) {
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+}  // namespace
+
+std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds term_grace) {
+    int status = 0;
+    if (!reaped_by(pid, deadline, status)) {
+        ::kill(pid, SIGTERM);
+        ::kill(pid, SIGCONT);  // a SIGSTOPped child acts on SIGTERM only once continued
+        if (!reaped_by(pid, std::chrono::steady_clock::now() + term_grace, status)) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);  // SIGKILL cannot be ignored: this returns
+        }
+    }
+    if (WIFEXITED(status)) return std::to_string(WEXITSTATUS(status));
+    return "signal " + std::to_string(WTERMSIG(status));
 }
 
 }  // namespace tether

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -13,5 +14,11 @@ namespace tether {
 // this process less the entries `drop` rejects. Throws std::runtime_error when it cannot start.
 pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log,
                    bool (*drop)(const std::string& entry) = nullptr);
+
+// Waits for `pid` until `deadline`; then SIGTERM, and SIGKILL when it is still there after
+// `term_grace` (a stopped or wedged child ignores SIGTERM). Every wait is bounded. Returns the
+// child's exit as "0", "1", ... or "signal N".
+std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline,
+                         std::chrono::milliseconds term_grace = std::chrono::milliseconds(3000));
 
 }  // namespace tether

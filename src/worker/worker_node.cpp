@@ -6,14 +6,26 @@
 #include <stdexcept>
 #include <thread>
 
+#include "algorithms/vector_math.hpp"
 #include "protocol/header.hpp"
+#include "util/errors.hpp"
 
 namespace tether {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// The center answered "unknown worker" to an exchange: it restarted (or counted this worker
+// lost); the worker joins again and goes on.
+struct CenterForgotThisWorker {};
+}  // namespace
+
 WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
     : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters) {}
+
+WorkerNode::~WorkerNode() {
+    if (!finished_ && channel_) channel_->abandon();
+}
 
 Header WorkerNode::base_header(MessageType type) const {
     Header h;
@@ -29,43 +41,74 @@ Header WorkerNode::base_header(MessageType type) const {
 
 void WorkerNode::send(const Header& header, const void* payload, std::size_t bytes) {
     const auto encoded = encode(header);
-    channel_->send(encoded, payload, bytes);
+    try {
+        channel_->send(encoded, payload, bytes);
+    } catch (const DeliveryError& e) {
+        throw DeliveryError("the center at " + options_.center_address + ": " + e.what());
+    }
     result_.bytes_sent += encoded.size() + bytes;
     last_send_ = Clock::now();
 }
 
 void WorkerNode::send(const Header& header, const Payload& payload) {
     const auto encoded = encode(header);
-    channel_->send(encoded, payload);
+    try {
+        channel_->send(encoded, payload);
+    } catch (const DeliveryError& e) {
+        throw DeliveryError("the center at " + options_.center_address + ": " + e.what());
+    }
     result_.bytes_sent += encoded.size() + payload.size();
     last_send_ = Clock::now();
 }
 
 Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto center_timeout = std::chrono::milliseconds(options_.center_timeout_ms);
     Frames frames;
     std::uint32_t next_shard = 0;
+    auto last_note = Clock::now();
     while (true) {
-        // Rounded up: a deadline less than 1 ms away still waits, it does not spin.
+        // Rounded up: a deadline less than 1 ms away still waits, it does not spin. Waits are
+        // sliced by the heartbeat: the worker says it is alive and learns whether the center is.
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0 || !channel_->receive(frames, int(std::min<long long>(left, 5000)))) {
-            if (left > 5000) {
-                if (type == MessageType::welcome)
+        const int slice = int(std::min<long long>(left, std::max(options_.heartbeat_ms, 10)));
+        if (left <= 0 || !channel_->receive(frames, slice)) {
+            const auto now = Clock::now();
+            if (heard_from_center_ && now - last_heard_ > center_timeout)
+                throw std::runtime_error("the center at " + options_.center_address + " has been silent for " +
+                                         std::to_string(options_.center_timeout_ms) +
+                                         " ms (cluster.worker_timeout_ms) while this worker waited for a " + to_string(type) +
+                                         ": it is gone or stalled");
+            if (left > 0) {
+                if (type == MessageType::welcome && now - last_note > std::chrono::seconds(5)) {
                     std::fprintf(stderr, "worker: still waiting for the center at %s to welcome us...\n",
                                  options_.center_address.c_str());
+                    last_note = now;
+                }
+                heartbeat();
                 continue;
             }
             throw std::runtime_error(std::string("no ") + to_string(type) + " from the center at " +
                                      options_.center_address + " within " + std::to_string(timeout_ms) +
                                      " ms; is the center running (and all cluster.workers started)?");
         }
+        heard_from_center_ = true;
+        last_heard_ = Clock::now();
         result_.bytes_received += frames.header.size() + frames.payload.size();
         std::string reason;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
         if (!h) throw std::runtime_error("malformed message from the center: " + reason);
-        if (h->type == MessageType::error)
-            throw std::runtime_error("the center rejected this worker: " +
-                                     std::string(frames.payload.begin(), frames.payload.end()));
+        if (h->type == MessageType::error) {
+            const std::string text(frames.payload.begin(), frames.payload.end());
+            if (text.rfind("unknown worker", 0) == 0) {
+                if (type == MessageType::reply) throw CenterForgotThisWorker{};
+                // Waiting for a welcome after joining again: answers to what was sent before the
+                // hello, which all arrive before the welcome.
+                if (type == MessageType::welcome && rejoining_) continue;
+            }
+            throw std::runtime_error("the center rejected this worker: " + text);
+        }
+        if (h->type == MessageType::heartbeat) continue;  // the center's answer: alive
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the center, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the center trains a different model or strategy (fingerprint mismatch)");
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
@@ -87,7 +130,8 @@ Header WorkerNode::receive_vector(MessageType type, Payload& out, int timeout_ms
 Welcome WorkerNode::join() {
     Header hello = base_header(MessageType::hello);
     hello.element_count = num_parameters_;
-    send(hello, nullptr, 0);
+    hello.dtype = Dtype::utf8;
+    send(hello, options_.agreed_settings.data(), options_.agreed_settings.size());
     Welcome welcome;
     Payload center;
     const Header h = receive_vector(MessageType::welcome, center, options_.join_timeout_ms, 0);
@@ -98,12 +142,29 @@ Welcome WorkerNode::join() {
     return welcome;
 }
 
+void WorkerNode::rejoin() {
+    std::fprintf(stderr, "worker %u: the center at %s does not know this worker any more (restarted?); joining again\n",
+                 result_.worker_id, options_.center_address.c_str());
+    rejoining_ = true;
+    const Welcome welcome = join();
+    rejoining_ = false;
+    backend_->copy_from_host(x_, welcome.center.data(), welcome.center.size() * sizeof(float));
+    rule_->on_join(*backend_, x_, welcome.center.data(), welcome.version);
+    backend_->synchronize();
+    ++result_.rejoins;
+}
+
 void WorkerNode::exchange() {
     const auto started = Clock::now();
     ++sequence_;
     const std::size_t n = num_parameters_, shard = options_.shard_elements;
     if (!(payload_.unique() && payload_.size() == n * sizeof(float))) payload_ = Payload::allocate(n * sizeof(float));
     rule_->make_payload(*backend_, x_, payload_.floats());
+    // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name,
+    // rather than have the center refuse the payload and count this worker lost later.
+    if (!host::all_finite(payload_.floats(), n))
+        throw DivergedError("diverged at step " + std::to_string(result_.steps) + " (non-finite parameters at exchange " +
+                            std::to_string(sequence_) + ")");
     Header h = base_header(MessageType::exchange);
     h.dtype = Dtype::float32;
     h.shard_count = std::uint32_t((n + shard - 1) / shard);
@@ -115,7 +176,14 @@ void WorkerNode::exchange() {
         send(h, payload_.slice(first * sizeof(float), elements * sizeof(float)));
     }
     Payload reply;
-    const Header reply_header = receive_vector(MessageType::reply, reply, options_.reply_timeout_ms, sequence_);
+    Header reply_header;
+    try {
+        reply_header = receive_vector(MessageType::reply, reply, options_.reply_timeout_ms, sequence_);
+    } catch (const CenterForgotThisWorker&) {
+        rejoin();  // this window's work is replaced by x~ from the center
+        steps_since_exchange_ = 0;
+        return;
+    }
     rule_->apply_reply(*backend_, x_, reply.floats(), reply_header.center_version);
     backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
     steps_since_exchange_ = 0;
@@ -151,6 +219,7 @@ bool WorkerNode::after_step(std::size_t samples) {
 WorkerResult WorkerNode::finish() {
     if (steps_since_exchange_ > 0) exchange();
     send(base_header(MessageType::bye), nullptr, 0);
+    finished_ = true;
     return result_;
 }
 

@@ -19,7 +19,13 @@ struct WorkerOptions {
     std::size_t shard_elements = 1 << 20;
     int join_timeout_ms = 60000;
     int reply_timeout_ms = 600000;
-    int heartbeat_ms = 1000;
+    int heartbeat_ms = 2000;
+    // While waiting, the worker sends heartbeats and the center answers them: once the center
+    // has answered once, this much silence means it is gone (cluster.worker_timeout_ms).
+    int center_timeout_ms = 10000;
+    // The worker's agreed settings (run/agreed_settings.hpp), sent in the hello so that the
+    // center can name a setting that differs.
+    std::string agreed_settings;
     std::size_t epochs = 1;  // passes over this worker's shard
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
     int communication_window = 1;
@@ -31,6 +37,7 @@ struct WorkerResult {
     std::size_t steps = 0, samples = 0, exchanges = 0;
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     double seconds_waiting = 0;  // blocked on the center (send + reply)
+    std::size_t rejoins = 0;     // times the center had forgotten this worker (restarted) and it joined again
 };
 
 // What the center told a worker on joining.
@@ -43,6 +50,9 @@ struct Welcome {
 class WorkerNode {
 public:
     WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters);
+    // A worker that did not finish (an error, a dead center) drops what it still had queued
+    // instead of lingering on it: a failing worker exits at once.
+    ~WorkerNode();
     // Says hello and waits for the welcome (its worker id picks the worker's shard).
     Welcome join();
     // Binds the worker's parameters x (backend memory) and its rule, and sets x <- x~.
@@ -58,6 +68,7 @@ public:
 
 private:
     void exchange();
+    void rejoin();
     void heartbeat();
     void send(const Header& header, const void* payload, std::size_t bytes);
     void send(const Header& header, const Payload& payload);  // without copying
@@ -79,6 +90,9 @@ private:
     // answers in it) has let go of it.
     Payload payload_;
     std::chrono::steady_clock::time_point last_send_;
+    bool finished_ = false, rejoining_ = false;
+    bool heard_from_center_ = false;  // until then the join timeout bounds waits (startup races)
+    std::chrono::steady_clock::time_point last_heard_;
 };
 
 }  // namespace tether

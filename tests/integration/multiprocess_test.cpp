@@ -22,41 +22,14 @@ namespace {
 
 using nlohmann::json;
 using tether::testing::children_of;
+using tether::testing::cluster_config;
 using tether::testing::free_port;
+using tether::testing::read_summary;
+using tether::testing::write_config;
 using tether::testing::Process;
 using tether::testing::TempDir;
 using tether::testing::wait_for_line;
 using Clock = std::chrono::steady_clock;
-
-// A small synthetic problem that the distributed strategies learn in a few seconds.
-json cluster_config(const std::string& name, const std::string& strategy, int workers) {
-    json document = json::parse(R"({
-        "data": {"source": "synthetic", "train_samples": 1200, "test_samples": 300,
-                 "features": 8, "classes": 3, "noise": 1.0},
-        "model": {"hidden_layers": [16]},
-        "training": {"epochs": 6, "batch_size": 16, "device": "cpu", "threads": 1, "seed": 4,
-                     "optimizer": {"name": "adam", "learning_rate": 0.01}},
-        "eval": {"per_epoch": 1, "target_accuracy": 0.9},
-        "cluster": {"worker_timeout_ms": 1500, "heartbeat_ms": 200, "join_timeout_ms": 10000,
-                    "reply_timeout_ms": 30000}
-    })");
-    document["name"] = name;
-    document["strategy"] = {{"name", strategy}, {"communication_window", 4}};
-    document["cluster"]["workers"] = workers;
-    return document;
-}
-
-std::string write_config(const TempDir& dir, const std::string& file, const json& document) {
-    const std::string path = dir.file(file);
-    tether::testing::write_text(path, document.dump(2));
-    return path;
-}
-
-json read_summary(const std::string& run_directory) {
-    const std::string path = run_directory + "/summary.json";
-    REQUIRE_MESSAGE(std::filesystem::exists(path), (path + " is missing"));
-    return json::parse(tether::testing::read_text(path));
-}
 
 std::string worker_logs(const std::string& run_directory, int workers) {
     std::string logs;

@@ -13,7 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -156,6 +159,36 @@ inline int free_port() {
     REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
     close(fd);
     return ntohs(address.sin_port);
+}
+
+// A small synthetic problem that the distributed strategies learn in a few seconds.
+inline nlohmann::json cluster_config(const std::string& name, const std::string& strategy, int workers) {
+    nlohmann::json document = nlohmann::json::parse(R"({
+        "data": {"source": "synthetic", "train_samples": 1200, "test_samples": 300,
+                 "features": 8, "classes": 3, "noise": 1.0},
+        "model": {"hidden_layers": [16]},
+        "training": {"epochs": 6, "batch_size": 16, "device": "cpu", "threads": 1, "seed": 4,
+                     "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "eval": {"per_epoch": 1, "target_accuracy": 0.9},
+        "cluster": {"worker_timeout_ms": 1500, "heartbeat_ms": 200, "join_timeout_ms": 10000,
+                    "reply_timeout_ms": 30000}
+    })");
+    document["name"] = name;
+    document["strategy"] = {{"name", strategy}, {"communication_window", 4}};
+    document["cluster"]["workers"] = workers;
+    return document;
+}
+
+inline std::string write_config(const TempDir& dir, const std::string& file, const nlohmann::json& document) {
+    const std::string path = dir.file(file);
+    tether::testing::write_text(path, document.dump(2));
+    return path;
+}
+
+inline nlohmann::json read_summary(const std::string& run_directory) {
+    const std::string path = run_directory + "/summary.json";
+    REQUIRE_MESSAGE(std::filesystem::exists(path), (path + " is missing"));
+    return nlohmann::json::parse(tether::testing::read_text(path));
 }
 
 }  // namespace tether::testing

@@ -58,10 +58,12 @@ inline CenterOptions options_for(int workers) {
 // A Center serving on its own thread.
 class ServedCenter {
 public:
-    ServedCenter(const nlohmann::json& strategy_block, CenterOptions options, std::string address = unique_inproc())
+    // send_timeout_ms 0 is what a real center uses (run/center_run.cpp): it never waits on a peer.
+    ServedCenter(const nlohmann::json& strategy_block, CenterOptions options, std::string address = unique_inproc(),
+                 int send_timeout_ms = 2000)
         : transport_(make_zmq_transport()) {
         TransportOptions transport_options;
-        transport_options.send_timeout_ms = 2000;
+        transport_options.send_timeout_ms = send_timeout_ms;
         center_ = std::make_unique<Center>(transport_->bind(address, transport_options),
                                            center_rule(strategy_block, options.expected_workers), kInitial, options);
         thread_ = std::thread([this] {

@@ -1,0 +1,127 @@
+// The center's peers: who may join (and take which worker id), who is alive, and the small
+// answers that keep a worker's waits bounded. State for a peer lives from its hello to its bye,
+// loss or refusal, and no longer; the number of peers held at once is capped.
+#include <algorithm>
+#include <set>
+
+#include "center/center.hpp"
+#include "center/center_worker.hpp"
+
+namespace tether {
+
+void Center::handle_hello(const std::string& peer, const Header& h) {
+    if (h.element_count != state_.x.size())
+        return reject(peer, 0, "wrong count",
+                      "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(state_.x.size()));
+    if (find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
+    if (by_peer_.size() >= options_.max_peers)
+        return reject(peer, 0, "too many peers",
+                      "the center holds " + std::to_string(by_peer_.size()) + " peers (cluster.max_peers)");
+    // A place freed by a lost or finished worker may be taken again; more than cluster.workers
+    // only with cluster.elastic.
+    if (!options_.elastic && stats_.live_workers() >= options_.expected_workers)
+        return reject(peer, 0, "run full",
+                      "all " + std::to_string(options_.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
+    auto w = std::make_unique<Worker>();
+    w->peer = peer;
+    w->id = free_worker_id(h.worker_id);
+    w->last_seen = Clock::now();
+    by_peer_[peer] = w.get();
+    workers_.push_back(std::move(w));
+    ++stats_.workers_joined;
+    if (started_ || resumed_) {  // joining a run in progress, or coming back to a resumed center
+        started_ = true;
+        return welcome(*workers_.back());
+    }
+    if (stats_.live_workers() < options_.expected_workers) return;
+    started_ = true;
+    for (auto& worker : workers_)
+        if (worker->state == Worker::State::joining) welcome(*worker);
+}
+
+std::uint32_t Center::free_worker_id(std::uint32_t preferred) const {
+    // A worker coming back (after a restart of the center, or a loss) asks for its old id and
+    // so keeps its shard; otherwise the lowest id no live peer holds: a worker that replaces a
+    // lost one takes its shard.
+    std::set<std::uint32_t> held;
+    for (const auto& [peer, w] : by_peer_) held.insert(w->id);
+    if (preferred != 0 && preferred < std::uint32_t(options_.expected_workers) && !held.count(preferred)) return preferred;
+    std::uint32_t id = 0;
+    while (held.count(id)) ++id;
+    return id;
+}
+
+void Center::answer_heartbeat(Worker& w) {
+    // Tells a waiting worker that the center is alive (its waits are bounded by this), and
+    // never waits itself: a peer that does not read loses the answer.
+    Header h;
+    h.type = MessageType::heartbeat;
+    h.worker_id = w.id;
+    h.center_version = state_.version;
+    h.fingerprint = options_.fingerprint;
+    try {
+        const auto header = encode(h);
+        endpoint_->send(w.peer, header, nullptr, 0);
+        stats_.bytes_sent += header.size();
+    } catch (const DeliveryError&) {
+        ++stats_.replies_dropped;
+    }
+}
+
+void Center::forget(Worker& w) {
+    by_peer_.erase(w.peer);
+    w.pending = Payload();
+}
+
+void Center::check_liveness() {
+    const auto now = Clock::now();
+    const auto timeout = std::chrono::milliseconds(options_.worker_timeout_ms);
+    for (auto& w : workers_) {
+        // Re-read each time: losing a worker may close the round.
+        const bool round_waiting = rule_->synchronous() && !round_.empty() && now - round_opened_ > timeout;
+        const bool waiting_for_us = w->in_round;
+        if ((w->state == Worker::State::active || w->state == Worker::State::joining) && !waiting_for_us &&
+            now - w->last_seen > timeout)
+            lose(*w, "silent for more than " + std::to_string(options_.worker_timeout_ms) + " ms (cluster.worker_timeout_ms)");
+        else if (round_waiting && w->state == Worker::State::active && !waiting_for_us && now - w->last_exchange > timeout)
+            // Heartbeats alone do not hold a synchronous round: a peer that joined but sends no
+            // exchange counts as lost after the heartbeat timeout.
+            lose(*w, "sent no exchange for more than " + std::to_string(options_.worker_timeout_ms) +
+                         " ms while a synchronous round waited on it (cluster.worker_timeout_ms)");
+    }
+}
+
+void Center::prune_departed() {
+    // A departed worker's record is dropped once no round refers to it, so a long run with
+    // many joins and losses keeps only its live peers.
+    workers_.erase(std::remove_if(workers_.begin(), workers_.end(),
+                                  [](const std::unique_ptr<Worker>& w) {
+                                      return (w->state == Worker::State::lost || w->state == Worker::State::finished) &&
+                                             !w->in_round;
+                                  }),
+                   workers_.end());
+}
+
+void Center::lose(Worker& w, const std::string& why) {
+    if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
+    w.state = Worker::State::lost;
+    rule_->on_leave(w.id);
+    forget(w);
+    ++stats_.workers_lost;
+    std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),
+                 stats_.live_workers());
+    if (!round_.empty()) maybe_close_round(false);
+}
+
+void Center::count_samples(Worker& w, std::uint64_t samples) {
+    if (samples > options_.max_samples_per_worker) {
+        // More than this worker's shard times the epochs: not believed, and counted.
+        ++stats_.rejected["implausible samples"];
+        return;
+    }
+    if (samples <= w.samples) return;  // a worker's count only grows
+    stats_.total_samples += samples - w.samples;
+    w.samples = samples;
+}
+
+}  // namespace tether

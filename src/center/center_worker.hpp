@@ -1,0 +1,24 @@
+// What the center keeps per peer, shared by center.cpp (messages, rounds) and
+// center_peers.cpp (joining, liveness). Private to the center.
+#pragma once
+
+#include "center/center.hpp"
+
+namespace tether {
+
+struct Center::Worker {
+    enum class State { joining, active, finished, lost };
+    std::string peer;
+    std::uint32_t id = 0;
+    State state = State::joining;
+    Clock::time_point last_seen;
+    // The exchange being received: the received frame itself when it came as one shard (the
+    // rule then answers in it, in place), else the shards reassembled here.
+    Payload pending;
+    std::uint32_t shards_received = 0;
+    std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
+    bool in_round = false;
+    Clock::time_point last_exchange;  // or the welcome: a round waits on it at most the heartbeat timeout
+};
+
+}  // namespace tether

@@ -1,0 +1,27 @@
+// The center's checkpoint: x~, its version and the counters a resumed run goes on from, in
+// checkpoint.bin of the run directory. Written atomically (temp file, fsync, rename, fsync of
+// the directory): a crash leaves the previous checkpoint or the new one, never half of one.
+// The rules keep no state between updates beyond x~ and v (an open synchronous round is not
+// saved: its contributors' exchanges are lost with the center and they rejoin).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tether {
+
+struct Checkpoint {
+    std::uint64_t fingerprint = 0;  // of the agreed settings: a checkpoint resumes only its own run
+    std::uint64_t version = 0;
+    std::uint64_t updates_applied = 0, exchanges = 0, rounds = 0, total_samples = 0;
+    std::vector<float> x;
+};
+
+// Little-endian layout: "TETHCKPT", format (u32), fingerprint, version, updates_applied,
+// exchanges, rounds, total_samples, element count (u64 each), then the float32 elements.
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// Throws std::runtime_error naming the file and what is wrong (missing, truncated, foreign).
+Checkpoint read_checkpoint(const std::string& path);
+
+}  // namespace tether

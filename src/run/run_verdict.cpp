@@ -1,0 +1,51 @@
+#include "run/run_verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace tether {
+
+void judge_run(nlohmann::json& summary, const ClusterConfig& cluster, const std::vector<WorkerFailure>& failures) {
+    const int workers = int(cluster.workers);
+    // In a `tether server` run the center's count of lost workers is all we know; in runs that
+    // started the workers, each failure is also known by its process or thread.
+    const int lost = summary.value("workers_lost", 0);
+    const int failed = std::min(workers, std::max(int(failures.size()), lost));
+    int diverged = 0;
+    nlohmann::json listed = nlohmann::json::array();
+    for (const auto& f : failures) {
+        if (f.reason.find("diverged at step") != std::string::npos) ++diverged;
+        listed.push_back({{"worker", f.worker}, {"reason", f.reason}});
+    }
+    summary["failed_workers"] = failed;
+    summary["diverged_workers"] = diverged;
+    summary["worker_failures"] = listed;
+    std::string reason;
+    const auto updates = summary.value("updates_applied", std::uint64_t(0));
+    if (updates == 0) {
+        reason = "no update reached x~ (center version 0): the final model is the initial one";
+    } else if (double(failed) > cluster.max_failed_share * double(workers)) {
+        reason = std::to_string(failed) + " of " + std::to_string(workers) + " workers failed, more than cluster.max_failed_share (" +
+                 nlohmann::json(cluster.max_failed_share).dump() + ")";
+    }
+    if (!reason.empty() && diverged > 0)
+        reason += "; " + std::to_string(diverged) + " diverged (first: worker " + [&] {
+            for (const auto& f : failures)
+                if (f.reason.find("diverged at step") != std::string::npos) return std::to_string(f.worker) + ": " + f.reason;
+            return std::string();
+        }() + ")";
+    summary["run_failed"] = !reason.empty();
+    if (!reason.empty()) summary["failure_reason"] = reason;
+}
+
+std::string last_error_line(const std::string& log_path) {
+    std::ifstream in(log_path);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (line.find("error:") != std::string::npos) last = line;
+    const auto at = last.find("error: ");
+    return at == std::string::npos ? last : last.substr(at + 7);
+}
+
+}  // namespace tether

@@ -1,0 +1,258 @@
+// Failures a user meets, through the built `tether` binary on 127.0.0.1: a run whose workers
+// all diverge exits 1 and says so; a SIGSTOPped worker does not hang `tether run`; workers of
+// a center killed with SIGKILL exit 1 within the heartbeat timeout naming its address; a worker
+// whose settings differ is refused with the setting named; CURVE runs, and refuses a key that
+// is not allowed. Every wait has a deadline (process_support.hpp).
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "process_support.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace tether::testing;  // Process, TempDir, cluster_config, write_config, read_summary, ...
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Starts `tether server` on an OS-picked port; returns the address it reports.
+std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
+    const std::string prefix = "center listening at ";
+    std::string line = wait_for_line(out, prefix, 20000, server);
+    CAPTURE(server.err());
+    REQUIRE_MESSAGE(!line.empty(), "the server never said where it listens");
+    line = line.substr(prefix.size());
+    (void)dir;
+    return line.substr(0, line.find(','));
+}
+
+}  // namespace
+
+TEST_CASE("a run whose workers all diverge exits 1 and names the divergence") {
+    TempDir dir;
+    json document = cluster_config("diverge", "adag", 3);
+    document["cluster"]["mode"] = "local";
+    document["training"]["optimizer"] = {{"name", "sgd"}, {"learning_rate", 1000}};
+    const std::string config = write_config(dir, "diverge.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    const auto exit_code = tether.wait(60000);
+    CAPTURE(tether.err());
+    REQUIRE(exit_code.has_value());
+    CHECK(*exit_code == 1);
+    CHECK(contains(tether.err(), "run FAILED"));
+    CHECK(contains(tether.err(), "diverged at step"));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["run_failed"] == true);
+    CHECK(summary["diverged_workers"] == 3);
+    CHECK(summary["failed_workers"] == 3);
+    CHECK(contains(summary["failure_reason"].get<std::string>(), "3 of 3 workers failed"));
+}
+
+TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run ends, the worker is ended") {
+    TempDir dir;
+    json document = cluster_config("stopped", "averaging", 3);
+    document["cluster"]["mode"] = "local";
+    document["training"]["epochs"] = 30;
+    document["eval"]["per_epoch"] = 4;
+    const std::string config = write_config(dir, "stopped.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    // Training has started once the first evaluation is printed.
+    REQUIRE(!wait_for_line(dir.file("out"), "[stopped] epoch", 30000, tether).empty());
+    std::vector<pid_t> workers;
+    const auto found_by = Clock::now() + std::chrono::seconds(10);
+    while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
+    REQUIRE(workers.size() == 3);
+    REQUIRE(::kill(workers[1], SIGSTOP) == 0);
+    const auto stopped_at = Clock::now();
+    const auto exit_code = tether.wait(90000);
+    const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+    CAPTURE(tether.err());
+    REQUIRE_MESSAGE(exit_code.has_value(), "tether run did not end within 90 s of the SIGSTOP");
+    MESSAGE("tether run ended " << seconds << " s after the SIGSTOP, exit code " << *exit_code);
+    CHECK(*exit_code == 0);  // 1 of 3 failed: within cluster.max_failed_share
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["workers_lost"] == 1);
+    CHECK(summary["failed_workers"] == 1);
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["worker_exit_status"][1].is_string());  // ended by a signal
+}
+
+TEST_CASE("workers of a center killed with SIGKILL exit 1 within the heartbeat timeout, naming its address") {
+    TempDir dir;
+    json document = cluster_config("dead-center", "aeasgd", 1);
+    document["training"]["epochs"] = 200;
+    const std::string config = write_config(dir, "c.json", document);
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process worker({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
+    REQUIRE(!wait_for_line(dir.file("s.out"), "[dead-center] epoch", 30000, server).empty());
+    REQUIRE(::kill(server.pid(), SIGKILL) == 0);
+    const auto killed_at = Clock::now();
+    const auto exit_code = worker.wait(30000);
+    const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+    CAPTURE(worker.err());
+    REQUIRE_MESSAGE(exit_code.has_value(), "the worker still waited 30 s after its center died");
+    MESSAGE("worker exited " << seconds << " s after the center's SIGKILL (cluster.worker_timeout_ms 1500)");
+    CHECK(*exit_code == 1);
+    CHECK(seconds < 1.5 + 3.0);
+    CHECK(contains(worker.err(), address));
+    CHECK(contains(worker.err(), "silent"));
+}
+
+TEST_CASE("a worker whose settings differ is refused at join, naming the setting and both values") {
+    TempDir dir;
+    const std::string config = write_config(dir, "c.json", cluster_config("mismatch", "aeasgd", 1));
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process other({"worker", "--config", config, "--connect", address, "--set", "strategy.moving_rate=0.5"},
+                  dir.file("x.out"), dir.file("x.err"));
+    const auto other_exit = other.wait(30000);
+    CAPTURE(other.err());
+    REQUIRE(other_exit.has_value());
+    CHECK(*other_exit == 1);
+    CHECK(contains(other.err(), "strategy.moving_rate: center 0.9, worker 0.5"));
+    Process wider({"worker", "--config", config, "--connect", address, "--set", "cluster.shard_elements=100"},
+                  dir.file("y.out"), dir.file("y.err"));
+    REQUIRE(wider.wait(30000).has_value());
+    CAPTURE(wider.err());
+    CHECK(contains(wider.err(), "cluster.shard_elements: center 1048576, worker 100"));
+    Process good({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
+    CHECK(good.wait(60000) == std::optional<int>(0));
+    CHECK(server.wait(30000) == std::optional<int>(0));
+}
+
+TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed is refused at the handshake") {
+    TempDir dir;
+    for (const char* name : {"center", "worker", "stranger"}) {
+        Process keygen({"keygen", "--out", dir.file(name)}, dir.file(std::string(name) + ".out"), dir.file("keygen.err"));
+        REQUIRE(keygen.wait(10000) == std::optional<int>(0));
+    }
+    std::string allowed = tether::testing::read_text(dir.file("worker.pub"));
+    tether::testing::write_text(dir.file("allowed"), allowed);
+    json document = cluster_config("curve", "adag", 2);
+    document["security"] = {{"center_public_key", dir.file("center.pub")},
+                            {"center_secret_key", dir.file("center.key")},
+                            {"worker_public_key", dir.file("worker.pub")},
+                            {"worker_secret_key", dir.file("worker.key")},
+                            {"authorized_workers", dir.file("allowed")}};
+    document["cluster"]["mode"] = "local";
+    const std::string config = write_config(dir, "curve.json", document);
+    Process run({"run", config, "--out", dir.file("run")}, dir.file("run.out"), dir.file("run.err"));
+    const auto run_exit = run.wait(90000);
+    CAPTURE(run.err());
+    REQUIRE(run_exit == std::optional<int>(0));
+    const json summary = read_summary(dir.file("run"));
+    CHECK(summary["security"] == "curve");
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+
+    document["cluster"]["workers"] = 1;
+    const std::string one = write_config(dir, "one.json", document);
+    Process server({"server", "--config", one, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("srv")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process stranger({"worker", "--config", one, "--connect", address, "--set",
+                      "security.worker_public_key=" + dir.file("stranger.pub"), "--set",
+                      "security.worker_secret_key=" + dir.file("stranger.key")},
+                     dir.file("x.out"), dir.file("x.err"));
+    const auto stranger_exit = stranger.wait(30000);
+    CAPTURE(stranger.err());
+    REQUIRE(stranger_exit.has_value());
+    CHECK(*stranger_exit == 1);
+    CHECK(contains(stranger.err(), "refused this worker's CURVE key"));
+    Process worker({"worker", "--config", one, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
+    CHECK(worker.wait(60000) == std::optional<int>(0));
+    CHECK(server.wait(30000) == std::optional<int>(0));
+    const json secured = read_summary(dir.file("srv"));
+    CHECK(secured["refused_handshakes"].get<int>() >= 1);
+    CHECK(secured["rejected_messages"] == 0);  // the stranger never reached the center's rule
+    CHECK(secured["workers_joined"] == 1);
+}
+
+namespace {
+// The center version recorded in a checkpoint.bin header (center/checkpoint.hpp).
+std::uint64_t checkpoint_version(const std::string& path) {
+    const std::string bytes = tether::testing::read_text(path);
+    REQUIRE(bytes.size() >= 28);
+    REQUIRE(bytes.compare(0, 8, "TETHCKPT") == 0);
+    std::uint64_t version = 0;
+    for (int i = 0; i < 8; ++i) version |= std::uint64_t(std::uint8_t(bytes[20 + i])) << (8 * i);
+    return version;
+}
+}  // namespace
+
+TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker rejoins and the run completes") {
+    TempDir dir;
+    json document = cluster_config("resume", "aeasgd", 2);
+    document["training"]["epochs"] = 20;
+    document["cluster"]["step_delay_ms"] = {10, 10};  // about 8 s of training: the kill lands mid-run
+    document["cluster"]["checkpoint_seconds"] = 1;
+    document["cluster"]["worker_timeout_ms"] = 8000;  // the workers wait this long for the center to come back
+    document["cluster"]["heartbeat_ms"] = 200;
+    const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", run}, dir.file("s.out"),
+                   dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process first({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
+    Process second({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
+    const std::string checkpoint = run + "/checkpoint.bin";
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (!(std::filesystem::exists(checkpoint) && checkpoint_version(checkpoint) > 0) && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE_MESSAGE(std::filesystem::exists(checkpoint), "no checkpoint within 30 s");
+    REQUIRE(::kill(server.pid(), SIGKILL) == 0);
+    REQUIRE(server.wait(5000).has_value());
+    const std::uint64_t saved = checkpoint_version(checkpoint);
+    CHECK(saved > 0);
+
+    Process resumed({"server", "--resume", run, "--bind", address}, dir.file("r.out"), dir.file("r.err"));
+    const std::string line = wait_for_line(dir.file("r.out"), "resumed from", 20000, resumed);
+    CAPTURE(resumed.err());
+    REQUIRE(!line.empty());
+    CHECK(contains(line, "at center version " + std::to_string(saved) + " "));  // x~ restored at the checkpoint's version
+    const auto first_exit = first.wait(120000), second_exit = second.wait(30000), resumed_exit = resumed.wait(30000);
+    CAPTURE(first.err());
+    CAPTURE(second.err());
+    REQUIRE(first_exit.has_value());
+    REQUIRE(second_exit.has_value());
+    REQUIRE(resumed_exit.has_value());
+    CHECK(*first_exit == 0);
+    CHECK(*second_exit == 0);
+    CHECK(*resumed_exit == 0);
+    CHECK(contains(first.err() + second.err(), "joining again"));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    MESSAGE("checkpoint at version " << saved << " restored; the resumed run ended at version "
+                                      << summary["center_version"] << ", test accuracy " << summary["final_test_accuracy"]);
+    CHECK(summary["center_version"].get<std::uint64_t>() > saved);
+    CHECK(summary["workers_finished"] == 2);
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+    CHECK(checkpoint_version(checkpoint) == summary["center_version"].get<std::uint64_t>());
+}
+
+TEST_CASE("tether run --resume goes on from the run directory's checkpoint") {
+    TempDir dir;
+    const std::string config = write_config(dir, "c.json", cluster_config("again", "downpour", 2)), run = dir.file("run");
+    Process first({"run", config, "--out", run}, dir.file("1.out"), dir.file("1.err"));
+    REQUIRE(first.wait(60000) == std::optional<int>(0));
+    const std::uint64_t saved = checkpoint_version(run + "/checkpoint.bin");
+    CHECK(saved == read_summary(run)["center_version"].get<std::uint64_t>());  // the final checkpoint
+    Process again({"run", "--resume", run}, dir.file("2.out"), dir.file("2.err"));
+    const auto exit_code = again.wait(60000);
+    CAPTURE(again.err());
+    REQUIRE(exit_code == std::optional<int>(0));
+    CHECK(contains(again.out(), "resumed from " + run + "/checkpoint.bin at center version " + std::to_string(saved) + " "));
+    CHECK(read_summary(run)["center_version"].get<std::uint64_t>() > saved);
+    CHECK(checkpoint_version(run + "/checkpoint.bin") > saved);
+}
