@@ -45,6 +45,9 @@ check_consumer() {  # NAME BINARY
   echo "$1 consumer: shared libraries it loads total $((bytes / 1024)) KiB"
   "$2" | tee "$work/$1.out"
   grep -qx OK "$work/$1.out" || fail "$1 consumer did not print OK"
+  # TETHER_VERSION_STRING (tether/version.hpp) is the version the .pc file states.
+  grep -q "^tether $(pkg-config --modversion tether): " "$work/$1.out" ||
+    fail "$1 consumer printed a version other than tether.pc's $(pkg-config --modversion tether)"
 }
 
 echo "== pkg-config"
