@@ -2,8 +2,11 @@
 // Gradient Normalization", ACML 2017).
 //   worker, every tau steps:  send  D / tau  with D = x_i - x_pull;  receive x~;  x_i <- x_pull <- x~
 //   center, on receipt:       x~ <- x~ + D / tau;  reply x~
-// Dividing by tau makes each commit the *mean* local update, so N workers together move x~
-// like one worker with an N-times larger minibatch; with tau = 1 it equals DOWNPOUR.
+// Dividing by tau makes each commit the *mean* of the tau local updates, so the step on x~ does
+// not grow with tau as DOWNPOUR's does. N asynchronous commits stay N separate steps (each over
+// tau * B samples), so per sample ADAG moves x~ 1/tau as far as sequential training. The last,
+// shorter window of a run is divided by tau as well, so its steps weigh like all others.
+// With tau = 1 it equals DOWNPOUR.
 // Defaults: communication_window 5.
 #pragma once
 

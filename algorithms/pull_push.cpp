@@ -16,10 +16,7 @@ void PullPushWorker::make_payload(Backend& backend, const float* x, float* paylo
     // its own memory and downloads it once.
     float* update = backend.host_addressable() ? payload_host : scratch_.data();
     backend.difference(update, x, pulled_.data(), size_);
-    if (normalize_window_ > 0) {
-        const std::size_t steps = steps_in_window_ ? steps_in_window_ : std::size_t(normalize_window_);
-        backend.scale(update, size_, 1.f / float(steps));
-    }
+    if (normalize_window_ > 0) backend.scale(update, size_, 1.f / float(normalize_window_));
     if (update != payload_host) scratch_.download(payload_host, size_);
 }
 

@@ -10,8 +10,9 @@ namespace tether {
 
 class PullPushWorker final : public WorkerRule {
 public:
-    // `normalize_window`: 0 sends the accumulated update as it is; tau divides it by the steps
-    // of the window (tau, or fewer for the last window of a run).
+    // `normalize_window`: 0 sends the accumulated update as it is; tau divides it by tau (for
+    // the last window of a run too: dividing its k < tau steps by k would weigh each of them
+    // tau / k times as much as any other step, just before the final evaluation).
     PullPushWorker(std::size_t size, int normalize_window) : normalize_window_(normalize_window), size_(size) {}
     void on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) override;
     void make_payload(Backend& backend, const float* x, float* payload_host) override;

@@ -1,8 +1,10 @@
 #include "algorithms/registry.hpp"
 
 #include "algorithms/adag.hpp"
+#include "algorithms/adag_staleness.hpp"
 #include "algorithms/aeasgd.hpp"
 #include "algorithms/averaging.hpp"
+#include "algorithms/diloco.hpp"
 #include "algorithms/downpour.hpp"
 #include "algorithms/dynsgd.hpp"
 #include "algorithms/eamsgd.hpp"
@@ -21,6 +23,9 @@ const std::vector<StrategyEntry>& strategy_registry() {
         {"downpour", "asynchronous accumulated updates (DOWNPOUR)", make_downpour},
         {"adag", "accumulated updates normalized by the window (ADAG / AGN)", make_adag},
         {"dynsgd", "accumulated updates damped by staleness (DynSGD)", make_dynsgd},
+        {"adag-staleness", "ADAG with each commit scaled element by element by the drift of x~ since the pull",
+         make_adag_staleness},
+        {"diloco", "synchronous rounds with an outer Nesterov SGD step on the center (DiLoCo)", make_diloco},
     };
     return entries;
 }

@@ -39,13 +39,9 @@ public:
     virtual void apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) = 0;
     // The center version this worker last pulled (sent with each exchange, for staleness).
     std::uint64_t pull_version() const { return pull_version_; }
-    // Local steps since the previous exchange, set before make_payload (the last window of a
-    // run can be shorter than the communication window).
-    void set_steps_in_window(std::size_t steps) { steps_in_window_ = steps; }
 
 protected:
     std::uint64_t pull_version_ = 0;
-    std::size_t steps_in_window_ = 0;  // 0: a full window
 };
 
 class CenterRule {
@@ -54,6 +50,11 @@ public:
     // Synchronous rules collect a round (contribute) and answer everyone when it closes;
     // asynchronous rules answer each exchange at once (apply).
     virtual bool synchronous() const { return false; }
+
+    // A worker was welcomed with the current x~ (its first pull), or left (finished or lost).
+    // For rules that keep per-worker state; they must free it on leave.
+    virtual void on_join(const CenterState& center, std::uint32_t worker_id) { (void)center, (void)worker_id; }
+    virtual void on_leave(std::uint32_t worker_id) { (void)worker_id; }
 
     // Asynchronous: apply one exchange to the center and write the reply (center.x.size()
     // floats). Returns the norm of the update the center applied to x~. `reply` may be the

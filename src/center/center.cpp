@@ -108,6 +108,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         case MessageType::bye:
             count_samples(*w, samples);
             w->state = Worker::State::finished;
+            rule_->on_leave(w->id);
             w->pending = Payload();
             ++stats_.workers_finished;
             if (!round_.empty()) maybe_close_round(false);
@@ -135,6 +136,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
 }
 
 void Center::welcome(Worker& w) {
+    rule_->on_join(state_, w.id);
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = Clock::now();
@@ -315,6 +317,7 @@ void Center::check_liveness() {
 void Center::lose(Worker& w, const std::string& why) {
     if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     w.state = Worker::State::lost;
+    rule_->on_leave(w.id);
     w.pending = Payload();
     ++stats_.workers_lost;
     std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),

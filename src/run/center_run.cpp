@@ -190,6 +190,7 @@ nlohmann::json CenterRun::serve() {
     extra["model"] = s.identity.description;
     extra["parameters"] = s.identity.num_parameters;
     extra["mode"] = s.config.cluster.mode;
+    extra["device"] = s.config.training.device;  // what the workers were asked to train on
     return s.recorder.finish(wall, wall, stats.total_samples, extra);
 }
 

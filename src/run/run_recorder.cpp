@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "run/provenance.hpp"
+
 namespace tether {
 
 using nlohmann::json;
@@ -26,7 +28,7 @@ void write_json_file(const std::string& path, const json& value) {
 }
 
 RunRecorder::RunRecorder(const RunConfig& config, std::string directory)
-    : config_(config), directory_(std::move(directory)) {
+    : config_(config), directory_(std::move(directory)), provenance_(current_provenance()) {
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
     if (error) throw std::runtime_error(directory_ + ": cannot create the run directory: " + error.message());
@@ -62,6 +64,7 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
         {"target_accuracy", config_.eval.target_accuracy ? json(*config_.eval.target_accuracy) : json(nullptr)},
         {"time_to_target", time_to_target_ ? json(*time_to_target_) : json(nullptr)},
         {"epochs", config_.training.epochs},
+        {"provenance", provenance_},
     };
     summary.update(extra);
     write_json_file(directory_ + "/summary.json", summary);

@@ -48,6 +48,7 @@ private:
     std::optional<EvaluationPoint> last_;
     double best_accuracy_ = 0;
     std::optional<double> time_to_target_;
+    nlohmann::json provenance_;  // taken when the run starts
 };
 
 }  // namespace tether

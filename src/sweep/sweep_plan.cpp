@@ -52,7 +52,7 @@ std::optional<std::size_t> SweepPlan::reference_for(const SweepRun& run) const {
     return reference;
 }
 
-SweepPlan load_sweep(const std::string& path) {
+SweepPlan load_sweep(const std::string& path, const SweepOverrides& overrides) {
     const json sweep = read_json(path, "the sweep file");
     auto fail = [&](const std::string& message) { throw ConfigError(path + ": " + message); };
     if (!sweep.is_object()) fail("expected a JSON object with \"base\" and \"grid\"");
@@ -80,8 +80,20 @@ SweepPlan load_sweep(const std::string& path) {
     // The grid keys in the order the file gives them (json objects sort their keys).
     const nlohmann::ordered_json ordered_grid = grid_in_file_order(path);
     for (const auto& [key, values] : ordered_grid.items()) plan.keys.push_back(key);
-    const json repeats_value = sweep.value("repeats", json(1));
-    if (!repeats_value.is_number_integer() || repeats_value.get<int>() < 1) fail("repeats: expected an integer >= 1, got " + repeats_value.dump());
+    for (const auto& assignment : overrides.assignments) {
+        const std::string key = assignment.substr(0, assignment.find('='));
+        if (grid.contains(key))
+            fail("--set " + assignment + ": " + key + " is a grid key of this sweep, and the grid would override it; "
+                 "change the grid instead");
+        try {
+            apply_override(base, assignment);
+        } catch (const ConfigError& e) {
+            fail("--set " + assignment + ": " + e.what());
+        }
+    }
+    const json repeats_value = overrides.repeats ? json(*overrides.repeats) : sweep.value("repeats", json(1));
+    if (!repeats_value.is_number_integer() || repeats_value.get<int>() < 1)
+        fail(std::string(overrides.repeats ? "--repeats" : "repeats") + ": expected an integer >= 1, got " + repeats_value.dump());
     const int repeats = repeats_value.get<int>();
 
     // Every combination, odometer order (the last key varies fastest).

@@ -30,7 +30,14 @@ struct SweepPlan {
     std::optional<std::size_t> reference_for(const SweepRun& run) const;
 };
 
+// What the command line changes in a sweep file: `--set KEY=VALUE` assignments applied to the
+// base of every run (before the grid), and `--repeats` replacing the file's repeats.
+struct SweepOverrides {
+    std::vector<std::string> assignments;
+    std::optional<int> repeats;
+};
+
 // Throws ConfigError naming the sweep file, the key and the value that is wrong.
-SweepPlan load_sweep(const std::string& path);
+SweepPlan load_sweep(const std::string& path, const SweepOverrides& overrides = {});
 
 }  // namespace tether

@@ -1,5 +1,7 @@
 // summary.csv and summary.md of a sweep: one row per run, the varied keys first.
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -31,6 +33,85 @@ std::string csv_escape(const std::string& s) {
     std::string out = "\"";
     for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
     return out + "\"";
+}
+
+// "mean ± sd" over the values present (sample standard deviation; n = 1 has none).
+std::string mean_and_spread(const std::vector<double>& values, int precision) {
+    if (values.empty()) return "";
+    double mean = 0;
+    for (double v : values) mean += v / double(values.size());
+    char buffer[96];
+    if (values.size() == 1) {
+        std::snprintf(buffer, sizeof buffer, "%.*f", precision, mean);
+        return buffer;
+    }
+    double squares = 0;
+    for (double v : values) squares += (v - mean) * (v - mean);
+    std::snprintf(buffer, sizeof buffer, "%.*f ± %.*f", precision, mean, precision,
+                  std::sqrt(squares / double(values.size() - 1)));
+    return buffer;
+}
+
+void write_table(std::ostream& csv, std::ostream& md, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+    for (std::size_t i = 0; i < header.size(); ++i) {
+        csv << (i ? "," : "") << csv_escape(header[i]);
+        md << "| " << header[i] << " ";
+    }
+    csv << "\n";
+    md << "|\n";
+    for (std::size_t i = 0; i < header.size(); ++i) md << "|---";
+    md << "|\n";
+    for (const auto& row : rows) {
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            csv << (i ? "," : "") << csv_escape(row[i]);
+            md << "| " << row[i] << " ";
+        }
+        csv << "\n";
+        md << "|\n";
+    }
+}
+
+// One row per grid point: the repeats (seeds) of that point pooled as mean ± sd.
+std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const std::string& directory,
+                                                    std::vector<std::string>& header) {
+    const std::vector<std::string> figures{"final_test_accuracy", "best_test_accuracy", "wall_seconds", "time_to_target"};
+    header = plan.keys;
+    header.push_back("seeds");
+    for (const auto& f : figures) header.push_back(f);
+    std::vector<std::string> order;
+    std::map<std::string, std::pair<const SweepRun*, std::map<std::string, std::vector<double>>>> points;
+    for (const SweepRun& run : plan.runs) {
+        const std::string point = run.id.substr(0, run.id.rfind(",repeat="));
+        if (!points.count(point)) order.push_back(point);
+        auto& [first, values] = points[point];
+        if (!first) first = &run;
+        std::ifstream in(fs::path(directory) / run.id / "summary.json");
+        const json summary = in ? json::parse(in, nullptr, false) : json();
+        if (!summary.is_object()) continue;
+        values["seeds"].push_back(1);
+        for (const auto& f : figures)
+            if (summary.contains(f) && summary[f].is_number()) values[f].push_back(summary[f].get<double>());
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& point : order) {
+        const auto& [run, values] = points[point];
+        std::vector<std::string> row;
+        for (const auto& key : plan.keys) {
+            json value;
+            for (const auto& [k, v] : run->assignments)
+                if (k == key) value = v;
+            row.push_back(run->is_reference && value.is_null() ? "(reference)" : cell(value));
+        }
+        const auto seeds = values.find("seeds");
+        row.push_back(std::to_string(seeds == values.end() ? 0 : seeds->second.size()));
+        for (const auto& f : figures) {
+            const auto found = values.find(f);
+            row.push_back(found == values.end() ? "" : mean_and_spread(found->second, f == "wall_seconds" ? 1 : 4));
+        }
+        rows.push_back(row);
+    }
+    return rows;
 }
 
 }  // namespace
@@ -71,24 +152,17 @@ std::string write_sweep_report(const SweepPlan& plan, const std::string& directo
     }
     std::ofstream csv(fs::path(directory) / "summary.csv");
     std::ostringstream md;
-    for (std::size_t i = 0; i < header.size(); ++i) {
-        csv << (i ? "," : "") << csv_escape(header[i]);
-        md << "| " << header[i] << " ";
-    }
-    csv << "\n";
-    md << "|\n";
-    for (std::size_t i = 0; i < header.size(); ++i) md << "|---";
-    md << "|\n";
-    for (const auto& row : rows) {
-        for (std::size_t i = 0; i < row.size(); ++i) {
-            csv << (i ? "," : "") << csv_escape(row[i]);
-            md << "| " << row[i] << " ";
-        }
-        csv << "\n";
-        md << "|\n";
-    }
-    std::ofstream(fs::path(directory) / "summary.md") << "# Sweep " << plan.name << "\n\n" << md.str();
-    return md.str();
+    write_table(csv, md, header, rows);
+    // The same runs pooled by grid point over their seeds.
+    std::vector<std::string> point_header;
+    const auto point_rows = rows_by_point(plan, directory, point_header);
+    std::ofstream point_csv(fs::path(directory) / "summary_by_point.csv");
+    std::ostringstream point_md;
+    write_table(point_csv, point_md, point_header, point_rows);
+    std::ofstream(fs::path(directory) / "summary.md")
+        << "# Sweep " << plan.name << "\n\n## By grid point (mean ± sample standard deviation over seeds)\n\n"
+        << point_md.str() << "\n## Every run\n\n" << md.str();
+    return point_md.str() + "\n" + md.str();
 }
 
 }  // namespace tether

@@ -101,7 +101,6 @@ Welcome WorkerNode::join() {
 void WorkerNode::exchange() {
     const auto started = Clock::now();
     ++sequence_;
-    rule_->set_steps_in_window(steps_since_exchange_);
     const std::size_t n = num_parameters_, shard = options_.shard_elements;
     if (!(payload_.unique() && payload_.size() == n * sizeof(float))) payload_ = Payload::allocate(n * sizeof(float));
     rule_->make_payload(*backend_, x_, payload_.floats());

@@ -2,6 +2,8 @@
 // every finished run; a bad grid key is an error before anything runs.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -80,4 +82,58 @@ TEST_CASE("a bad grid key or value is a config error naming it, before any run")
     tether::testing::write_text(dir.file("grid.json"), R"({"base": "base.json", "grid": {"cluster.workers": 2}})");
     CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("grid.json")),
                          doctest::Contains("grid.cluster.workers: expected a non-empty list"), tether::ConfigError);
+}
+
+TEST_CASE("--set reaches every run, --repeats adds seeds, and the summary pools seeds as mean ± sd") {
+    tether::testing::TempDir dir;
+    tether::testing::write_text(dir.file("base.json"), kBase);
+    tether::testing::write_text(dir.file("sweep.json"), R"({"base": "base.json", "grid": {"cluster.workers": [1, 2]}})");
+    tether::SweepOverrides overrides;
+    overrides.assignments = {"training.epochs=1", "eval.per_epoch=1"};
+    overrides.repeats = 2;
+    const tether::SweepPlan plan = tether::load_sweep(dir.file("sweep.json"), overrides);
+    REQUIRE(plan.runs.size() == 4);  // 2 grid points x 2 seeds
+    for (const auto& run : plan.runs) {
+        CHECK(run.document["training"]["epochs"] == 1);
+        CHECK(run.document["training"]["seed"] == 1 + run.repeat);
+    }
+    // A grid key cannot be set: the grid would silently win.
+    overrides.assignments = {"cluster.workers=4"};
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("sweep.json"), overrides), doctest::Contains("is a grid key"),
+                         tether::ConfigError);
+    overrides.assignments = {"training.epoch=3"};
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("sweep.json"), overrides),
+                         doctest::Contains("training.epoch: unknown key; did you mean training.epochs?"), tether::ConfigError);
+
+    const tether::SweepOptions options{dir.file("out"), 2, tether_binary()};
+    CHECK(tether::run_sweep(plan, options).completed == 4);
+    const std::string table = tether::write_sweep_report(plan, options.directory);
+    const std::string by_point = tether::testing::read_text(dir.file("out/summary_by_point.csv"));
+    CHECK(by_point.rfind("cluster.workers,seeds,final_test_accuracy,best_test_accuracy,wall_seconds,time_to_target", 0) == 0);
+    CHECK(lines_in(dir.file("out/summary_by_point.csv")) == 3);  // header + 2 grid points
+    CHECK(table.find("| 1 | 2 | ") != std::string::npos);        // workers 1, two seeds
+    CHECK(table.find(" ± ") != std::string::npos);
+}
+
+TEST_CASE("two sweeps cannot run in the same directory at once") {
+    tether::testing::TempDir dir;
+    // A run long enough (tens of seconds) to be still running when the second sweep starts.
+    tether::testing::write_text(dir.file("sweep.json"), R"({"grid": {"cluster.workers": [2]},
+        "base": {"name": "slow", "data": {"source": "synthetic", "train_samples": 20000, "test_samples": 200,
+                 "features": 64, "classes": 3}, "training": {"epochs": 30, "device": "cpu", "threads": 1},
+                 "strategy": {"name": "adag"}, "cluster": {"workers": 2}}})");
+    const std::string out = dir.file("out");
+    // The first sweep, a child process, holds the lock while it runs.
+    const std::string first = tether_binary() + " sweep " + dir.file("sweep.json") + " --out " + out + " > " +
+                              dir.file("first.log") + " 2>&1 & echo $! > " + dir.file("first.pid");
+    REQUIRE(std::system(first.c_str()) == 0);
+    for (int i = 0; i < 200 && !std::ifstream(out + "/sweep.lock"); ++i) std::system("sleep 0.05");
+    std::system("sleep 0.3");
+    const std::string second = tether_binary() + " sweep " + dir.file("sweep.json") + " --out " + out + " > " +
+                               dir.file("second.log") + " 2>&1";
+    const int status = std::system(second.c_str());
+    CHECK(WEXITSTATUS(status) != 0);
+    CHECK(tether::testing::read_text(dir.file("second.log")).find("is in use by another tether sweep") != std::string::npos);
+    const std::string stop = "kill -9 $(cat " + dir.file("first.pid") + ") 2>/dev/null; pkill -9 -f " + out + " 2>/dev/null; true";
+    std::system(stop.c_str());
 }

@@ -78,6 +78,13 @@ TEST_CASE("a sequential run learns a separable problem and writes its run direct
     REQUIRE(std::filesystem::exists(run + "/config.json"));
     REQUIRE(std::filesystem::exists(run + "/metrics.jsonl"));
     REQUIRE(std::filesystem::exists(run + "/summary.json"));
+    // Provenance: which build, where, how and when, so the result can be traced back.
+    const json provenance = summary["provenance"];
+    CHECK(provenance["tether_version"] == TETHER_VERSION);
+    CHECK(!provenance["commit"].get<std::string>().empty());
+    CHECK(!provenance["host"].get<std::string>().empty());
+    CHECK(provenance["command_line"].get<std::string>().find("test_end_to_end") != std::string::npos);
+    CHECK(provenance["start_time"].get<std::string>().size() == 20);  // 2026-01-02T03:04:05Z
 
     // config.json is the resolved config: given values and defaults.
     const json written_config = json::parse(tether::testing::read_text(run + "/config.json"));

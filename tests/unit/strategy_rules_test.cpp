@@ -260,8 +260,6 @@ TEST_CASE_FIXTURE(Fixture, "downpour: send x_i - x_pull; x~ += it; x_i and x_pul
     // x_pull moved with x: the next payload is only the new local work.
     w2.set({1.5f, 5.f, 3.5f});
     check_equal(w2.payload(), {0.5f, 0.f, -2.f});
-    w2.rule->set_steps_in_window(2);  // a short last window: downpour sends the update as it is
-    check_equal(w2.payload(), {0.5f, 0.f, -2.f});
 }
 
 TEST_CASE_FIXTURE(Fixture, "adag: the payload is (x_i - x_pull) / communication_window") {
@@ -283,10 +281,10 @@ TEST_CASE_FIXTURE(Fixture, "adag: the payload is (x_i - x_pull) / communication_
     check_equal(w1.get(), center.x);
     check_equal(w1.payload(), {0.f, 0.f, 0.f});
 
-    // The last window of a run may be shorter: the update is divided by the steps it holds.
+    // The last window of a run may be shorter (here 2 of 4 steps): it is divided by tau all the
+    // same, so its steps weigh on x~ as every other step does.
     w1.set({2.25f, 0.25f, 1.625f});
-    w1.rule->set_steps_in_window(2);
-    check_equal(w1.payload(), {0.5f, 0.5f, 0.f});  // ((2.25, 0.25, 1.625) - (1.25, -0.75, 1.625)) / 2
+    check_equal(w1.payload(), {0.25f, 0.25f, 0.f});  // ((2.25, 0.25, 1.625) - (1.25, -0.75, 1.625)) / 4
 }
 
 TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, staleness = v - v_pull") {
@@ -323,7 +321,7 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
 // The center answers in the buffer the exchange arrived in (no copy): every asynchronous rule
 // must give the same x~ and the same reply when `reply` is the payload itself.
 TEST_CASE("asynchronous center rules give the same result when the reply overwrites the payload") {
-    for (const char* name : {"aeasgd", "eamsgd", "downpour", "adag", "dynsgd"}) {
+    for (const char* name : {"aeasgd", "eamsgd", "downpour", "adag", "dynsgd", "adag-staleness"}) {
         CAPTURE(name);
         json document = {{"strategy", {{"name", name}}}, {"cluster", {{"workers", 2}}}};
         if (std::string(name) == "eamsgd") document["training"] = {{"optimizer", {{"name", "nesterov"}}}};
@@ -338,4 +336,89 @@ TEST_CASE("asynchronous center rules give the same result when the reply overwri
         check_equal(payload, reply);
         CHECK(moved_in_place == doctest::Approx(moved_separate));
     }
+}
+
+TEST_CASE_FIXTURE(Fixture, "diloco: outer Nesterov step on x~ - mean(x_i), by hand over two rounds") {
+    const auto s = strategy({{"strategy", {{"name", "diloco"}}}, {"cluster", {{"workers", 2}}}});
+    CHECK(s->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.7));
+    CHECK(s->describe()["outer_momentum"].get<double>() == doctest::Approx(0.9));
+    CHECK(s->describe()["nesterov"].get<bool>());
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK(center_rule->synchronous());
+    CenterState center{kCenter, 0};
+    // Round 1: mean = (1, 2, 3), g = x~ - mean = (0, -3, -2.5), v = g,
+    // x~ <- x~ - 0.7 (g + 0.9 v) = x~ - 1.33 g = (1, 2.99, 3.825).
+    center_rule->contribute(center, exchange_of(0, 0, kX1));
+    center_rule->contribute(center, exchange_of(1, 0, kX2));
+    Vec reply(3);
+    center_rule->close_round(center, reply.data());
+    check_equal(center.x, {1.f, 2.99f, 3.825f});
+    check_equal(reply, center.x);
+    // Round 2: the workers did not move (mean = x~, g = 0), yet momentum carries x~ on:
+    // v = 0.9 (0, -3, -2.5); x~ <- x~ - 0.7 (0.9 v) = (1, 2.99 + 1.701, 3.825 + 1.4175).
+    const Vec same = center.x;
+    center_rule->contribute(center, exchange_of(0, 1, same));
+    center_rule->contribute(center, exchange_of(1, 1, same));
+    center_rule->close_round(center, reply.data());
+    check_equal(center.x, {1.f, 4.691f, 5.2425f});
+}
+
+TEST_CASE_FIXTURE(Fixture, "diloco with outer lr 1 and no momentum is model averaging") {
+    const auto diloco = strategy({{"strategy", {{"name", "diloco"}, {"outer_learning_rate", 1.0}, {"outer_momentum", 0.0}}},
+                                  {"cluster", {{"workers", 2}}}});
+    const auto averaging = strategy({{"strategy", {{"name", "averaging"}}}, {"cluster", {{"workers", 2}}}});
+    auto a = diloco->make_center_rule({2, kSize});
+    auto b = averaging->make_center_rule({2, kSize});
+    CenterState ca{kCenter, 0}, cb{kCenter, 0};
+    Vec ra(3), rb(3);
+    // Three rounds with different x_i each time: x~ and the replies stay equal.
+    for (float shift : {0.f, 1.5f, -4.f}) {
+        Vec x1 = kX1, x2 = kX2;
+        for (float& v : x1) v += shift;
+        for (float& v : x2) v -= 2 * shift;
+        for (auto* rule : {a.get(), b.get()}) {
+            CenterState& c = rule == a.get() ? ca : cb;
+            rule->contribute(c, exchange_of(0, 0, x1));
+            rule->contribute(c, exchange_of(1, 0, x2));
+        }
+        a->close_round(ca, ra.data());
+        b->close_round(cb, rb.data());
+        check_equal(ca.x, cb.x);
+        check_equal(ra, rb);
+    }
+    // The worker half is averaging's: x_i <- x~.
+    Worker w(*backend, *diloco, 2);
+    w.join(kCenter, 0);
+    w.set(kX1);
+    check_equal(w.payload(), kX1);
+    w.apply(ra, 3);
+    check_equal(w.get(), ra);
+}
+
+TEST_CASE_FIXTURE(Fixture, "adag-staleness: each element of a commit scaled by 1 / ((x~ - x~pull)^2 / gamma + 1), by hand") {
+    const auto s = strategy({{"strategy", {{"name", "adag-staleness"}, {"gamma", 1.0}, {"communication_window", 2}}},
+                             {"cluster", {{"workers", 2}}}});
+    auto center_rule = s->make_center_rule({2, kSize});
+    CHECK_FALSE(center_rule->synchronous());
+    CenterState center{kCenter, 0};
+    center_rule->on_join(center, 0);
+    center_rule->on_join(center, 1);
+    Vec reply(3);
+    // Worker 1 commits first: x~ has not moved since its pull, so its commit lands whole.
+    double moved = center_rule->apply(center, exchange_of(1, 0, {1.f, 0.f, 2.f}), reply.data());
+    check_equal(center.x, {2.f, -1.f, 2.5f});
+    CHECK(moved == doctest::Approx(std::sqrt(5.0)));
+    // Worker 0 pulled (1, -1, 0.5): x~ drifted by (1, 0, 2) since, so s = (1/2, 1, 1/5) and
+    // its commit (2, 2, 5) moves x~ by (1, 2, 1).
+    center_rule->apply(center, exchange_of(0, 0, {2.f, 2.f, 5.f}), reply.data());
+    check_equal(center.x, {3.f, 1.f, 3.5f});
+    check_equal(reply, center.x);
+    // Its next pull is that reply: with nothing in between, the next commit lands whole.
+    center_rule->apply(center, exchange_of(0, 2, {1.f, 1.f, 1.f}), reply.data());
+    check_equal(center.x, {4.f, 2.f, 4.5f});
+    // The worker half is ADAG's: (x_i - x_pull) / tau.
+    Worker w(*backend, *s, 2);
+    w.join(kCenter, 0);
+    w.set(kX1);
+    check_equal(w.payload(), {0.5f, 0.5f, 2.25f});
 }

@@ -1,0 +1,232 @@
+#include "codec/codec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace tether {
+namespace {
+
+std::uint32_t bits_of(float x) {
+    std::uint32_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
+float float_of(std::uint32_t b) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+void expect_bytes(std::size_t got, std::size_t expected, const char* codec, std::size_t n) {
+    if (got != expected)
+        throw CodecError(std::string(codec) + ": " + std::to_string(got) + " bytes cannot hold " + std::to_string(n) +
+                         " elements (expected " + std::to_string(expected) + ")");
+}
+
+// Checks first, writes after: a bad message leaves `out` untouched.
+void require_finite(const float* x, std::size_t n, const char* codec) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(x[i])) throw CodecError(std::string(codec) + ": element " + std::to_string(i) + " is not finite");
+}
+
+class Float32Codec final : public Codec {
+public:
+    CodecKind kind() const override { return CodecKind::float32; }
+    std::size_t max_encoded_bytes(std::size_t n) const override { return 4 * n; }
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+        std::memcpy(out, x, 4 * n);
+        return 4 * n;
+    }
+    void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
+        expect_bytes(bytes, 4 * n, "float32", n);
+        std::vector<float> values(n);
+        std::memcpy(values.data(), in, bytes);
+        require_finite(values.data(), n, "float32");
+        std::copy(values.begin(), values.end(), out);
+    }
+};
+
+// fp16 and bf16: two bytes per element through a conversion pair.
+template <std::uint16_t (*Encode)(float), float (*Decode)(std::uint16_t), CodecKind Kind>
+class HalfWidthCodec final : public Codec {
+public:
+    CodecKind kind() const override { return Kind; }
+    std::size_t max_encoded_bytes(std::size_t n) const override { return 2 * n; }
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint16_t h = Encode(x[i]);
+            out[2 * i] = std::uint8_t(h);
+            out[2 * i + 1] = std::uint8_t(h >> 8);
+        }
+        return 2 * n;
+    }
+    void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
+        expect_bytes(bytes, 2 * n, to_string(Kind), n);
+        std::vector<float> values(n);
+        for (std::size_t i = 0; i < n; ++i) values[i] = Decode(std::uint16_t(in[2 * i] | (in[2 * i + 1] << 8)));
+        require_finite(values.data(), n, to_string(Kind));
+        std::copy(values.begin(), values.end(), out);
+    }
+};
+
+// Layout: one float32 scale per block of 256, then one int8 per element.
+class Int8Codec final : public Codec {
+public:
+    static constexpr std::size_t kBlock = 256;
+    CodecKind kind() const override { return CodecKind::int8; }
+    std::size_t max_encoded_bytes(std::size_t n) const override { return blocks(n) * 4 + n; }
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+        std::int8_t* q = reinterpret_cast<std::int8_t*>(out + blocks(n) * 4);
+        for (std::size_t b = 0; b < blocks(n); ++b) {
+            const std::size_t first = b * kBlock, last = std::min(n, first + kBlock);
+            float peak = 0.f;
+            for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
+            const float scale = peak / 127.f;
+            std::memcpy(out + 4 * b, &scale, 4);
+            const float inverse = scale > 0.f ? 1.f / scale : 0.f;
+            for (std::size_t i = first; i < last; ++i)
+                q[i] = std::int8_t(std::clamp(std::lround(x[i] * inverse), -127l, 127l));
+        }
+        return max_encoded_bytes(n);
+    }
+    void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
+        expect_bytes(bytes, max_encoded_bytes(n), "int8", n);
+        std::vector<float> scales(blocks(n));
+        std::memcpy(scales.data(), in, scales.size() * 4);
+        require_finite(scales.data(), scales.size(), "int8 scale");
+        const std::int8_t* q = reinterpret_cast<const std::int8_t*>(in + scales.size() * 4);
+        for (std::size_t i = 0; i < n; ++i) out[i] = float(q[i]) * scales[i / kBlock];
+    }
+
+private:
+    static std::size_t blocks(std::size_t n) { return (n + kBlock - 1) / kBlock; }
+};
+
+// Layout: uint32 element count n (top-k alone could not tell a shorter vector from a longer
+// one), uint32 count k, then k uint32 indices, then k float32 values.
+class TopKCodec final : public Codec {
+public:
+    explicit TopKCodec(double ratio) : ratio_(ratio) {}
+    CodecKind kind() const override { return CodecKind::topk; }
+    std::size_t max_encoded_bytes(std::size_t n) const override { return 8 + 8 * kept(n); }
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+        if (residual_.size() != n) residual_.assign(n, 0.f);
+        for (std::size_t i = 0; i < n; ++i) residual_[i] += x[i];  // v = x + residual
+        const std::size_t k = kept(n);
+        order_.resize(n);
+        std::iota(order_.begin(), order_.end(), 0u);
+        std::nth_element(order_.begin(), order_.begin() + std::ptrdiff_t(k), order_.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return std::fabs(residual_[a]) > std::fabs(residual_[b]); });
+        std::sort(order_.begin(), order_.begin() + std::ptrdiff_t(k));  // ascending indices: cache-friendly decode
+        const std::uint32_t header[2] = {std::uint32_t(n), std::uint32_t(k)};
+        std::memcpy(out, header, 8);
+        for (std::size_t j = 0; j < k; ++j) {
+            const std::uint32_t i = order_[j];
+            std::memcpy(out + 8 + 4 * j, &i, 4);
+            std::memcpy(out + 8 + 4 * k + 4 * j, &residual_[i], 4);
+            residual_[i] = 0.f;  // sent: what remains is the error fed back next time
+        }
+        return 8 + 8 * k;
+    }
+    void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
+        if (bytes < 8) throw CodecError("topk: " + std::to_string(bytes) + " bytes hold no element counts");
+        std::uint32_t header[2];
+        std::memcpy(header, in, 8);
+        if (header[0] != n)
+            throw CodecError("topk: the message encodes " + std::to_string(header[0]) + " elements, expected " + std::to_string(n));
+        const std::size_t count = header[1];
+        if (count > n) throw CodecError("topk: " + std::to_string(count) + " elements sent for a vector of " + std::to_string(n));
+        expect_bytes(bytes, 8 + 8 * count, "topk", count);
+        std::vector<std::uint32_t> indices(count);
+        std::vector<float> values(count);
+        std::memcpy(indices.data(), in + 8, 4 * count);
+        std::memcpy(values.data(), in + 8 + 4 * count, 4 * count);
+        for (std::uint32_t i : indices)
+            if (i >= n) throw CodecError("topk: index " + std::to_string(i) + " out of range for " + std::to_string(n) + " elements");
+        require_finite(values.data(), count, "topk");
+        std::fill(out, out + n, 0.f);
+        for (std::size_t j = 0; j < count; ++j) out[indices[j]] = values[j];
+    }
+private:
+    std::size_t kept(std::size_t n) const {
+        return n == 0 ? 0 : std::max<std::size_t>(1, std::min(n, std::size_t(std::ceil(ratio_ * double(n)))));
+    }
+    double ratio_;
+    std::vector<float> residual_;
+    std::vector<std::uint32_t> order_;
+};
+
+}  // namespace
+
+// IEEE binary16 with round to nearest even; overflow goes to infinity, tiny values to
+// subnormal halves or zero.
+std::uint16_t float_to_half(float x) {
+    const std::uint32_t f = bits_of(x);
+    const std::uint16_t sign = std::uint16_t((f >> 16) & 0x8000u);
+    const std::uint32_t magnitude = f & 0x7fffffffu;
+    if (magnitude >= 0x7f800000u)  // Inf or NaN (NaN keeps a mantissa bit)
+        return std::uint16_t(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
+    if (magnitude >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);  // rounds past 65504
+    if (magnitude < 0x38800000u) {  // below the smallest normal half: a subnormal half or 0
+        if (magnitude < 0x33000000u) return sign;
+        const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+        const int shift = 126 - int(magnitude >> 23);  // 14..24
+        const std::uint32_t half = mantissa >> shift;
+        const std::uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+        return std::uint16_t(sign | (half + (rest > halfway || (rest == halfway && (half & 1u)))));
+    }
+    const std::uint32_t rebased = magnitude - 0x38000000u;  // exponent 127 -> 15
+    const std::uint32_t half = rebased >> 13, rest = rebased & 0x1fffu;
+    return std::uint16_t(sign | (half + (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))));
+}
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    if (exponent == 0x1fu) return float_of(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) return (sign ? -1.f : 1.f) * std::ldexp(float(mantissa), -24);
+    return float_of(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+std::uint16_t float_to_bfloat16(float x) {
+    const std::uint32_t f = bits_of(x);
+    if ((f & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((f >> 16) | 0x40u);  // NaN stays NaN
+    return std::uint16_t((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+
+float bfloat16_to_float(std::uint16_t b) { return float_of(std::uint32_t(b) << 16); }
+
+const char* to_string(CodecKind kind) {
+    switch (kind) {
+        case CodecKind::float32: return "float32";
+        case CodecKind::fp16: return "fp16";
+        case CodecKind::bf16: return "bf16";
+        case CodecKind::int8: return "int8";
+        case CodecKind::topk: return "topk";
+    }
+    return "unknown";
+}
+
+CodecKind codec_kind(const std::string& name) {
+    for (CodecKind k : {CodecKind::float32, CodecKind::fp16, CodecKind::bf16, CodecKind::int8, CodecKind::topk})
+        if (name == to_string(k)) return k;
+    throw std::invalid_argument("\"" + name + "\" is not a codec; expected float32, fp16, bf16, int8 or topk");
+}
+
+std::unique_ptr<Codec> make_codec(const CodecOptions& o) {
+    switch (o.kind) {
+        case CodecKind::float32: return std::make_unique<Float32Codec>();
+        case CodecKind::fp16: return std::make_unique<HalfWidthCodec<float_to_half, half_to_float, CodecKind::fp16>>();
+        case CodecKind::bf16:
+            return std::make_unique<HalfWidthCodec<float_to_bfloat16, bfloat16_to_float, CodecKind::bf16>>();
+        case CodecKind::int8: return std::make_unique<Int8Codec>();
+        case CodecKind::topk:
+            if (!(o.topk_ratio > 0.0 && o.topk_ratio <= 1.0))
+                throw std::invalid_argument("topk ratio " + std::to_string(o.topk_ratio) + " must be > 0 and <= 1");
+            return std::make_unique<TopKCodec>(o.topk_ratio);
+    }
+    throw std::invalid_argument("unknown codec");
+}
+
+}  // namespace tether
