@@ -72,6 +72,9 @@ check_consumer pkg-config "$work/consumer-pkgconfig"
 if [[ ! -e /dev/nvidia0 ]]; then
   echo "== CUDA memory asked for, no GPU"
   if [[ -e "$libdir/libtether-cuda.so" ]]; then
+    # The installed command finds it too (RUNPATH $ORIGIN/../lib).
+    "$prefix/bin/tether" version | tee "$work/version.out"
+    grep -q "CUDA backend: built" "$work/version.out" || fail "the installed tether command does not load libtether-cuda.so"
     "$work/consumer-pkgconfig" cuda-error | tee "$work/cuda.out"
     grep -q "no CUDA GPU is visible" "$work/cuda.out" || fail "the installed libtether did not load libtether-cuda.so beside it"
     rm "$libdir/libtether-cuda.so"
