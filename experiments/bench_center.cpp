@@ -45,13 +45,36 @@ std::string address_for(const std::string& transport, int run) {
     return "tcp://127.0.0.1:*";
 }
 
-// Round trips per second over all clients, counted between the start signal and the deadline.
-struct Count {
-    std::atomic<std::uint64_t> round_trips{0};
-    double seconds = 0;
-    double gigabytes_per_second(std::size_t elements) const {
-        return double(round_trips.load()) * 2.0 * double(elements) * sizeof(float) / seconds / 1e9;
+// K client threads that connect, wait for one start signal, and count round trips until one
+// deadline; GB/s over both directions.
+class Race {
+public:
+    // `client(race)` runs on each thread: it connects, calls race.wait_for_start(), then
+    // exchanges while race.running(), counting each round trip with race.count().
+    template <typename Client>
+    double run(int clients, double seconds, std::size_t elements, Client client) {
+        std::vector<std::thread> pool;
+        for (int c = 0; c < clients; ++c) pool.emplace_back([&] { client(*this); });
+        while (ready_ < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const auto started = Clock::now();
+        deadline_ = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+        go_ = true;
+        for (auto& t : pool) t.join();
+        const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+        return double(round_trips_.load()) * 2.0 * double(elements) * sizeof(float) / elapsed / 1e9;
     }
+    void wait_for_start() {
+        ++ready_;
+        while (!go_) std::this_thread::yield();
+    }
+    bool running() const { return Clock::now() < deadline_; }
+    void count() { ++round_trips_; }
+
+private:
+    std::atomic<int> ready_{0};
+    std::atomic<bool> go_{false};
+    std::atomic<std::uint64_t> round_trips_{0};
+    Clock::time_point deadline_;
 };
 
 // A plain cppzmq echo doing the center's add: the fastest a ZeroMQ center could answer.
@@ -60,7 +83,7 @@ double run_raw(const std::string& transport, int clients, const Settings& s, int
     zmq::socket_t server(context, zmq::socket_type::router);
     server.bind(address_for(transport, run));
     const std::string address = server.get(zmq::sockopt::last_endpoint);
-    std::atomic<bool> stop{false}, go{false};
+    std::atomic<bool> stop{false};
     std::thread serving([&] {
         std::vector<float> center(s.elements, 0.f);
         zmq::pollitem_t item{server.handle(), 0, ZMQ_POLLIN, 0};
@@ -76,34 +99,23 @@ double run_raw(const std::string& transport, int clients, const Settings& s, int
             server.send(body, zmq::send_flags::none);
         }
     });
-    Count count;
-    std::vector<std::thread> pool;
-    std::atomic<int> ready{0};
-    Clock::time_point deadline;
-    for (int c = 0; c < clients; ++c)
-        pool.emplace_back([&] {
-            zmq::socket_t dealer(context, zmq::socket_type::dealer);
-            dealer.connect(address);
-            std::vector<float> x(s.elements, 1e-3f);
-            ++ready;
-            while (!go) std::this_thread::yield();
-            while (Clock::now() < deadline) {
-                dealer.send(zmq::buffer(x), zmq::send_flags::none);
-                zmq::message_t reply;
-                (void)dealer.recv(reply);
-                std::memcpy(x.data(), reply.data(), reply.size());
-                ++count.round_trips;
-            }
-        });
-    while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const auto started = Clock::now();
-    deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
-    go = true;
-    for (auto& t : pool) t.join();
-    count.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    Race race;
+    const double rate = race.run(clients, s.seconds, s.elements, [&](Race& r) {
+        zmq::socket_t dealer(context, zmq::socket_type::dealer);
+        dealer.connect(address);
+        std::vector<float> x(s.elements, 1e-3f);
+        r.wait_for_start();
+        while (r.running()) {
+            dealer.send(zmq::buffer(x), zmq::send_flags::none);
+            zmq::message_t reply;
+            (void)dealer.recv(reply);
+            std::memcpy(x.data(), reply.data(), reply.size());
+            r.count();
+        }
+    });
     stop = true;
     serving.join();
-    return count.gigabytes_per_second(s.elements);
+    return rate;
 }
 
 // The same load through tether's embedding API: a CenterService and K WorkerClients.
@@ -113,30 +125,17 @@ double run_tether(const std::string& strategy, const std::string& transport, int
     options.workers = clients;
     options.address = transport == "inproc" ? "" : address_for(transport, run);
     auto service = tether::CenterService::start(std::vector<float>(s.elements, 0.f), options);
-    Count count;
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    Clock::time_point deadline;
-    std::vector<std::thread> pool;
-    for (int c = 0; c < clients; ++c)
-        pool.emplace_back([&] {
-            std::vector<float> x(s.elements, 0.f);
-            auto worker = service->connect_worker(x.data(), x.size());
-            ++ready;
-            while (!go) std::this_thread::yield();
-            while (Clock::now() < deadline) {
-                if (worker->step(64)) ++count.round_trips;
-            }
-            worker->finish();
-        });
-    while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const auto started = Clock::now();
-    deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
-    go = true;
-    for (auto& t : pool) t.join();
-    count.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    Race race;
+    const double rate = race.run(clients, s.seconds, s.elements, [&](Race& r) {
+        std::vector<float> x(s.elements, 0.f);
+        auto worker = service->connect_worker(x.data(), x.size());
+        r.wait_for_start();
+        while (r.running())
+            if (worker->step(64)) r.count();
+        worker->finish();
+    });
     service->wait();
-    return count.gigabytes_per_second(s.elements);
+    return rate;
 }
 
 double median(std::vector<double> v) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tether needs from Debian's packages, and only what is missing.
 # Idempotent: a second run installs nothing and touches no package lists.
-#   scripts/install-deps.sh           build + run + test dependencies
+#   scripts/install-deps.sh           build + run dependencies (the Python package's too)
+#   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests)
 #   scripts/install-deps.sh --peers   also the comparison peers (PyTorch) for benchmarks
 set -euo pipefail
 
@@ -11,9 +12,10 @@ packages=(
   libthrust-dev libopenblas-dev zlib1g-dev
   dataset-fashion-mnist python3 python3-matplotlib
   cmake  # tests/packaging builds a find_package(tether) consumer
+  pybind11-dev python3-dev python3-numpy
 )
-if [[ "${1:-}" == "--peers" ]]; then
-  packages+=(python3-torch python3-numpy)
+if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
+  packages+=(python3-torch)
 fi
 
 missing=()

@@ -2,7 +2,7 @@
 # Quick start 2: install what is missing, build, and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 scripts/build.sh
 status=0
 meson test -C build --print-errorlogs "$@" | tee build/meson-test.out || status=$?
