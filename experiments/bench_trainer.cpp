@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
                                {"training", {{"batch_size", batch}, {"device", "cpu"}, {"threads", threads},
                                              {"optimizer", {{"name", optimizer}}}}}};
     const RunConfig config = parse_config(document);
-    set_blas_threads(threads);
+    set_blas_threads(threads, flush_denormals != 0);
     auto backend = make_backend({"cpu", threads, 0, flush_denormals != 0});
     const TrainTestSplit data = load_data(config.data, 1);
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);

@@ -110,6 +110,20 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals) {
     return std::make_unique<CpuBackend>(threads, flush_denormals);
 }
 
-void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+// OpenBLAS starts its thread pool when the library loads, before tether can set any
+// floating-point mode, and a thread keeps the mode it started with: a GEMM on subnormal input
+// split over 2 threads took 603 ms with the caller flushing (12.7 ms on the caller alone). So
+// the pool is stopped and OpenBLAS starts it again from this flushing thread, whose mode the
+// new threads inherit (14 ms). blas_thread_shutdown_ is the hook OpenBLAS itself uses around
+// fork(); weak, so another CBLAS without it simply keeps its threads as they are.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+void set_blas_threads(int threads, bool flush_denormals) {
+    if (flush_denormals) {
+        set_flush_denormals(true);
+        if (threads > 1 && blas_thread_shutdown_) blas_thread_shutdown_();
+    }
+    openblas_set_num_threads(threads);
+}
 
 }  // namespace tether

@@ -10,7 +10,9 @@ namespace tether {
 std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals = false);
 
 // OpenBLAS keeps one process-wide thread count; callers running several workers in one
-// process set it to 1 so the workers' GEMMs do not oversubscribe the cores.
-void set_blas_threads(int threads);
+// process set it to 1 so the workers' GEMMs do not oversubscribe the cores. With
+// `flush_denormals` the calling thread flushes denormals and OpenBLAS's own threads are made
+// to as well (see cpu_backend.cpp): only from a thread tether owns, before training starts.
+void set_blas_threads(int threads, bool flush_denormals);
 
 }  // namespace tether

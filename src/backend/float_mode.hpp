@@ -3,7 +3,8 @@
 // microcode assist (~100 cycles): a whole run slowed down 2.5x as it went on. tether therefore
 // sets flush-to-zero (results that would be subnormal become 0) and denormals-are-zero
 // (subnormal inputs read as 0) on every thread it trains or computes on: worker threads and
-// their OpenMP teams, the center thread and the evaluation thread. Values below 1.2e-38 carry
+// their OpenMP teams, OpenBLAS's threads (set_blas_threads), the center thread and the
+// evaluation thread. Values below 1.2e-38 carry
 // no signal for float32 training.
 // `training.flush_denormals: false` turns it off. The embedding API never changes the mode of
 // its caller's threads; a user may call set_flush_denormals() on their own.

@@ -61,7 +61,7 @@ int serve(const Common& c) {
     const RunConfig config = load_config(c.config_path, c.overrides);
     if (!config.strategy.rule->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
-    set_blas_threads(1);
+    set_blas_threads(1, config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
@@ -101,7 +101,7 @@ int worker_command(const std::vector<std::string>& arguments) {
     if (!config.strategy.rule->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
     const int threads = threads_per_worker(config, 1);
-    set_blas_threads(threads);
+    set_blas_threads(threads, config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     // Unique across hosts: two workers with the same identity would collide in the ROUTER.

@@ -37,7 +37,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
     const int threads = threads_per_worker(config, workers);
     // OpenBLAS has one process-wide thread count: shared by N workers it would oversubscribe.
     const int blas_threads = workers > 1 ? 1 : threads;
-    set_blas_threads(blas_threads);
+    set_blas_threads(blas_threads, config.training.flush_denormals);
     std::printf("threads: %d worker thread%s with %d thread%s each (OpenBLAS %d), a center thread and an evaluation "
                 "thread; denormals %s\n",
                 workers, workers == 1 ? "" : "s", threads, threads == 1 ? "" : "s", blas_threads,

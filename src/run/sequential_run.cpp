@@ -25,7 +25,7 @@ int threads_per_worker(const RunConfig& config, int workers) {
 
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
     const int threads = threads_per_worker(config, 1);
-    set_blas_threads(threads);
+    set_blas_threads(threads, config.training.flush_denormals);
     auto backend = make_backend({config.training.device, threads, 0, config.training.flush_denormals});
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/cpu_backend.hpp"
 #include "backend/float_mode.hpp"
 
 namespace {
@@ -96,5 +97,19 @@ TEST_CASE("set_flush_denormals sets and clears both modes on the calling thread;
         set_flush_denormals(false);
         CHECK_FALSE(flush_denormals_enabled());
         on_fresh_thread([] { CHECK_FALSE(flush_denormals_enabled()); });
+    });
+}
+
+// OpenBLAS's own threads start when the library loads, with the mode of that moment; a GEMM
+// big enough to be split over them must flush on every one. DAZ reads the subnormal A as 0,
+// so C = A B is exactly 0 everywhere; any thread that did not flush leaves 5e-27s behind.
+TEST_CASE("a GEMM split over OpenBLAS's threads flushes denormals on all of them") {
+    on_fresh_thread([] {
+        set_blas_threads(2, /*flush_denormals=*/true);
+        auto backend = make_backend({"cpu", 2, 0, /*flush_denormals=*/true});
+        const int n = 256;
+        std::vector<float> a(std::size_t(n) * n, kSubnormal), b(std::size_t(n) * n, 1e10f / n), c(std::size_t(n) * n, 1.f);
+        backend->gemm(false, false, n, n, n, 1.f, a.data(), b.data(), 0.f, c.data());
+        CHECK(count_nonzero(c.data(), c.size()) == 0);
     });
 }
