@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <thrust/system/cuda/execution_policy.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -94,9 +95,15 @@ private:
 
 }  // namespace
 
-bool cuda_built() { return true; }
+}  // namespace tether
 
-int cuda_device_count() {
+// The C entry points libtether finds with dlsym (backend/cuda_backend.hpp). Exceptions stop
+// here: the error text crosses the library boundary as a string.
+extern "C" {
+
+const char* tether_cuda_version() { return TETHER_VERSION; }
+
+int tether_cuda_device_count() {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         cudaGetLastError();  // clear the sticky "no driver" error
@@ -105,14 +112,19 @@ int cuda_device_count() {
     return count;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
-    if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice");  // the caller's current GPU
-    else check(cudaSetDevice(device), "cudaSetDevice");
-    // A blocking stream: it waits for work the caller queued on the legacy default stream, so
-    // an exchange never reads parameters that the caller's last update is still writing.
-    cudaStream_t stream{};
-    check(cudaStreamCreate(&stream), "cudaStreamCreate");
-    return std::make_unique<CudaBackend>(device, stream);
+tether::Backend* tether_cuda_make_backend(int device, char* error, std::size_t error_size) {
+    try {
+        if (device < 0) tether::check(cudaGetDevice(&device), "cudaGetDevice");  // the caller's current GPU
+        else tether::check(cudaSetDevice(device), "cudaSetDevice");
+        // A blocking stream: it waits for work the caller queued on the legacy default stream,
+        // so an exchange never reads parameters that the caller's last update is still writing.
+        cudaStream_t stream{};
+        tether::check(cudaStreamCreate(&stream), "cudaStreamCreate");
+        return new tether::CudaBackend(device, stream);
+    } catch (const std::exception& e) {
+        if (error_size > 0) std::snprintf(error, error_size, "%s", e.what());
+        return nullptr;
+    }
 }
 
-}  // namespace tether
+}  // extern "C"

@@ -11,6 +11,7 @@ packages=(
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libboost-program-options-dev doctest-dev
   libthrust-dev libopenblas-dev zlib1g-dev
   dataset-fashion-mnist python3 python3-matplotlib
+  cmake  # tests/packaging builds a find_package(tether) consumer
   pybind11-dev python3-dev python3-numpy
 )
 if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then

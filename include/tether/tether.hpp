@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <tether/version.hpp>  // TETHER_VERSION_MAJOR, _MINOR, _PATCH, _STRING
+
 namespace tether {
 
 enum class Memory { host, cuda };

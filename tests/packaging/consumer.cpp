@@ -1,0 +1,68 @@
+// An out-of-tree program built against an installed tether, by tests/packaging/check_install.sh
+// (once with pkg-config, once with CMake, once with Meson). It uses only the public header:
+// two workers on their own threads average a 4-element vector through a center over inproc://.
+// Worker w adds w + 1 to every element before each of its 3 steps; `averaging` with
+// communication_window 1 replaces both workers' vectors with their mean after every step, so
+// x~ grows by (1 + 2) / 2 = 1.5 per round and ends at 4.5 everywhere.
+// `consumer cuda-error`, on a machine without a GPU, asks for a worker on CUDA memory and
+// prints the error tether gives (what libtether says when libtether-cuda.so is or is not there).
+#include <tether/tether.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <thread>
+#include <vector>
+
+static_assert(TETHER_VERSION_MAJOR >= 0 && TETHER_VERSION_MINOR >= 0 && TETHER_VERSION_PATCH >= 0,
+              "tether/version.hpp defines the version macros");
+
+static int print_cuda_error() {
+    tether::ServiceOptions options;
+    options.join_timeout_ms = 1000;
+    auto center = tether::CenterService::start(std::vector<float>(4, 0.f), options);
+    float unused[4] = {};
+    try {
+        center->connect_worker(unused, 4, tether::Memory::cuda);
+    } catch (const std::exception& e) {
+        std::printf("cuda-error: %s\n", e.what());
+        return 0;
+    }
+    std::printf("FAIL: a worker on CUDA memory was made on a machine without a GPU\n");
+    return 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "cuda-error") == 0) return print_cuda_error();
+    constexpr int kWorkers = 2, kSteps = 3;
+    tether::ServiceOptions options;
+    options.strategy = R"({"name": "averaging", "communication_window": 1})";
+    options.workers = kWorkers;
+    auto center = tether::CenterService::start(std::vector<float>(4, 0.f), options);
+
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWorkers; ++w)
+        threads.emplace_back([&center, w] {
+            std::vector<float> params(4);
+            auto worker = center->connect_worker(params.data(), params.size());
+            for (int s = 0; s < kSteps; ++s) {
+                for (float& p : params) p += float(w + 1);
+                worker->step(1);
+            }
+            worker->finish();
+        });
+    for (auto& t : threads) t.join();
+    const std::vector<float> trained = center->wait();
+
+    std::printf("tether %s: x~ =", TETHER_VERSION_STRING);
+    for (float x : trained) std::printf(" %g", x);
+    std::printf("\n");
+    for (float x : trained)
+        if (std::fabs(x - 1.5f * kSteps) > 1e-5f) {
+            std::printf("FAIL: expected every element of x~ to be %g\n", 1.5 * kSteps);
+            return 1;
+        }
+    std::printf("OK\n");
+    return 0;
+}
