@@ -107,10 +107,11 @@ def whole_run(rates):
     return len(rates) / sum(1.0 / r for r in rates)
 
 
-def run_main_job(args):
+def run_main_job(args, threads=None):
     """The main job as a user runs it (scripts/run-main.sh: default config, default threads)."""
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([str(args.tether), "run", str(REPO / "configs/sequential.json"), "--out", out],
+        extra = ["--set", f"training.threads={threads}"] if threads else []
+        subprocess.run([str(args.tether), "run", str(REPO / "configs/sequential.json"), "--out", out] + extra,
                        check=True, capture_output=True, text=True)
         metrics = [json.loads(line) for line in Path(out, "metrics.jsonl").read_text().splitlines()]
         summary = json.loads(Path(out, "summary.json").read_text())
@@ -171,10 +172,14 @@ def main():
     if not args.skip_main_job:
         main_job = run_main_job(args)
         cores = os.cpu_count() or 1
-        # The GEMM-only bound at the main job's thread count (all cores), measured in this run.
-        bound = run_tether_bench(args, cores, 0, 3)["gemm_only_samples_per_second"]
+        # The GEMM-only bound at the main job's thread count (all cores), measured in this run:
+        # the faster of one GEMM call on OpenBLAS's threads and the batch in row slices.
+        bounds = run_tether_bench(args, cores, 0, 3)
+        bound = bounds["gemm_only_samples_per_second"]
         rates = main_job["epoch_rates"]
         main_job.update({"threads": cores, "gemm_only_samples_per_second": bound,
+                         "gemm_only_one_call_samples_per_second": bounds.get("gemm_only_one_call_samples_per_second"),
+                         "gemm_only_row_slices_samples_per_second": bounds.get("gemm_only_row_slices_samples_per_second"),
                          "fraction_of_gemm_bound": main_job["samples_per_second"] / bound,
                          "slowest_over_fastest_epoch": min(rates) / max(rates)})
         result["main_job"] = main_job
@@ -183,6 +188,16 @@ def main():
         print("  samples/s by epoch: " + " ".join(f"{r:,.0f}" for r in rates))
         print(f"  slowest / fastest epoch {main_job['slowest_over_fastest_epoch']:.2f}; GEMM-only bound "
               f"({cores} threads) {bound:,.0f} samples/s; main job at {main_job['fraction_of_gemm_bound']:.2f} of it")
+        if cores > 1:
+            print(f"  (GEMM-only, {cores} threads: one call on OpenBLAS's threads "
+                  f"{bounds['gemm_only_one_call_samples_per_second']:,.0f}, in row slices "
+                  f"{bounds['gemm_only_row_slices_samples_per_second']:,.0f} samples/s)")
+            # The same job on one thread: more threads must not be slower.
+            single = run_main_job(args, threads=1)
+            result["main_job_one_thread"] = single
+            print(f"Main job on 1 thread (--set training.threads=1): {single['samples_per_second']:,.0f} samples/s, "
+                  f"test accuracy {100 * single['final_test_accuracy']:.2f}%; {cores} threads / 1 thread = "
+                  f"{main_job['samples_per_second'] / single['samples_per_second']:.2f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -17,14 +17,44 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include "backend/cpu_backend.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
+#include "train/batch_split.hpp"
 #include "train/local_trainer.hpp"
 
 using namespace tether;
 using Clock = std::chrono::steady_clock;
+
+// Samples/s of `steps` passes of the MLP's per-step GEMMs at `rows` rows, on `backend`.
+static double gemm_samples_per_second(Backend& backend, const std::vector<int>& sizes, int rows, int steps) {
+    std::vector<std::vector<float>> w, act, delta, dw;
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+        w.emplace_back(std::size_t(sizes[l]) * sizes[l + 1], 0.01f);
+        dw.emplace_back(std::size_t(sizes[l]) * sizes[l + 1]);
+        act.emplace_back(std::size_t(rows) * sizes[l + 1], 0.5f);
+        delta.emplace_back(std::size_t(rows) * sizes[l + 1], 0.1f);
+    }
+    std::vector<float> input(std::size_t(rows) * sizes[0], 0.3f);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) {
+        const float* in = input.data();
+        for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+            backend.gemm(false, false, rows, sizes[l + 1], sizes[l], 1.f, in, w[l].data(), 0.f, act[l].data());
+            in = act[l].data();
+        }
+        for (std::size_t l = sizes.size() - 1; l-- > 0;) {
+            const float* x = l == 0 ? input.data() : act[l - 1].data();
+            backend.gemm(true, false, sizes[l], sizes[l + 1], rows, 1.f, x, delta[l].data(), 0.f, dw[l].data());
+            if (l > 0)
+                backend.gemm(false, true, rows, sizes[l], sizes[l + 1], 1.f, delta[l].data(), w[l].data(), 0.f,
+                             delta[l - 1].data());
+        }
+    }
+    return double(steps) * rows / std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 static double median(std::vector<double> v) {
     if (v.empty()) return 0;  // --repeats 0: the GEMM bound alone
@@ -63,13 +93,13 @@ int main(int argc, char** argv) {
                                              {"optimizer", {{"name", optimizer}}}}}};
     if (!layers.empty()) document["model"] = {{"layers", layers}};
     const RunConfig config = parse_config(document);
-    set_blas_threads(threads, flush_denormals != 0);
+    set_blas_threads(plan_cpu_threads(threads, batch, 1).blas_threads, flush_denormals != 0);
     auto backend = make_backend({"cpu", threads, 0, flush_denormals != 0});
     const TrainTestSplit data = load_data(config.data, 1);
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);
     for (int i = 0; i < 50; ++i) trainer.step();  // warm-up: page in buffers, settle BLAS
 
-    std::vector<double> trainer_rates, gemm_rates;
+    std::vector<double> trainer_rates;
     double trainer_seconds = 0;
     for (int r = 0; r < repeats; ++r) {
         const auto t0 = Clock::now();
@@ -88,34 +118,31 @@ int main(int argc, char** argv) {
         std::printf("%s\n", result.dump().c_str());
         return 0;
     }
-    // The same GEMMs the MLP issues per step (forward, weight gradients, hidden deltas), alone.
+    // The GEMM-only bound: the same GEMMs the MLP issues per step (forward, weight gradients,
+    // hidden deltas), alone, in the faster of the two ways `threads` threads can run them: one
+    // GEMM call over the whole batch on OpenBLAS's threads, or the batch in row slices, one
+    // thread and one single-threaded GEMM stream each (what the trainer does, batch_split.hpp).
     const std::vector<int> sizes{int(data.train->features), 256, 128, int(data.train->classes)};
-    std::vector<std::vector<float>> w, act, delta, dw;
-    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
-        w.emplace_back(std::size_t(sizes[l]) * sizes[l + 1], 0.01f);
-        dw.emplace_back(std::size_t(sizes[l]) * sizes[l + 1]);
-        act.emplace_back(std::size_t(batch) * sizes[l + 1], 0.5f);
-        delta.emplace_back(std::size_t(batch) * sizes[l + 1], 0.1f);
-    }
-    std::vector<float> input(std::size_t(batch) * sizes[0], 0.3f);
-    for (int r = 0; r < gemm_repeats; ++r) {
-        const auto t0 = Clock::now();
-        for (int i = 0; i < steps; ++i) {
-            const float* in = input.data();
-            for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
-                backend->gemm(false, false, batch, sizes[l + 1], sizes[l], 1.f, in, w[l].data(), 0.f, act[l].data());
-                in = act[l].data();
+    std::vector<double> blas_rates, sliced_rates;
+    set_blas_threads(threads, flush_denormals != 0);
+    for (int r = 0; r < gemm_repeats; ++r) blas_rates.push_back(gemm_samples_per_second(*backend, sizes, batch, steps));
+    if (threads > 1) {
+        set_blas_threads(1, flush_denormals != 0);
+        const int slices = std::min(threads, batch);
+        for (int r = 0; r < gemm_repeats; ++r) {
+            std::vector<double> rates(std::size_t(slices), 0.0);
+#pragma omp parallel num_threads(slices)
+            {
+                const int s = omp_get_thread_num();
+                auto own = make_backend({"cpu", 1, 0, flush_denormals != 0});
+                const int rows = batch * (s + 1) / slices - batch * s / slices;
+                rates[std::size_t(s)] = gemm_samples_per_second(*own, sizes, rows, steps) / rows * batch;
             }
-            for (std::size_t l = sizes.size() - 1; l-- > 0;) {
-                const float* x = l == 0 ? input.data() : act[l - 1].data();
-                backend->gemm(true, false, sizes[l], sizes[l + 1], batch, 1.f, x, delta[l].data(), 0.f, dw[l].data());
-                if (l > 0)
-                    backend->gemm(false, true, batch, sizes[l], sizes[l + 1], 1.f, delta[l].data(), w[l].data(), 0.f,
-                                  delta[l - 1].data());
-            }
+            // Every slice must finish a step before the next: the slowest sets the pace.
+            sliced_rates.push_back(*std::min_element(rates.begin(), rates.end()));
         }
-        gemm_rates.push_back(double(steps) * batch / std::chrono::duration<double>(Clock::now() - t0).count());
     }
+    const double gemm_bound = std::max(median(blas_rates), median(sliced_rates));
     const nlohmann::json result = {{"threads", threads},
                                    {"batch", batch},
                                    {"optimizer", optimizer},
@@ -124,9 +151,11 @@ int main(int argc, char** argv) {
                                    {"flush_denormals", flush_denormals != 0},
                                    {"trainer_samples_per_second", median(trainer_rates)},
                                    {"trainer_whole_run_samples_per_second", trainer_seconds > 0 ? double(steps) * batch * repeats / trainer_seconds : 0.0},
-                                   {"gemm_only_samples_per_second", median(gemm_rates)},
+                                   {"gemm_only_samples_per_second", gemm_bound},
+                                   {"gemm_only_one_call_samples_per_second", median(blas_rates)},
+                                   {"gemm_only_row_slices_samples_per_second", median(sliced_rates)},
                                    {"trainer_runs", trainer_rates},
-                                   {"gemm_runs", gemm_rates}};
+                                   {"gemm_runs", blas_rates}};
     std::printf("%s\n", result.dump().c_str());
     return 0;
 }

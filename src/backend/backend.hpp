@@ -33,6 +33,8 @@ public:
 
     virtual DeviceKind kind() const = 0;
     virtual std::string description() const = 0;
+    // CPU threads this backend's operations may use (1 on a GPU).
+    virtual int threads() const { return 1; }
 
     // Memory. Pointers returned here are only valid for this backend's operations.
     virtual void* allocate_bytes(std::size_t bytes) = 0;

@@ -49,11 +49,11 @@ public:
         }
     }
     DeviceKind kind() const override { return DeviceKind::cpu; }
+    int threads() const override { return threads_; }
     // The thread split as it is, so every run prints the choice it made.
     std::string description() const override {
-        const int blas = openblas_get_num_threads();
         std::string text = "cpu (" + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + ": OpenBLAS " +
-                           std::to_string(blas) + ", ";
+                           std::to_string(blas_threads()) + ", ";
         text += threads_ == 1 ? "element-wise loops inline" : "OpenMP team of " + std::to_string(threads_) +
                                                                   " for loops of 65536+ elements";
         return text + (flush_denormals_ ? "; denormals flushed)" : "; denormals kept)");
@@ -117,6 +117,8 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals) {
 // new threads inherit (14 ms). blas_thread_shutdown_ is the hook OpenBLAS itself uses around
 // fork(); weak, so another CBLAS without it simply keeps its threads as they are.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+int blas_threads() { return openblas_get_num_threads(); }
 
 void set_blas_threads(int threads, bool flush_denormals) {
     if (flush_denormals) {

@@ -14,5 +14,6 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals = fa
 // `flush_denormals` the calling thread flushes denormals and OpenBLAS's own threads are made
 // to as well (see cpu_backend.cpp): only from a thread tether owns, before training starts.
 void set_blas_threads(int threads, bool flush_denormals);
+int blas_threads();
 
 }  // namespace tether

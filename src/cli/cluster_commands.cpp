@@ -16,6 +16,7 @@
 #include "run/run_recorder.hpp"
 #include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
+#include "train/batch_split.hpp"
 #include "util/errors.hpp"
 
 namespace po = boost::program_options;
@@ -111,7 +112,8 @@ int worker_command(const std::vector<std::string>& arguments) {
     if (!config.strategy.rule->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
     const int threads = threads_per_worker(config, 1);
-    set_blas_threads(threads, config.training.flush_denormals);
+    set_blas_threads(plan_cpu_threads(threads, int(config.training.batch_size), 1).blas_threads,
+                     config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     // Unique across hosts: two workers with the same identity would collide in the ROUTER.

@@ -8,50 +8,54 @@ namespace {
 
 class Sgd final : public Optimizer {
 public:
-    Sgd(Backend& b, std::size_t n, float lr) : backend_(b), size_(n), lr_(lr) {}
-    void step(float* x, const float* g) override { backend_.sgd_step(x, g, size_, lr_); }
+    Sgd(Backend& b, std::size_t n, float lr) : Optimizer(n), backend_(b), lr_(lr) {}
+    void update(float* x, const float* g, std::size_t begin, std::size_t end) override {
+        backend_.sgd_step(x + begin, g + begin, end - begin, lr_);
+    }
 
 private:
     Backend& backend_;
-    std::size_t size_;
     float lr_;
 };
 
 class Nesterov final : public Optimizer {
 public:
-    Nesterov(Backend& b, std::size_t n, float lr, float mu) : backend_(b), size_(n), lr_(lr), mu_(mu), velocity_(b, n) {
+    Nesterov(Backend& b, std::size_t n, float lr, float mu) : Optimizer(n), backend_(b), lr_(lr), mu_(mu), velocity_(b, n) {
         backend_.fill(velocity_.data(), n, 0.f);
     }
-    void step(float* x, const float* g) override { backend_.nesterov_step(x, velocity_.data(), g, size_, lr_, mu_); }
+    void update(float* x, const float* g, std::size_t begin, std::size_t end) override {
+        backend_.nesterov_step(x + begin, velocity_.data() + begin, g + begin, end - begin, lr_, mu_);
+    }
 
 private:
     Backend& backend_;
-    std::size_t size_;
     float lr_, mu_;
     DeviceBuffer<float> velocity_;
 };
 
 class Adam final : public Optimizer {
 public:
-    Adam(Backend& b, std::size_t n, const OptimizerConfig& c)
-        : backend_(b), size_(n), config_(c), m_(b, n), v_(b, n) {
+    Adam(Backend& b, std::size_t n, const OptimizerConfig& c) : Optimizer(n), backend_(b), config_(c), m_(b, n), v_(b, n) {
         backend_.fill(m_.data(), n, 0.f);
         backend_.fill(v_.data(), n, 0.f);
     }
-    void step(float* x, const float* g) override {
+    void begin_step() override {
         ++t_;
-        const float c1 = float(1.0 - std::pow(config_.beta1, double(t_)));
-        const float c2 = float(1.0 - std::pow(config_.beta2, double(t_)));
-        backend_.adam_step(x, m_.data(), v_.data(), g, size_, float(config_.learning_rate), float(config_.beta1),
-                           float(config_.beta2), float(config_.epsilon), c1, c2);
+        c1_ = float(1.0 - std::pow(config_.beta1, double(t_)));
+        c2_ = float(1.0 - std::pow(config_.beta2, double(t_)));
+    }
+    void update(float* x, const float* g, std::size_t begin, std::size_t end) override {
+        backend_.adam_step(x + begin, m_.data() + begin, v_.data() + begin, g + begin, end - begin,
+                           float(config_.learning_rate), float(config_.beta1), float(config_.beta2),
+                           float(config_.epsilon), c1_, c2_);
     }
 
 private:
     Backend& backend_;
-    std::size_t size_;
     OptimizerConfig config_;
     DeviceBuffer<float> m_, v_;
     long t_ = 0;
+    float c1_ = 1, c2_ = 1;  // this step's bias corrections
 };
 
 }  // namespace

@@ -14,8 +14,23 @@ namespace tether {
 
 class Optimizer {
 public:
+    explicit Optimizer(std::size_t size) : size_(size) {}
     virtual ~Optimizer() = default;
-    virtual void step(float* parameters, const float* gradient) = 0;
+    std::size_t size() const { return size_; }
+
+    // One step over all parameters.
+    void step(float* parameters, const float* gradient) {
+        begin_step();
+        update(parameters, gradient, 0, size_);
+    }
+    // The same step in parts, so that several threads can share it (every update is element by
+    // element): begin_step() once, then update() over disjoint ranges that together cover
+    // [0, size()), possibly at the same time from different threads.
+    virtual void begin_step() {}
+    virtual void update(float* parameters, const float* gradient, std::size_t begin, std::size_t end) = 0;
+
+private:
+    std::size_t size_;
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, Backend& backend, std::size_t size);

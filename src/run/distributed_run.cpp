@@ -22,6 +22,7 @@
 #include "run/run_recorder.hpp"
 #include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
+#include "train/batch_split.hpp"
 #include "util/errors.hpp"
 #include "util/spawn.hpp"
 
@@ -37,13 +38,10 @@ std::string unique_inproc_address() {
 nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
-    // OpenBLAS has one process-wide thread count: shared by N workers it would oversubscribe.
-    const int blas_threads = workers > 1 ? 1 : threads;
-    set_blas_threads(blas_threads, config.training.flush_denormals);
-    std::printf("threads: %d worker thread%s with %d thread%s each (OpenBLAS %d), a center thread and an evaluation "
-                "thread; denormals %s\n",
-                workers, workers == 1 ? "" : "s", threads, threads == 1 ? "" : "s", blas_threads,
-                config.training.flush_denormals ? "flushed" : "kept");
+    const CpuThreadPlan plan = plan_cpu_threads(threads, int(config.training.batch_size), workers);
+    set_blas_threads(plan.blas_threads, config.training.flush_denormals);
+    std::printf("threads: %d worker thread%s with %s each, a center thread and an evaluation thread; denormals %s\n",
+                workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string address = config.cluster.endpoint.empty() ? unique_inproc_address() : config.cluster.endpoint;

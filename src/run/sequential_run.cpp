@@ -10,6 +10,7 @@
 #include "run/run.hpp"
 #include "run/run_recorder.hpp"
 #include "train/evaluator.hpp"
+#include "train/batch_split.hpp"
 #include "train/local_trainer.hpp"
 
 namespace tether {
@@ -26,7 +27,8 @@ int threads_per_worker(const RunConfig& config, int workers) {
 
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
     const int threads = threads_per_worker(config, 1);
-    set_blas_threads(threads, config.training.flush_denormals);
+    set_blas_threads(plan_cpu_threads(threads, int(config.training.batch_size), 1).blas_threads,
+                     config.training.flush_denormals);
     BackendOptions device = choose_backend(config.training.device, threads, launcher_local_rank().value_or(0));
     device.flush_denormals = config.training.flush_denormals;
     auto backend = make_backend(device);
@@ -39,7 +41,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     std::atomic<std::uint64_t> samples_so_far{0};
     const auto started = Clock::now();  // wall time counts training and evaluation, not loading
     std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu test samples -> %s\n",
-                config.name.c_str(), trainer.model().description().c_str(), backend->description().c_str(),
+                config.name.c_str(), trainer.model().description().c_str(), trainer.device_description().c_str(),
                 trainer.num_parameters(), data.train->size(), evaluator.size(), directory.c_str());
 
     const std::size_t steps_per_epoch = trainer.steps_per_epoch();

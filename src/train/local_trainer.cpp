@@ -3,8 +3,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "backend/cpu_backend.hpp"
 #include "model/layer_model.hpp"
 #include "model/mlp.hpp"
+#include "train/batch_split.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -28,6 +30,7 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
       shard_(std::move(shard)),
       seed_(seed),
       batch_size_(std::size_t(config.training.batch_size)),
+      flush_denormals_(config.training.flush_denormals),
       parameters_(backend, model_->num_parameters()),
       gradient_(backend, model_->num_parameters()),
       inputs_(backend, batch_size_ * shard_.data().features),
@@ -41,6 +44,23 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
     model_->initialize(initial.data(), std::uint64_t(config.training.seed));
     parameters_.upload(initial.data(), initial.size());
     order_ = shard_.shuffled(seed_);
+    if (backend.kind() == DeviceKind::cpu) {
+        const int slices = plan_cpu_threads(backend.threads(), int(batch_size_), 1).batch_slices;
+        if (slices > 1)
+            sliced_ = std::make_unique<SlicedGradient>(config, shard_.data(), slices, seed,
+                                                       config.training.flush_denormals);
+    }
+}
+
+LocalTrainer::~LocalTrainer() = default;
+
+std::string LocalTrainer::device_description() const {
+    if (backend_.kind() != DeviceKind::cpu) return backend_.description();
+    CpuThreadPlan plan;
+    plan.threads = backend_.threads();
+    plan.batch_slices = sliced_ ? sliced_->slices() : 1;
+    plan.blas_threads = blas_threads();
+    return "cpu (" + plan.describe() + (flush_denormals_ ? "; denormals flushed)" : "; denormals kept)");
 }
 
 std::size_t LocalTrainer::steps_per_epoch() const { return (shard_.size() + batch_size_ - 1) / batch_size_; }
@@ -61,12 +81,20 @@ double LocalTrainer::step() {
     }
     cursor_ += rows;
     const Batch batch{inputs_.data(), labels_.data(), int(rows)};
-    const double loss = model_->evaluate_with_gradient(parameters_.data(), batch, gradient_.data());
+    float* x = parameters_.data();
+    float* g = gradient_.data();
+    const double loss = sliced_ ? sliced_->compute(x, batch, g) : model_->evaluate_with_gradient(x, batch, g);
     // Non-finite parameters (a diverging optimizer, or a huge update from the center) show up
     // here as a non-finite loss: stop now, by name, rather than train on garbage.
     if (!std::isfinite(loss))
         throw DivergedError("diverged at step " + std::to_string(steps_taken_ + 1) + " (loss " + std::to_string(loss) + ")");
-    optimizer_->step(parameters_.data(), gradient_.data());
+    if (sliced_) {
+        // Each slice thread sums its range of the gradient and updates that range at once.
+        optimizer_->begin_step();
+        sliced_->sum_then(g, [&](std::size_t begin, std::size_t end) { optimizer_->update(x, g, begin, end); });
+    } else {
+        optimizer_->step(x, g);
+    }
     samples_seen_ += rows;
     ++steps_taken_;
     return loss;

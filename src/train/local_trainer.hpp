@@ -14,6 +14,8 @@
 
 namespace tether {
 
+class SlicedGradient;  // train/batch_split.hpp
+
 // The model a config asks for, on `backend`, sized for `data`. `noise_seed` drives dropout
 // (each worker passes its own seed, so workers draw different masks).
 std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, const Dataset& data,
@@ -22,12 +24,17 @@ std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, con
 class LocalTrainer {
 public:
     // `shard` is this worker's part of the training set; `seed` drives its shuffling.
+    // On a CPU backend with several threads, each minibatch is split in row slices over them
+    // (train/batch_split.hpp); OpenBLAS must then be on one thread (plan_cpu_threads).
     LocalTrainer(const RunConfig& config, Backend& backend, DatasetView shard, std::uint64_t seed);
+    ~LocalTrainer();
 
     // Runs one minibatch and returns its mean training loss.
     double step();
 
     Backend& backend() { return backend_; }
+    // The device and how this trainer uses its threads, for the line every run prints.
+    std::string device_description() const;
     Model& model() { return *model_; }
     float* parameters() { return parameters_.data(); }
     std::size_t num_parameters() const { return model_->num_parameters(); }
@@ -43,9 +50,12 @@ private:
     Backend& backend_;
     std::unique_ptr<Model> model_;
     std::unique_ptr<Optimizer> optimizer_;
+    std::unique_ptr<SlicedGradient> sliced_;  // null: one pass over the whole batch
     DatasetView shard_, order_;
     std::uint64_t seed_;
-    std::size_t batch_size_, cursor_ = 0, epoch_ = 0, samples_seen_ = 0, steps_taken_ = 0;
+    std::size_t batch_size_;
+    bool flush_denormals_;
+    std::size_t cursor_ = 0, epoch_ = 0, samples_seen_ = 0, steps_taken_ = 0;
     DeviceBuffer<float> parameters_, gradient_, inputs_;
     DeviceBuffer<std::int32_t> labels_;
     std::vector<float> host_inputs_;
