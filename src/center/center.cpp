@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "algorithms/vector_math.hpp"
+#include "util/all_finite.hpp"
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
 

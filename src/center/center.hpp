@@ -3,6 +3,8 @@
 // answered with an `error`, counted by reason, and leaves x~ untouched.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -12,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 
 namespace tether {
 

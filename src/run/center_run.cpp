@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "backend/device_choice.hpp"
 #include "backend/float_mode.hpp"

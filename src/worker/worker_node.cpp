@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "algorithms/vector_math.hpp"
+#include "util/all_finite.hpp"
 #include "protocol/header.hpp"
 #include "util/errors.hpp"
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 #include "protocol/header.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
