@@ -2,19 +2,21 @@
 // strategies and transport that `tether run` uses.
 #include <tether/tether.hpp>
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "center/center.hpp"
 #include "config/json_reader.hpp"
 #include "protocol/header.hpp"
+#include "run/agreed_settings.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "strategy/registry.hpp"
 #include "transport/peer_identity.hpp"
 #include "util/errors.hpp"
+#include "worker/parameter_layout.hpp"
 #include "worker/worker_node.hpp"
 
 namespace tether {
@@ -58,36 +60,50 @@ std::shared_ptr<const ConfiguredStrategy> build_strategy(const ServiceOptions& o
     return strategy;
 }
 
-// Both sides hash the strategy's resolved options with the parameter count: a worker started
-// with another strategy, window or moving rate than its center is refused at its hello.
-std::uint64_t api_fingerprint(std::size_t count, const ConfiguredStrategy& s) {
-    return fingerprint(count, {}, s.describe().dump());
+// What a center and its workers must agree on: the strategy with its resolved options, the
+// worker count and the parameter count. Both sides hash it into the fingerprint; the hello
+// carries it, so a worker that differs is refused naming the setting and both values.
+nlohmann::json api_agreed_settings(const ServiceOptions& o, std::size_t count, const ConfiguredStrategy& s) {
+    return {{"strategy", s.describe()}, {"workers", o.workers}, {"parameters", count}};
+}
+
+std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& parameters) {
+    std::vector<ParameterSegment> segments;
+    for (const auto& p : parameters) segments.push_back({p.data, p.count});
+    return segments;
 }
 
 class Worker final : public WorkerClient {
 public:
-    Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o, float* x,
-           std::size_t count, Memory memory)
-        : transport_(std::move(transport)), strategy_(build_strategy(o, count)),
-          backend_(make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1})) {
+    Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o,
+           std::vector<ParameterSegment> parameters, Memory memory)
+        : transport_(std::move(transport)) {
+        // Checked before joining: a refused buffer must not take one of the center's places.
+        const std::size_t count = check_parameter_segments(parameters);
+        strategy_ = build_strategy(o, count);
+        backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
+        const nlohmann::json agreed = api_agreed_settings(o, count, *strategy_);
         WorkerOptions options;
-        options.fingerprint = api_fingerprint(count, *strategy_);
+        options.fingerprint = settings_fingerprint(agreed);
+        options.agreed_settings = agreed.dump();
         options.join_timeout_ms = o.join_timeout_ms;
         options.reply_timeout_ms = o.reply_timeout_ms;
         options.communication_window = strategy_->communication_window();
         options.heartbeat_ms = std::min(1000, o.worker_timeout_ms / 4);  // well inside the center's timeout
+        options.center_timeout_ms = o.worker_timeout_ms;
         options.center_address = address;
+        options.overlap = o.overlap_exchange;
         node_ = std::make_unique<WorkerNode>(
-            transport_->connect(address, unique_peer_identity("api-worker"), TransportOptions{}),
-            options, count);
+            transport_->connect(address, unique_peer_identity("api-worker"), TransportOptions{}), options, count);
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
-        node_->start(*backend_, x, strategy_->make_worker_rule({o.workers, count}), welcome);
+        node_->start(*backend_, std::move(parameters), strategy_->make_worker_rule({o.workers, count}), welcome);
     }
     bool step(std::size_t samples) override { return node_->after_step(samples); }
     WorkerReport finish() override {
         const WorkerResult r = node_->finish();
-        return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting};
+        return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting,
+                r.rejoins};
     }
     unsigned id() const override { return id_; }
 
@@ -106,9 +122,11 @@ public:
           count_(initial.size()) {
         static std::atomic<unsigned> counter{0};
         const std::string address = o.address.empty() ? "inproc://tether-api-" + std::to_string(counter++) : o.address;
+        const nlohmann::json agreed = api_agreed_settings(o, count_, *strategy_);
         CenterOptions c;
         c.expected_workers = o.workers;
-        c.fingerprint = api_fingerprint(count_, *strategy_);
+        c.fingerprint = settings_fingerprint(agreed);
+        c.explain_mismatch = mismatch_explainer(agreed);
         c.quorum = o.quorum;
         c.round_timeout_ms = o.round_timeout_ms;
         c.worker_timeout_ms = o.worker_timeout_ms;
@@ -126,21 +144,27 @@ public:
         });
     }
     ~Service() override {
+        std::lock_guard<std::mutex> lock(wait_mutex_);
         if (thread_.joinable()) {
             center_->stop();
             thread_.join();
         }
     }
     std::string address() const override { return center_->address(); }
-    std::unique_ptr<WorkerClient> connect_worker(float* x, std::size_t count, Memory memory) override {
-        return std::make_unique<Worker>(transport_, address(), options_, x, count, memory);
+    std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory) override {
+        return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory);
+    }
+    CenterSnapshot snapshot() const override {
+        CenterState state = center_->snapshot_now();
+        return {std::move(state.x), state.version};
     }
     std::vector<float> wait() override {
+        std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
-        return center_->state().x;
+        return center_->snapshot_now().x;
     }
-    std::string stats_json() const override { return center_->stats().to_json().dump(); }
+    std::string stats_json() const override { return center_->stats_now().to_json().dump(); }
 
 private:
     ServiceOptions options_;
@@ -148,15 +172,16 @@ private:
     std::shared_ptr<Transport> transport_;
     std::size_t count_;
     std::unique_ptr<Center> center_;
+    std::mutex wait_mutex_;
     std::thread thread_;
-    std::exception_ptr failure_;
+    std::exception_ptr failure_;  // written by the center's thread before it ends; read after join
 };
 
 }  // namespace
 
 std::unique_ptr<WorkerClient> WorkerClient::connect(const std::string& address, const ServiceOptions& options,
-                                                    float* parameters, std::size_t count, Memory memory) {
-    return std::make_unique<Worker>(make_zmq_transport(), address, options, parameters, count, memory);
+                                                    std::vector<ParameterSpan> parameters, Memory memory) {
+    return std::make_unique<Worker>(make_zmq_transport(), address, options, segments_of(parameters), memory);
 }
 
 std::unique_ptr<CenterService> CenterService::start(std::vector<float> initial, const ServiceOptions& options) {

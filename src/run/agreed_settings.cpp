@@ -87,4 +87,11 @@ std::string first_difference(const nlohmann::json& center, const nlohmann::json&
     return out;
 }
 
+std::function<std::string(const std::string&)> mismatch_explainer(nlohmann::json agreed) {
+    return [agreed = std::move(agreed)](const std::string& worker_settings) {
+        const auto theirs = nlohmann::json::parse(worker_settings, nullptr, /*allow_exceptions=*/false);
+        return theirs.is_discarded() ? std::string() : first_difference(agreed, theirs);
+    };
+}
+
 }  // namespace tether
