@@ -149,11 +149,14 @@ Welcome CenterSession::join_locked() {
     return welcome;
 }
 
-ExchangeOutcome CenterSession::exchange(const Payload& payload) {
+ExchangeOutcome CenterSession::exchange(const Payload& payload, const Progress& at) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++sequence_;
     const std::size_t n = num_parameters_, shard = options_.shard_elements;
     Header h = base_header(MessageType::exchange);
+    h.local_step = at.steps;  // the snapshot's, which an overlapped exchange's training thread has left behind
+    h.samples = at.samples;
+    h.center_version = at.pull_version;
     h.dtype = Dtype::float32;
     h.shard_count = std::uint32_t((n + shard - 1) / shard);
     for (std::uint32_t s = 0; s < h.shard_count; ++s) {

@@ -53,6 +53,12 @@ struct ExchangeOutcome {
     std::optional<Welcome> rejoined;
 };
 
+// What every header says of the worker's progress: local steps, samples, and the center
+// version of its last pull.
+struct Progress {
+    std::uint64_t steps = 0, samples = 0, pull_version = 0;
+};
+
 // Thrown by a wait that close() interrupted.
 struct SessionClosed {};
 
@@ -64,10 +70,10 @@ public:
 
     // Says hello and waits for the welcome.
     Welcome join();
-    // Sends `payload` (num_parameters floats) as the next exchange and waits for the reply; joins
-    // again when the center has forgotten this worker. Throws on an error from the center, a
-    // timeout or a silent center.
-    ExchangeOutcome exchange(const Payload& payload);
+    // Sends `payload` (num_parameters floats) as the next exchange, made at `at`, and waits for
+    // the reply; joins again when the center has forgotten this worker. Throws on an error
+    // from the center, a timeout or a silent center.
+    ExchangeOutcome exchange(const Payload& payload, const Progress& at);
     // A heartbeat when nothing was sent for heartbeat_ms, unless another thread is using the
     // channel (it then heartbeats while it waits); reads the center's answers. Never blocks.
     void heartbeat_if_idle();
@@ -75,10 +81,8 @@ public:
     // Makes every wait of another thread throw SessionClosed at its next heartbeat slice.
     void close() { closed_ = true; }
 
-    // Progress carried by every header: set by the training thread, read by either.
-    void set_progress(std::uint64_t steps, std::uint64_t samples, std::uint64_t pull_version) {
-        steps_ = steps, samples_ = samples, pull_version_ = pull_version;
-    }
+    // The progress heartbeats and the bye carry: set by the training thread, read by either.
+    void set_progress(const Progress& p) { steps_ = p.steps, samples_ = p.samples, pull_version_ = p.pull_version; }
     std::uint32_t worker_id() const { return worker_id_; }
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }

@@ -19,10 +19,11 @@ SessionThread::~SessionThread() {
     thread_.join();
 }
 
-void SessionThread::post(Payload payload) {
+void SessionThread::post(Payload payload, const Progress& at) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (posted_) throw std::logic_error("SessionThread::post: an exchange is already posted");
     job_ = std::move(payload);
+    job_progress_ = at;
     posted_ = true;
     changed_.notify_all();
 }
@@ -43,12 +44,13 @@ void SessionThread::run() {
     while (!stop_) {
         if (job_) {
             Payload payload = std::move(*job_);
+            const Progress at = job_progress_;
             job_.reset();
             lock.unlock();
             std::optional<ExchangeOutcome> outcome;
             std::exception_ptr failure;
             try {
-                outcome = session_.exchange(payload);
+                outcome = session_.exchange(payload, at);
             } catch (const SessionClosed&) {
                 return;  // the worker is being destroyed: nobody waits for this exchange
             } catch (...) {

@@ -26,8 +26,8 @@ public:
     SessionThread(const SessionThread&) = delete;
     SessionThread& operator=(const SessionThread&) = delete;
 
-    // Starts exchanging `payload`; at most one exchange is posted at a time.
-    void post(Payload payload);
+    // Starts exchanging `payload`, made at `at`; at most one exchange is posted at a time.
+    void post(Payload payload, const Progress& at);
     bool posted() const { return posted_; }
     // Waits for the posted exchange; rethrows what it failed with.
     ExchangeOutcome wait();
@@ -41,6 +41,7 @@ private:
     std::condition_variable changed_;
     bool stop_ = false, posted_ = false;
     std::optional<Payload> job_;
+    Progress job_progress_;
     std::optional<ExchangeOutcome> outcome_;
     std::exception_ptr failure_;
     std::thread thread_;  // last: it starts once the fields above exist

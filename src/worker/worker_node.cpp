@@ -49,8 +49,8 @@ void WorkerNode::take_welcome(const Welcome& welcome) {
     backend_->synchronize();
 }
 
-void WorkerNode::publish_progress() {
-    session_.set_progress(result_.steps, result_.samples, rule_ ? rule_->pull_version() : 0);
+Progress WorkerNode::progress() const {
+    return {result_.steps, result_.samples, rule_ ? rule_->pull_version() : 0};
 }
 
 Payload WorkerNode::make_payload() {
@@ -68,9 +68,8 @@ Payload WorkerNode::make_payload() {
 void WorkerNode::exchange() {
     if (layout_->staged()) layout_->gather();
     const Payload payload = make_payload();
-    publish_progress();
     const auto started = Clock::now();
-    const ExchangeOutcome outcome = session_.exchange(payload);
+    const ExchangeOutcome outcome = session_.exchange(payload, progress());
     result_.seconds_waiting += seconds_since(started);
     if (outcome.rejoined) {
         take_welcome(*outcome.rejoined);  // this window's work is replaced by x~ from the center
@@ -87,9 +86,7 @@ void WorkerNode::exchange() {
 void WorkerNode::post_exchange() {
     if (thread_->posted()) complete_posted();
     layout_->gather();  // the snapshot x_k the exchange is about; the buffers train on
-    const Payload payload = make_payload();
-    publish_progress();
-    thread_->post(payload);
+    thread_->post(make_payload(), progress());
     steps_since_exchange_ = 0;
 }
 

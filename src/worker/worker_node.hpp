@@ -75,7 +75,8 @@ private:
     void post_exchange();     // overlapped: snapshot, payload, hand to the thread
     void complete_posted();   // overlapped: wait for the reply and apply it to the snapshot
     void take_welcome(const Welcome& welcome);  // x <- x~ (joining, or joining again)
-    void publish_progress();
+    Progress progress() const;
+    void publish_progress() { session_.set_progress(progress()); }
 
     WorkerOptions options_;
     std::size_t num_parameters_;
