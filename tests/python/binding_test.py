@@ -126,7 +126,7 @@ def a_worker_over_a_list_of_arrays_and_cpu_tensors_writes_each_in_place():
 def snapshot_and_stats_while_workers_train_and_a_pause_longer_than_the_timeout():
     # downpour, window 1, +1 per step: a snapshot between two updates has x~ = x~(0) + version.
     center = tether.CenterService(np.zeros(3, np.float32), strategy={"name": "downpour", "communication_window": 1},
-                                  workers=2, worker_timeout_ms=300)
+                                  workers=2, worker_timeout_ms=1000)
     seen = []
     training = threading.Event()
     training.set()
@@ -144,7 +144,7 @@ def snapshot_and_stats_while_workers_train_and_a_pause_longer_than_the_timeout()
             arrays[i] += 1
             worker.step(1)
             if i == 0 and s == 1:
-                time.sleep(1.0)  # "validation" for 3x worker_timeout_ms: tether heartbeats meanwhile
+                time.sleep(2.5)  # "validation" for 2.5x worker_timeout_ms: tether heartbeats meanwhile
         worker.finish()
     arrays = [np.zeros(3, np.float32), np.zeros(3, np.float32)]
     run_workers(center, arrays, body)

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <string>
