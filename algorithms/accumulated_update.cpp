@@ -1,6 +1,5 @@
 #include "algorithms/accumulated_update.hpp"
 
-
 namespace tether {
 namespace {
 
@@ -10,22 +9,8 @@ class StalenessDampedCenter final : public AccumulatingCenter {
 
 }  // namespace
 
-std::shared_ptr<const Strategy> make_accumulated_update(AccumulatedUpdateStrategy::Kind kind, JsonReader& block) {
-    const CommonStrategyOptions common = read_common_options(block, 5);
-    return std::make_shared<AccumulatedUpdateStrategy>(kind, common.communication_window);
-}
-
-std::string AccumulatedUpdateStrategy::name() const {
-    switch (kind_) {
-        case Kind::downpour: return "downpour";
-        case Kind::adag: return "adag";
-        case Kind::dynsgd: return "dynsgd";
-    }
-    return "?";
-}
-
-nlohmann::json AccumulatedUpdateStrategy::describe() const {
-    return {{"name", name()}, {"communication_window", window_}};
+std::shared_ptr<const Strategy> make_accumulated_update(AccumulatedUpdateStrategy::Kind kind, StrategyOptions& options) {
+    return std::make_shared<AccumulatedUpdateStrategy>(kind, options.communication_window(5));
 }
 
 std::unique_ptr<WorkerRule> AccumulatedUpdateStrategy::make_worker_rule(const StrategyContext& c) const {
@@ -33,8 +18,8 @@ std::unique_ptr<WorkerRule> AccumulatedUpdateStrategy::make_worker_rule(const St
 }
 
 std::unique_ptr<CenterRule> AccumulatedUpdateStrategy::make_center_rule(const StrategyContext&) const {
-    if (kind_ == Kind::dynsgd) return std::make_unique<StalenessDampedCenter>();
-    return std::make_unique<AccumulatingCenter>();
+    if (kind_ == Kind::dynsgd) return center_rule<StalenessDampedCenter>();
+    return center_rule<AccumulatingCenter>();
 }
 
 }  // namespace tether

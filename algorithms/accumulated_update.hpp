@@ -2,8 +2,6 @@
 // scale (worker) and the damping (center).
 #pragma once
 
-#include <functional>
-
 #include "algorithms/pull_push.hpp"
 
 namespace tether {
@@ -13,9 +11,7 @@ public:
     enum class Kind { downpour, adag, dynsgd };
     AccumulatedUpdateStrategy(Kind kind, int window) : kind_(kind), window_(window) {}
 
-    std::string name() const override;
     int communication_window() const override { return window_; }
-    nlohmann::json describe() const override;
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
 
@@ -24,6 +20,7 @@ private:
     int window_;
 };
 
-std::shared_ptr<const Strategy> make_accumulated_update(AccumulatedUpdateStrategy::Kind kind, JsonReader& block);
+// Reads the family's one key, communication_window (default 5).
+std::shared_ptr<const Strategy> make_accumulated_update(AccumulatedUpdateStrategy::Kind kind, StrategyOptions& options);
 
 }  // namespace tether

@@ -4,8 +4,8 @@
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_adag(JsonReader& block, const RunConfig&) {
-    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::adag, block);
+std::shared_ptr<const Strategy> make_adag(StrategyOptions& options, const StrategyContext&) {
+    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::adag, options);
 }
 
 }  // namespace tether

@@ -12,10 +12,10 @@
 
 #include <memory>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_adag(JsonReader& block, const RunConfig& config);
+std::shared_ptr<const Strategy> make_adag(StrategyOptions& options, const StrategyContext& context);
 
 }  // namespace tether

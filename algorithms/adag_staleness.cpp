@@ -8,7 +8,7 @@
 namespace tether {
 namespace {
 
-class StalenessScaledCenter final : public CenterRule {
+class StalenessScaledCenter final : public AsynchronousCenterRule {
 public:
     explicit StalenessScaledCenter(float gamma) : inverse_gamma_(1.f / gamma) {}
 
@@ -42,17 +42,13 @@ private:
 class AdagStalenessStrategy final : public Strategy {
 public:
     AdagStalenessStrategy(int window, double gamma) : window_(window), gamma_(gamma) {}
-    std::string name() const override { return "adag-staleness"; }
     int communication_window() const override { return window_; }
-    nlohmann::json describe() const override {
-        return {{"name", name()}, {"communication_window", window_}, {"gamma", gamma_}};
-    }
     // The worker half is ADAG's: the accumulated update divided by the window.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<PullPushWorker>(c.num_parameters, window_);
     }
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return std::make_unique<StalenessScaledCenter>(float(gamma_));
+        return center_rule<StalenessScaledCenter>(float(gamma_));
     }
 
 private:
@@ -62,10 +58,10 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const Strategy> make_adag_staleness(JsonReader& block, const RunConfig&) {
-    const CommonStrategyOptions common = read_common_options(block, 5);
-    const double gamma = block.number("gamma", 1e-4, 0.0, 1e6, true);
-    return std::make_shared<AdagStalenessStrategy>(common.communication_window, gamma);
+std::shared_ptr<const Strategy> make_adag_staleness(StrategyOptions& options, const StrategyContext&) {
+    const int window = options.communication_window(5);
+    const double gamma = options.number("gamma", 1e-4, 0.0, 1e6, true);
+    return std::make_shared<AdagStalenessStrategy>(window, gamma);
 }
 
 }  // namespace tether

@@ -9,10 +9,10 @@
 
 #include <memory>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_aeasgd(JsonReader& block, const RunConfig& config);
+std::shared_ptr<const Strategy> make_aeasgd(StrategyOptions& options, const StrategyContext& context);
 
 }  // namespace tether

@@ -14,10 +14,9 @@ struct OuterOptimizer {
 };
 
 // The outer step at round close; the round's x_i are summed in double, as averaging does.
-class DilocoCenter final : public CenterRule {
+class DilocoCenter final : public SynchronousCenterRule {
 public:
     explicit DilocoCenter(OuterOptimizer outer) : outer_(outer) {}
-    bool synchronous() const override { return true; }
     void contribute(CenterState& center, const Exchange& e) override {
         if (sum_.empty()) {
             sum_.assign(center.x.size(), 0.0);
@@ -54,21 +53,13 @@ private:
 class DilocoStrategy final : public Strategy {
 public:
     DilocoStrategy(int window, OuterOptimizer outer) : window_(window), outer_(outer) {}
-    std::string name() const override { return "diloco"; }
     int communication_window() const override { return window_; }
-    nlohmann::json describe() const override {
-        return {{"name", name()},
-                {"communication_window", window_},
-                {"outer_learning_rate", outer_.learning_rate},
-                {"outer_momentum", outer_.momentum},
-                {"nesterov", outer_.nesterov}};
-    }
     // The worker half is averaging's: send x_i, take x~.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<SendParametersWorker>(c.num_parameters, SendParametersWorker::Reply::replace, 1.f);
     }
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return std::make_unique<DilocoCenter>(outer_);
+        return center_rule<DilocoCenter>(outer_);
     }
 
 private:
@@ -78,13 +69,13 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const Strategy> make_diloco(JsonReader& block, const RunConfig&) {
-    const CommonStrategyOptions common = read_common_options(block, 10);
+std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const StrategyContext&) {
+    const int window = options.communication_window(10);
     OuterOptimizer outer;
-    outer.learning_rate = block.number("outer_learning_rate", outer.learning_rate, 0.0, 100.0, true);
-    outer.momentum = block.number("outer_momentum", outer.momentum, 0.0, 0.999999);
-    outer.nesterov = block.boolean("nesterov", outer.nesterov);
-    return std::make_shared<DilocoStrategy>(common.communication_window, outer);
+    outer.learning_rate = options.number("outer_learning_rate", outer.learning_rate, 0.0, 100.0, true);
+    outer.momentum = options.number("outer_momentum", outer.momentum, 0.0, 0.999999);
+    outer.nesterov = options.boolean("nesterov", outer.nesterov);
+    return std::make_shared<DilocoStrategy>(window, outer);
 }
 
 }  // namespace tether

@@ -13,10 +13,10 @@
 
 #include <memory>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_diloco(JsonReader& block, const RunConfig& config);
+std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const StrategyContext& context);
 
 }  // namespace tether

@@ -4,8 +4,8 @@
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_downpour(JsonReader& block, const RunConfig&) {
-    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::downpour, block);
+std::shared_ptr<const Strategy> make_downpour(StrategyOptions& options, const StrategyContext&) {
+    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::downpour, options);
 }
 
 }  // namespace tether

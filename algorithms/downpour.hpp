@@ -7,10 +7,10 @@
 
 #include <memory>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_downpour(JsonReader& block, const RunConfig& config);
+std::shared_ptr<const Strategy> make_downpour(StrategyOptions& options, const StrategyContext& context);
 
 }  // namespace tether

@@ -4,8 +4,8 @@
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_dynsgd(JsonReader& block, const RunConfig&) {
-    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::dynsgd, block);
+std::shared_ptr<const Strategy> make_dynsgd(StrategyOptions& options, const StrategyContext&) {
+    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::dynsgd, options);
 }
 
 }  // namespace tether

@@ -7,10 +7,10 @@
 
 #include <memory>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 
 namespace tether {
 
-std::shared_ptr<const Strategy> make_dynsgd(JsonReader& block, const RunConfig& config);
+std::shared_ptr<const Strategy> make_dynsgd(StrategyOptions& options, const StrategyContext& context);
 
 }  // namespace tether

@@ -1,35 +1,29 @@
 #include "algorithms/elastic.hpp"
 
-#include "algorithms/vector_math.hpp"
-
 namespace tether {
 
-void SendParametersWorker::on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) {
-    WorkerRule::on_join(backend, x, center_host, version);
-    scratch_ = DeviceBuffer<float>(backend, size_);
+void SendParametersWorker::join(VectorOps& ops, float*, const float*) { scratch_ = DeviceBuffer<float>(ops, size_); }
+
+void SendParametersWorker::write_payload(VectorOps& ops, const float* x, float* payload_host) {
+    ops.copy_to_host(payload_host, x, size_ * sizeof(float));
 }
 
-void SendParametersWorker::make_payload(Backend& backend, const float* x, float* payload_host) {
-    backend.copy_to_host(payload_host, x, size_ * sizeof(float));
-}
-
-void SendParametersWorker::apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) {
-    pull_version_ = version;
+void SendParametersWorker::apply(VectorOps& ops, float* x, const float* reply_host) {
     if (reply_ == Reply::replace) {
-        backend.copy_from_host(x, reply_host, size_ * sizeof(float));
+        ops.copy_from_host(x, reply_host, size_ * sizeof(float));
         return;
     }
     // Host memory reads the reply where it arrived; a GPU needs it uploaded first.
     const float* reply = reply_host;
-    if (!backend.host_addressable()) {
+    if (!ops.host_addressable()) {
         scratch_.upload(reply_host, size_);
         reply = scratch_.data();
     }
     if (reply_ == Reply::subtract) {
-        backend.axpy(x, reply, size_, -1.f);
+        ops.axpy(x, reply, size_, -1.f);
     } else {
-        backend.scale(x, size_, 1.f - alpha_);
-        backend.axpy(x, reply, size_, alpha_);
+        ops.scale(x, size_, 1.f - alpha_);
+        ops.axpy(x, reply, size_, alpha_);
     }
 }
 
@@ -41,6 +35,22 @@ double ElasticCenter::apply(CenterState& center, const Exchange& e, float* reply
         reply[i] = elastic;
     }
     return host::norm(reply, e.size);
+}
+
+std::unique_ptr<WorkerRule> AsyncElasticStrategy::make_worker_rule(const StrategyContext& c) const {
+    return std::make_unique<SendParametersWorker>(c.num_parameters, SendParametersWorker::Reply::subtract, 0.f);
+}
+
+std::unique_ptr<CenterRule> AsyncElasticStrategy::make_center_rule(const StrategyContext&) const {
+    return center_rule<ElasticCenter>(float(alpha_));
+}
+
+double read_moving_rate(StrategyOptions& options, const StrategyContext& context) {
+    const auto given = options.optional_number("moving_rate", std::nullopt, 0.0, 1.0, true, "0.9 / workers");
+    if (given) return *given;
+    const double alpha = 0.9 / double(context.workers);
+    options.resolve("moving_rate", alpha);
+    return alpha;
 }
 
 }  // namespace tether

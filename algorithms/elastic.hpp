@@ -1,7 +1,9 @@
 // The halves shared by the elastic-averaging family.
 #pragma once
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
+
+#include <string>
 
 namespace tether {
 
@@ -13,9 +15,11 @@ class SendParametersWorker final : public WorkerRule {
 public:
     enum class Reply { subtract, pull_towards, replace };
     SendParametersWorker(std::size_t size, Reply reply, float alpha) : size_(size), reply_(reply), alpha_(alpha) {}
-    void on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) override;
-    void make_payload(Backend& backend, const float* x, float* payload_host) override;
-    void apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) override;
+
+protected:
+    void join(VectorOps& ops, float* x, const float* center_host) override;
+    void write_payload(VectorOps& ops, const float* x, float* payload_host) override;
+    void apply(VectorOps& ops, float* x, const float* reply_host) override;
 
 private:
     std::size_t size_;
@@ -25,7 +29,7 @@ private:
 };
 
 // Asynchronous EASGD center: e = alpha (x_i - x~); x~ <- x~ + e; reply e.
-class ElasticCenter final : public CenterRule {
+class ElasticCenter final : public AsynchronousCenterRule {
 public:
     explicit ElasticCenter(float alpha) : alpha_(alpha) {}
     double apply(CenterState& center, const Exchange& exchange, float* reply) override;
@@ -34,20 +38,22 @@ private:
     float alpha_;
 };
 
-// aeasgd and eamsgd: the same exchange; eamsgd only changes the local optimizer.
+// aeasgd and eamsgd: the same exchange; eamsgd only changes the local optimizer (a check of
+// the run's training section, made by the config layer).
 class AsyncElasticStrategy final : public Strategy {
 public:
-    AsyncElasticStrategy(std::string name, int window, double alpha);
-    std::string name() const override { return name_; }
+    AsyncElasticStrategy(int window, double alpha) : window_(window), alpha_(alpha) {}
     int communication_window() const override { return window_; }
-    nlohmann::json describe() const override;
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
 
 private:
-    std::string name_;
     int window_;
     double alpha_;
 };
+
+// The moving rate alpha: given (`moving_rate`), or beta / N with beta = 0.9 (the EASGD
+// paper's default), recorded as resolved.
+double read_moving_rate(StrategyOptions& options, const StrategyContext& context);
 
 }  // namespace tether

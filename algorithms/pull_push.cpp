@@ -1,29 +1,27 @@
 #include "algorithms/pull_push.hpp"
 
-#include "algorithms/vector_math.hpp"
+#include <algorithm>
 
 namespace tether {
 
-void PullPushWorker::on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) {
-    WorkerRule::on_join(backend, x, center_host, version);
-    pulled_ = DeviceBuffer<float>(backend, size_);
-    scratch_ = DeviceBuffer<float>(backend, size_);
-    backend.copy(pulled_.data(), x, size_ * sizeof(float));
+void PullPushWorker::join(VectorOps& ops, float* x, const float*) {
+    pulled_ = DeviceBuffer<float>(ops, size_);
+    scratch_ = DeviceBuffer<float>(ops, size_);
+    ops.copy(pulled_.data(), x, size_ * sizeof(float));
 }
 
-void PullPushWorker::make_payload(Backend& backend, const float* x, float* payload_host) {
+void PullPushWorker::write_payload(VectorOps& ops, const float* x, float* payload_host) {
     // In host memory the update is computed straight into the message; a GPU computes it in
     // its own memory and downloads it once.
-    float* update = backend.host_addressable() ? payload_host : scratch_.data();
-    backend.difference(update, x, pulled_.data(), size_);
-    if (normalize_window_ > 0) backend.scale(update, size_, 1.f / float(normalize_window_));
+    float* update = ops.host_addressable() ? payload_host : scratch_.data();
+    ops.difference(update, x, pulled_.data(), size_);
+    if (normalize_window_ > 0) ops.scale(update, size_, 1.f / float(normalize_window_));
     if (update != payload_host) scratch_.download(payload_host, size_);
 }
 
-void PullPushWorker::apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) {
-    backend.copy_from_host(x, reply_host, size_ * sizeof(float));
-    backend.copy(pulled_.data(), x, size_ * sizeof(float));
-    pull_version_ = version;
+void PullPushWorker::apply(VectorOps& ops, float* x, const float* reply_host) {
+    ops.copy_from_host(x, reply_host, size_ * sizeof(float));
+    ops.copy(pulled_.data(), x, size_ * sizeof(float));
 }
 
 double AccumulatingCenter::apply(CenterState& center, const Exchange& e, float* reply) {

@@ -1,10 +1,10 @@
 // The worker and center halves shared by the accumulated-update family (downpour, adag,
-// dynsgd): the worker sends x_i - x_pull (adag: divided by the local steps it accumulates),
-// the center adds it (possibly damped) and replies with x~, which becomes both x_i and the
-// next x_pull.
+// dynsgd, adag-staleness): the worker sends x_i - x_pull (adag: divided by the local steps it
+// accumulates), the center adds it (possibly damped) and replies with x~, which becomes both
+// x_i and the next x_pull.
 #pragma once
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 
 namespace tether {
 
@@ -14,9 +14,11 @@ public:
     // the last window of a run too: dividing its k < tau steps by k would weigh each of them
     // tau / k times as much as any other step, just before the final evaluation).
     PullPushWorker(std::size_t size, int normalize_window) : normalize_window_(normalize_window), size_(size) {}
-    void on_join(Backend& backend, float* x, const float* center_host, std::uint64_t version) override;
-    void make_payload(Backend& backend, const float* x, float* payload_host) override;
-    void apply_reply(Backend& backend, float* x, const float* reply_host, std::uint64_t version) override;
+
+protected:
+    void join(VectorOps& ops, float* x, const float* center_host) override;
+    void write_payload(VectorOps& ops, const float* x, float* payload_host) override;
+    void apply(VectorOps& ops, float* x, const float* reply_host) override;
 
 private:
     int normalize_window_;
@@ -25,7 +27,7 @@ private:
 };
 
 // x~ <- x~ + damping(staleness) * payload; reply x~.
-class AccumulatingCenter : public CenterRule {
+class AccumulatingCenter : public AsynchronousCenterRule {
 public:
     double apply(CenterState& center, const Exchange& exchange, float* reply) override;
 

@@ -1,14 +1,13 @@
 #include "algorithms/synchronous.hpp"
 
-#include "algorithms/vector_math.hpp"
+#include <cmath>
 
 namespace tether {
 namespace {
 
 // x~ <- mean of the x_i of the round; reply x~.
-class AveragingCenter final : public CenterRule {
+class AveragingCenter final : public SynchronousCenterRule {
 public:
-    bool synchronous() const override { return true; }
     void contribute(CenterState& center, const Exchange& e) override {
         if (sum_.empty()) sum_.assign(center.x.size(), 0.0);
         for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
@@ -33,10 +32,9 @@ private:
 };
 
 // x~ <- x~ + alpha sum_i (x_i - x~_old); reply x~_old.
-class EasgdCenter final : public CenterRule {
+class EasgdCenter final : public SynchronousCenterRule {
 public:
     explicit EasgdCenter(float alpha) : alpha_(alpha) {}
-    bool synchronous() const override { return true; }
     void contribute(CenterState& center, const Exchange& e) override {
         if (pull_.empty()) pull_.assign(center.x.size(), 0.0);
         for (std::size_t i = 0; i < e.size; ++i) pull_[i] += double(e.payload[i]) - center.x[i];
@@ -60,12 +58,6 @@ private:
 
 }  // namespace
 
-nlohmann::json SynchronousStrategy::describe() const {
-    nlohmann::json j = {{"name", name()}, {"communication_window", window_}};
-    if (kind_ == Kind::easgd) j["moving_rate"] = alpha_;
-    return j;
-}
-
 std::unique_ptr<WorkerRule> SynchronousStrategy::make_worker_rule(const StrategyContext& c) const {
     if (kind_ == Kind::averaging)
         return std::make_unique<SendParametersWorker>(c.num_parameters, SendParametersWorker::Reply::replace, 1.f);
@@ -74,8 +66,8 @@ std::unique_ptr<WorkerRule> SynchronousStrategy::make_worker_rule(const Strategy
 }
 
 std::unique_ptr<CenterRule> SynchronousStrategy::make_center_rule(const StrategyContext&) const {
-    if (kind_ == Kind::averaging) return std::make_unique<AveragingCenter>();
-    return std::make_unique<EasgdCenter>(float(alpha_));
+    if (kind_ == Kind::averaging) return center_rule<AveragingCenter>();
+    return center_rule<EasgdCenter>(float(alpha_));
 }
 
 }  // namespace tether

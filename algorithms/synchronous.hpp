@@ -10,9 +10,7 @@ class SynchronousStrategy final : public Strategy {
 public:
     enum class Kind { averaging, easgd };
     SynchronousStrategy(Kind kind, int window, double alpha) : kind_(kind), window_(window), alpha_(alpha) {}
-    std::string name() const override { return kind_ == Kind::averaging ? "averaging" : "easgd"; }
     int communication_window() const override { return window_; }
-    nlohmann::json describe() const override;
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "config/config.hpp"
 #include "util/errors.hpp"
 
@@ -23,7 +23,7 @@ inline std::string parse_error(const nlohmann::json& document) {
 }
 
 // The strategy a config document builds.
-inline std::shared_ptr<const Strategy> strategy(const nlohmann::json& document) {
+inline std::shared_ptr<const ConfiguredStrategy> strategy(const nlohmann::json& document) {
     return parse_config(document).strategy.rule;
 }
 

@@ -83,8 +83,9 @@ def worker(rank, args, address):
     x, y = load(args.data, "train", args.train_samples)
     shard = slice(rank * len(x) // args.workers, (rank + 1) * len(x) // args.workers)
     model = make_model()
-    # Before the optimizer: the parameters become views of one flat buffer, set to x~ on join.
-    client = tether.torch.Worker(model, address, strategy=args.strategy_block, workers=args.workers)
+    # The model's own tensors, set to x~ on join and written in place at every exchange.
+    client = tether.torch.Worker(model, address, strategy=args.strategy_block, workers=args.workers,
+                                 overlap_exchange=args.overlap)
     train_epochs(model, x[shard], y[shard], args.epochs, args.batch, args.lr, client.step, seed=rank + 1)
     report = client.finish()
     print(f"worker {client.id}: {report['steps']} steps, {report['exchanges']} exchanges, "
@@ -103,6 +104,7 @@ def main():
     p.add_argument("--train-samples", type=int, help="use only the first N training images (quick checks)")
     p.add_argument("--baseline", action="store_true", help="plain PyTorch in one process instead, for comparison")
     p.add_argument("--min-accuracy", type=float, help="exit 1 when the test accuracy ends below this")
+    p.add_argument("--overlap", action="store_true", help="overlap each exchange with the next window's steps")
     args = p.parse_args()
     args.strategy_block = {"name": args.strategy}
     if args.window:
@@ -116,7 +118,7 @@ def main():
         train_epochs(model, x, y, args.epochs, args.batch, args.lr)
         label = "plain PyTorch, 1 process"
     else:
-        initial = tether.torch.flatten_parameters(model).numpy()
+        initial = torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy()
         center = tether.CenterService(initial, strategy=args.strategy_block, workers=args.workers,
                                       address="tcp://127.0.0.1:*")
         # spawn: each worker a fresh interpreter, with none of this process's ZeroMQ state
@@ -130,8 +132,7 @@ def main():
         failed = [r for r, proc in enumerate(processes) if proc.exitcode != 0]
         if failed:
             sys.exit(f"workers {failed} failed (exit codes {[processes[r].exitcode for r in failed]})")
-        with torch.no_grad():
-            tether.torch.flatten_parameters(model).copy_(torch.from_numpy(final))
+        torch.nn.utils.vector_to_parameters(torch.from_numpy(final), model.parameters())
         stats = center.stats()
         label = (f"tether {args.strategy}, {args.workers} worker processes, {stats['updates_applied']} updates, "
                  f"{stats['bytes_received'] + stats['bytes_sent']:,} bytes")

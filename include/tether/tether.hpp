@@ -1,18 +1,31 @@
 // tether's embedding API: elastic-averaging and accumulated-update strategies for a training
 // loop you own. You keep the model, the data and the gradients; tether keeps the exchange with
-// the center. A worker hands tether one flat float32 parameter buffer (host or CUDA device
-// memory) and calls step() after each local optimizer step; the strategy decides when
-// (every communication_window steps) and what to exchange. See docs/embedding.md.
+// the center. A worker hands tether its float32 parameter buffers (one flat buffer, or a list
+// of tensors; host or CUDA device memory) and calls step() after each local optimizer step;
+// the strategy decides when (every communication_window steps) and what to exchange. See
+// docs/embedding.md. Strategies of your own: <tether/strategy.hpp>.
 //
 //   auto center = tether::CenterService::start(initial, {R"({"name": "aeasgd"})", 3});
 //   // on each of 3 threads:
-//   auto worker = center->connect_worker(params.data(), params.size());
-//   for (...) { my_sgd_step(params); worker->step(batch_size); }
+//   auto worker = center->connect_worker({{w1.data(), w1.size()}, {b1.data(), b1.size()}});
+//   for (...) { my_sgd_step(); worker->step(batch_size); }
 //   worker->finish();
 //   // then:
 //   std::vector<float> trained = center->wait();
 //
-// Errors are exceptions derived from std::runtime_error whose message names what is wrong.
+// Threads:
+// - A WorkerClient belongs to one training loop: call its step() and finish() from one thread
+//   at a time (any thread, not concurrently). tether reads and writes your parameter buffers
+//   only inside connect, step() and finish(), on the calling thread: never from a thread of its
+//   own, also with overlap_exchange (its thread then works on a copy). Between those calls the
+//   buffers are yours alone; each worker's buffers are its own (two workers never share one).
+// - Each WorkerClient has a thread of tether's that sends heartbeats while your loop is away
+//   (validation, checkpoints), so a pause longer than worker_timeout_ms does not lose the worker.
+// - CenterService: every member may be called from any thread, concurrently with the center's
+//   own thread and with each other (snapshot() and stats_json() while it trains).
+//
+// Errors are exceptions derived from std::runtime_error whose message names what is wrong;
+// ConfigError (<tether/errors.hpp>) for a bad option or buffer.
 #pragma once
 
 #include <cstddef>
@@ -21,14 +34,22 @@
 #include <string>
 #include <vector>
 
+#include <tether/errors.hpp>
 #include <tether/version.hpp>  // TETHER_VERSION_MAJOR, _MINOR, _PATCH, _STRING
 
 namespace tether {
 
 enum class Memory { host, cuda };
 
+// One parameter tensor: `count` float32 elements at `data`, contiguous.
+struct ParameterSpan {
+    float* data = nullptr;
+    std::size_t count = 0;
+};
+
 struct ServiceOptions {
-    // The strategy block, exactly as under "strategy" in a config file (docs/config.md).
+    // The strategy block, exactly as under "strategy" in a config file (docs/config.md), or a
+    // strategy registered with tether::register_strategy (<tether/strategy.hpp>).
     std::string strategy = R"({"name": "aeasgd"})";
     int workers = 1;
     // Where the center listens. "" = a private inproc:// address (workers in this process, via
@@ -42,6 +63,12 @@ struct ServiceOptions {
     // Flush denormal floats to zero on the center's thread (tether's own). The callers'
     // threads, where step() runs, are never changed; see set_flush_denormals() below.
     bool flush_denormals = true;
+    // Worker side: run each exchange on tether's thread, against a copy of the parameters taken
+    // at the window boundary, while your loop goes on with the next window; the reply is
+    // applied at the next boundary (one window stale, the window's own steps kept). step()
+    // then waits only when the previous exchange has not come back yet. docs/embedding.md
+    // gives the rule and the measured effect.
+    bool overlap_exchange = false;
 };
 
 // Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may
@@ -55,24 +82,37 @@ struct WorkerReport {
     unsigned worker_id = 0;
     std::size_t steps = 0, samples = 0, exchanges = 0;
     std::uint64_t bytes_sent = 0, bytes_received = 0;
-    double seconds_waiting = 0;
+    double seconds_waiting = 0;  // step() and finish() blocked on the center
+    std::size_t rejoins = 0;     // times the center had forgotten this worker and it joined again
 };
 
 class WorkerClient {
 public:
     // Joins the center at `address` from any process. Blocks until the center has welcomed it
-    // (the center waits for all `options.workers` workers), then sets the buffer to x~.
-    // `parameters` must stay valid and in `memory` until finish().
+    // (the center waits for all `options.workers` workers), then sets the buffers to x~. The
+    // strategy sees the buffers as one vector, in the order given; their sizes must add up to
+    // the center's. They must stay valid, in `memory`, until finish() returns.
     static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
-                                                 float* parameters, std::size_t count, Memory memory = Memory::host);
+                                                 std::vector<ParameterSpan> parameters, Memory memory = Memory::host);
+    static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
+                                                 float* parameters, std::size_t count, Memory memory = Memory::host) {
+        return connect(address, options, std::vector<ParameterSpan>{{parameters, count}}, memory);
+    }
     virtual ~WorkerClient() = default;
 
     // After each local optimizer step; `samples` is that step's minibatch size (for progress
-    // and staleness bookkeeping). Returns true when this call exchanged with the center.
+    // and staleness bookkeeping). Returns true when this call exchanged with the center (with
+    // overlap_exchange: started an exchange, after applying the previous one's reply).
     virtual bool step(std::size_t samples = 0) = 0;
     // Final exchange (nothing trained is lost) and goodbye. Call once, at the end.
     virtual WorkerReport finish() = 0;
     virtual unsigned id() const = 0;
+};
+
+// x~ and the number of updates applied to it, taken at one instant.
+struct CenterSnapshot {
+    std::vector<float> x;
+    std::uint64_t version = 0;
 };
 
 class CenterService {
@@ -83,12 +123,19 @@ public:
     virtual ~CenterService() = default;
 
     virtual std::string address() const = 0;
-    // A worker in this process (works with the private inproc:// address too).
-    virtual std::unique_ptr<WorkerClient> connect_worker(float* parameters, std::size_t count,
+    // A worker in this process (works with the private inproc:// address too); as
+    // WorkerClient::connect, with this center's options.
+    virtual std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters,
                                                          Memory memory = Memory::host) = 0;
+    std::unique_ptr<WorkerClient> connect_worker(float* parameters, std::size_t count, Memory memory = Memory::host) {
+        return connect_worker(std::vector<ParameterSpan>{{parameters, count}}, memory);
+    }
+    // x~ and its version now (while training, e.g. to evaluate or checkpoint it), or at the end.
+    virtual CenterSnapshot snapshot() const = 0;
     // Blocks until every worker finished (or was lost); returns the final x~.
     virtual std::vector<float> wait() = 0;
-    // The center's statistics as JSON (updates, staleness, bytes, rejected messages, losses).
+    // The center's statistics as JSON (updates, staleness, bytes, rejected messages, losses),
+    // as they are now.
     virtual std::string stats_json() const = 0;
 };
 

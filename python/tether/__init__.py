@@ -1,18 +1,26 @@
 """tether: asynchronous elastic-averaging distributed training, from Python.
 
 A center (CenterService) holds the central variable x~; workers (WorkerClient) keep their
-parameters in their own float32 buffer, which tether reads and writes in place: call
-``step()`` after each local optimizer step and the strategy exchanges with the center every
-communication window. ``tether.torch`` does this for a PyTorch model. See docs/python.md.
+parameters in their own float32 buffers (NumPy arrays, PyTorch tensors), which tether reads
+and writes in place: call ``step()`` after each local optimizer step and the strategy
+exchanges with the center every communication window. ``tether.torch`` does this for a
+PyTorch model. See docs/python.md.
+
+Threads: a WorkerClient belongs to one training loop (its step() and finish() are not called
+concurrently); tether touches its buffers only inside those calls and when connecting. A
+CenterService may be used from any thread (snapshot() and stats() while it trains).
 """
+import collections
 import json
 
 from . import _tether
 from ._tether import TetherError, set_flush_denormals, __version__  # noqa: F401
 
-__all__ = ["CenterService", "WorkerClient", "connect", "TetherError", "set_flush_denormals"]
+__all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "TetherError",
+           "set_flush_denormals"]
 
-WorkerClient = _tether.WorkerClient
+Snapshot = collections.namedtuple("Snapshot", ["x", "version"])
+Snapshot.__doc__ = "x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant."
 
 
 def strategy_text(strategy):
@@ -33,13 +41,86 @@ def _options(workers, strategy, **overrides):
     return dict(strategy=strategy_text(strategy), workers=int(workers), **options)
 
 
+def _span(index, buffer):
+    """(pointer, count, is_cuda) of one parameter buffer, which tether will write in place."""
+    import numpy
+    if isinstance(buffer, numpy.ndarray):
+        if buffer.dtype != numpy.float32 or not buffer.flags.c_contiguous:
+            raise TypeError(f"parameter {index}: tether needs a float32, C-contiguous array (got dtype {buffer.dtype}"
+                            f"{'' if buffer.flags.c_contiguous else ', strided'}); "
+                            "use numpy.ascontiguousarray(x, dtype=numpy.float32)")
+        if not buffer.flags.writeable:
+            raise ValueError(f"parameter {index}: tether writes the parameters in place: the array must be writable")
+        return buffer.ctypes.data, buffer.size, False
+    if hasattr(buffer, "data_ptr") and hasattr(buffer, "is_cuda"):  # a torch.Tensor, without importing torch
+        if str(buffer.dtype) != "torch.float32" or not buffer.is_contiguous():
+            raise TypeError(f"parameter {index}: tether needs a float32, contiguous tensor (got {buffer.dtype}"
+                            f"{'' if buffer.is_contiguous() else ', not contiguous'}, shape {tuple(buffer.shape)})")
+        return buffer.data_ptr(), buffer.numel(), bool(buffer.is_cuda)
+    raise TypeError(f"parameter {index}: expected a NumPy array or a PyTorch tensor, got {type(buffer).__name__}")
+
+
+def _spans(parameters):
+    """The buffers as (pointer, count) pairs, whether they are CUDA memory, and their owners."""
+    if not isinstance(parameters, (list, tuple)):
+        parameters = [parameters]
+    parameters = list(parameters)
+    spans, cuda = [], set()
+    for i, p in enumerate(parameters):
+        pointer, count, is_cuda = _span(i, p)
+        spans.append((pointer, count))
+        cuda.add(is_cuda)
+    if len(cuda) > 1:
+        raise ValueError("parameters: all in host memory or all on the GPU, not both")
+    return spans, cuda == {True}, parameters
+
+
+class WorkerClient:
+    """One worker over a list of float32 buffers (NumPy arrays, PyTorch CPU tensors, or CUDA
+    tensors through their data pointers), written in place: no copies. The strategy sees them
+    as one vector, in the order given.
+
+    ``center`` is a CenterService in this process (its strategy and options apply) or the
+    center's address, with ``strategy``, ``workers`` and options as the center was started
+    with. Blocks until the center welcomed the worker (it waits for all ``workers``), then
+    sets the buffers to x~. ``overlap_exchange=True``: each exchange runs on tether's thread
+    against a copy while training goes on, its reply applied one window later.
+    """
+
+    def __init__(self, center, parameters, strategy=None, workers=None, **options):
+        spans, cuda, owners = _spans(parameters)
+        if isinstance(center, CenterService):
+            if options or strategy is not None or workers is not None:
+                raise TypeError("WorkerClient(center, ...): the strategy, workers and options are the center's; "
+                                "give them to CenterService")
+            self._client = center._service.connect_spans(spans, cuda, owners)
+        elif isinstance(center, str):
+            options = _options(1 if workers is None else workers, strategy or "aeasgd", **options)
+            self._client = _tether.connect_spans(center, spans, cuda, owners, **options)
+        else:
+            raise TypeError(f"WorkerClient: expected a CenterService or an address such as 'tcp://host:5555', "
+                            f"got {type(center).__name__}")
+
+    @property
+    def id(self):
+        return self._client.id
+
+    def step(self, samples=0):
+        """After each local optimizer step; returns True when it exchanged with the center."""
+        return self._client.step(samples)
+
+    def finish(self):
+        """The final exchange (nothing trained is lost) and goodbye; returns the worker's counters."""
+        return self._client.finish()
+
+
 class CenterService:
     """The center on its own thread, with x~(0) = ``initial`` (a float32 vector).
 
     ``address=""`` keeps it private to this process (use ``connect_worker``); give
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options (milliseconds): join_timeout_ms, worker_timeout_ms,
-    reply_timeout_ms, round_timeout_ms, and quorum.
+    reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers).
     """
 
     def __init__(self, initial, strategy="aeasgd", workers=1, address="", **options):
@@ -51,30 +132,32 @@ class CenterService:
     def address(self):
         return self._service.address
 
-    def connect_worker(self, array):
-        """A worker in this process over ``array`` (float32, C-contiguous), set to x~ on join."""
-        return self._service.connect_worker(array)
+    def connect_worker(self, parameters):
+        """A worker in this process over ``parameters`` (one buffer or a list), set to x~ on join."""
+        return WorkerClient(self, parameters)
+
+    def snapshot(self):
+        """x~ and its version now, while the workers train (or at the end): a Snapshot."""
+        return Snapshot(*self._service.snapshot())
 
     def wait(self):
         """Blocks until every worker finished (or was lost); returns the final x~."""
         return self._service.wait()
 
     def stats(self):
-        """The center's counters: updates, staleness, bytes, rejected messages, lost workers."""
+        """The center's counters now: updates, staleness, bytes, rejected messages, lost workers."""
         return json.loads(self._service.stats_json())
 
 
-def connect(address, array, strategy="aeasgd", workers=1, **options):
-    """A worker in any process, over ``array`` (float32, C-contiguous, written in place).
-
-    Blocks until the center welcomed it (the center waits for all ``workers``), then sets
-    ``array`` to x~. ``strategy`` and ``workers`` must be what the center was started with.
-    """
-    return _tether.connect_array(address, array, **_options(workers, strategy, **options))
+def connect(address, parameters, strategy="aeasgd", workers=1, **options):
+    """A worker in any process: ``WorkerClient(address, parameters, ...)``."""
+    return WorkerClient(address, parameters, strategy=strategy, workers=workers, **options)
 
 
 def connect_pointer(address, pointer, count, owner, cuda=False, strategy="aeasgd", workers=1, **options):
     """As ``connect``, over ``count`` floats at ``pointer`` (host or CUDA memory); ``owner``
     is kept alive as long as the worker (e.g. the tensor whose ``data_ptr()`` this is)."""
-    return _tether.connect_pointer(address, int(pointer), int(count), bool(cuda), owner,
-                                   **_options(workers, strategy, **options))
+    client = WorkerClient.__new__(WorkerClient)
+    client._client = _tether.connect_spans(address, [(int(pointer), int(count))], bool(cuda), [owner],
+                                           **_options(workers, strategy, **options))
+    return client

@@ -1,7 +1,8 @@
 // The Python binding: tether's embedding API (include/tether/tether.hpp) over NumPy arrays and
-// PyTorch tensors, without copies. A worker's parameters stay in the caller's buffer (a
-// float32 C-contiguous NumPy array, or any tensor through its data pointer); tether reads and
-// writes them in place when step() exchanges. Calls that wait on the network release the GIL.
+// PyTorch tensors, without copies. A worker's parameters stay in the caller's buffers, passed
+// here as (data pointer, element count) after python/tether/__init__.py checked them (float32,
+// contiguous, writable, one kind of memory); tether reads and writes them in place when step()
+// exchanges. Calls that wait on the network or on the center release the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -18,19 +19,24 @@ namespace {
 
 using FloatArray = py::array_t<float, py::array::c_style>;
 
-// The buffer must be float32, C-contiguous and writable: anything else would need a copy,
-// and tether would then train the copy, not the caller's model.
-float* writable_floats(py::array& array) {
-    if (!py::isinstance<FloatArray>(array) || !(array.flags() & py::array::c_style))
-        throw py::type_error("tether needs a float32, C-contiguous array (got dtype " +
-                             std::string(py::str(array.dtype())) + "); use numpy.ascontiguousarray(x, dtype=numpy.float32)");
-    if (!array.writeable()) throw py::value_error("tether writes the parameters in place: the array must be writable");
-    return static_cast<float*>(array.mutable_data());
+// The parameter buffers as the Python layer checked them: (data pointer, element count).
+using RawSpans = std::vector<std::pair<std::uintptr_t, std::size_t>>;
+
+std::vector<tether::ParameterSpan> spans_of(const RawSpans& raw) {
+    std::vector<tether::ParameterSpan> spans;
+    for (const auto& [pointer, count] : raw) spans.push_back({reinterpret_cast<float*>(pointer), count});
+    return spans;
+}
+
+FloatArray to_numpy(const std::vector<float>& x) {
+    FloatArray out(py::ssize_t(x.size()));
+    std::copy(x.begin(), x.end(), out.mutable_data());
+    return out;
 }
 
 tether::ServiceOptions options_from(const std::string& strategy, int workers, const std::string& address,
                                     int join_timeout_ms, int worker_timeout_ms, int reply_timeout_ms,
-                                    int round_timeout_ms, double quorum) {
+                                    int round_timeout_ms, double quorum, bool overlap_exchange) {
     tether::ServiceOptions o;
     o.strategy = strategy;
     o.workers = workers;
@@ -40,10 +46,11 @@ tether::ServiceOptions options_from(const std::string& strategy, int workers, co
     o.reply_timeout_ms = reply_timeout_ms;
     o.round_timeout_ms = round_timeout_ms;
     o.quorum = quorum;
+    o.overlap_exchange = overlap_exchange;
     return o;
 }
 
-// A WorkerClient that keeps the Python object owning its buffer alive.
+// A WorkerClient that keeps the Python objects owning its buffers alive.
 struct Worker {
     std::unique_ptr<tether::WorkerClient> client;
     py::object owner;
@@ -94,16 +101,14 @@ PYBIND11_MODULE(_tether, m) {
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,
           "Flush denormal floats to zero on the calling thread (tether never changes yours).");
 
-    py::class_<Worker>(m, "WorkerClient")
+    py::class_<Worker>(m, "Worker")
         .def(
             "step",
             [](Worker& w, std::size_t samples) {
                 py::gil_scoped_release unlocked;
                 return w.client->step(samples);
             },
-            py::arg("samples") = 0,
-            "Call after each local optimizer step; exchanges with the center every communication window. "
-            "Returns True when it exchanged.")
+            py::arg("samples") = 0)
         .def("finish",
              [](Worker& w) {
                  tether::WorkerReport r;
@@ -116,35 +121,20 @@ PYBIND11_MODULE(_tether, m) {
         .def_property_readonly("id", [](const Worker& w) { return w.client->id(); });
 
     m.def(
-        "connect_array",
-        [](const std::string& address, py::array array, const std::string& strategy, int workers, int join_timeout_ms,
-           int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms, double quorum) {
-            float* data = writable_floats(array);
-            const std::size_t count = std::size_t(array.size());
+        "connect_spans",
+        [](const std::string& address, const RawSpans& spans, bool cuda, py::object owners, const std::string& strategy,
+           int workers, int join_timeout_ms, int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms,
+           double quorum, bool overlap_exchange) {
             const auto options = options_from(strategy, workers, "", join_timeout_ms, worker_timeout_ms,
-                                              reply_timeout_ms, round_timeout_ms, quorum);
-            return joined(array, [&] {
-                return tether::WorkerClient::connect(address, options, data, count, tether::Memory::host);
-            });
-        },
-        py::arg("address"), py::arg("array"), py::arg("strategy"), py::arg("workers"), py::arg("join_timeout_ms"),
-        py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"), py::arg("round_timeout_ms"), py::arg("quorum"));
-
-    m.def(
-        "connect_pointer",
-        [](const std::string& address, std::uintptr_t pointer, std::size_t count, bool cuda, py::object owner,
-           const std::string& strategy, int workers, int join_timeout_ms, int worker_timeout_ms, int reply_timeout_ms,
-           int round_timeout_ms, double quorum) {
-            const auto options = options_from(strategy, workers, "", join_timeout_ms, worker_timeout_ms,
-                                              reply_timeout_ms, round_timeout_ms, quorum);
-            return joined(owner, [&] {
-                return tether::WorkerClient::connect(address, options, reinterpret_cast<float*>(pointer), count,
+                                              reply_timeout_ms, round_timeout_ms, quorum, overlap_exchange);
+            return joined(std::move(owners), [&] {
+                return tether::WorkerClient::connect(address, options, spans_of(spans),
                                                      cuda ? tether::Memory::cuda : tether::Memory::host);
             });
         },
-        py::arg("address"), py::arg("pointer"), py::arg("count"), py::arg("cuda"), py::arg("owner"), py::arg("strategy"),
+        py::arg("address"), py::arg("spans"), py::arg("cuda"), py::arg("owners"), py::arg("strategy"),
         py::arg("workers"), py::arg("join_timeout_ms"), py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"),
-        py::arg("round_timeout_ms"), py::arg("quorum"));
+        py::arg("round_timeout_ms"), py::arg("quorum"), py::arg("overlap_exchange"));
 
     py::class_<tether::CenterService>(m, "CenterService")
         .def_property_readonly("address", &tether::CenterService::address)
@@ -155,19 +145,26 @@ PYBIND11_MODULE(_tether, m) {
                      py::gil_scoped_release unlocked;
                      x = s.wait();
                  }
-                 FloatArray out(py::ssize_t(x.size()));
-                 std::copy(x.begin(), x.end(), out.mutable_data());
-                 return out;
+                 return to_numpy(x);
+             })
+        .def("snapshot",
+             [](const tether::CenterService& s) {
+                 tether::CenterSnapshot snapshot;
+                 {
+                     py::gil_scoped_release unlocked;  // it waits for the center to finish one message
+                     snapshot = s.snapshot();
+                 }
+                 return py::make_tuple(to_numpy(snapshot.x), snapshot.version);
              })
         .def("stats_json", &tether::CenterService::stats_json)
         .def(
-            "connect_worker",
-            [](tether::CenterService& s, py::array array) {
-                float* data = writable_floats(array);
-                const std::size_t count = std::size_t(array.size());
-                return joined(array, [&] { return s.connect_worker(data, count, tether::Memory::host); });
+            "connect_spans",
+            [](tether::CenterService& s, const RawSpans& spans, bool cuda, py::object owners) {
+                return joined(std::move(owners), [&] {
+                    return s.connect_worker(spans_of(spans), cuda ? tether::Memory::cuda : tether::Memory::host);
+                });
             },
-            py::arg("array"), "A worker in this process (the center's private inproc:// address works too).");
+            py::arg("spans"), py::arg("cuda"), py::arg("owners"));
 
     // The C++ defaults, so the Python layer never keeps a second copy of them.
     m.def("default_options", [] {
@@ -178,18 +175,20 @@ PYBIND11_MODULE(_tether, m) {
         d["reply_timeout_ms"] = o.reply_timeout_ms;
         d["round_timeout_ms"] = o.round_timeout_ms;
         d["quorum"] = o.quorum;
+        d["overlap_exchange"] = o.overlap_exchange;
         return d;
     });
 
     m.def(
         "start_center",
         [](FloatArray initial, const std::string& strategy, int workers, const std::string& address, int join_timeout_ms,
-           int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms, double quorum) {
+           int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms, double quorum, bool overlap_exchange) {
             std::vector<float> x(initial.data(), initial.data() + initial.size());
             const auto options = options_from(strategy, workers, address, join_timeout_ms, worker_timeout_ms,
-                                              reply_timeout_ms, round_timeout_ms, quorum);
+                                              reply_timeout_ms, round_timeout_ms, quorum, overlap_exchange);
             return tether::CenterService::start(std::move(x), options);
         },
         py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("join_timeout_ms"),
-        py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"), py::arg("round_timeout_ms"), py::arg("quorum"));
+        py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"), py::arg("round_timeout_ms"), py::arg("quorum"),
+        py::arg("overlap_exchange"));
 }

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include <tether/vector_ops.hpp>  // VectorOps, DeviceBuffer
+
 namespace tether {
 
 enum class DeviceKind { cpu, cuda };
@@ -27,23 +29,15 @@ struct WindowShape {
 
 std::string to_string(DeviceKind kind);
 
-class Backend {
+// VectorOps (the memory and vector algebra a strategy's WorkerRule may use, public in
+// <tether/vector_ops.hpp>) plus what the models and optimizers need.
+class Backend : public VectorOps {
 public:
-    virtual ~Backend() = default;
-
     virtual DeviceKind kind() const = 0;
     virtual std::string description() const = 0;
     // CPU threads this backend's operations may use (1 on a GPU).
     virtual int threads() const { return 1; }
 
-    // Memory. Pointers returned here are only valid for this backend's operations.
-    virtual void* allocate_bytes(std::size_t bytes) = 0;
-    virtual void release_bytes(void* pointer) = 0;
-    virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;
-    virtual void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) = 0;
-    virtual void copy(void* destination, const void* source, std::size_t bytes) = 0;
-    // Waits until every operation issued so far has finished (a no-op on the CPU).
-    virtual void synchronize() = 0;
     // Makes the calling thread compute on this backend's device: a CUDA backend made on one
     // thread and used on another (the center's evaluation thread) must call it there first.
     virtual void use_on_this_thread() {}
@@ -52,22 +46,11 @@ public:
     virtual void gemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
                       const float* a, const float* b, float beta, float* c) = 0;
 
-    // Vector algebra.
-    virtual void fill(float* x, std::size_t n, float value) = 0;
-    virtual void scale(float* x, std::size_t n, float a) = 0;                       // x <- a x
-    virtual void axpy(float* y, const float* x, std::size_t n, float a) = 0;        // y <- y + a x
-    virtual void difference(float* out, const float* a, const float* b, std::size_t n) = 0;  // out <- a - b
-    virtual double sum_of_squares(const float* x, std::size_t n) = 0;
-    virtual bool all_finite(const float* x, std::size_t n) = 0;
-
     // Neural-network pieces, on row-major [rows x cols] matrices.
     virtual void add_bias(float* z, const float* bias, int rows, int cols, bool relu) = 0;
     virtual void relu_backward(float* dz, const float* activation, std::size_t n) = 0;
     // out[j] = sum over rows of m[r][j] (a GEMV against a vector of ones, on the BLAS).
     virtual void column_sums(float* out, const float* m, int rows, int cols) = 0;
-    // True when backend memory is ordinary host memory (the CPU backend): callers may then
-    // write into it directly instead of staging through copy_from_host.
-    virtual bool host_addressable() const = 0;
     // Mean cross-entropy of softmax(logits) against labels; writes d(mean loss)/d(logits)
     // into dlogits when it is not null.
     virtual double softmax_cross_entropy(const float* logits, const std::int32_t* labels, int rows,
@@ -104,48 +87,6 @@ public:
     virtual void adam_step(float* x, float* m, float* v, const float* g, std::size_t n, float lr,
                            float beta1, float beta2, float epsilon, float bias_correction1,
                            float bias_correction2) = 0;
-};
-
-// Owns `count` elements of T in a backend's memory.
-template <typename T>
-class DeviceBuffer {
-public:
-    DeviceBuffer() = default;
-    DeviceBuffer(Backend& backend, std::size_t count)
-        : backend_(&backend), count_(count),
-          data_(count ? static_cast<T*>(backend.allocate_bytes(count * sizeof(T))) : nullptr) {}
-    ~DeviceBuffer() { reset(); }
-    DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
-    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-        if (this != &other) {
-            reset();
-            backend_ = other.backend_;
-            count_ = other.count_;
-            data_ = other.data_;
-            other.data_ = nullptr;
-            other.count_ = 0;
-        }
-        return *this;
-    }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-    T* data() { return data_; }
-    const T* data() const { return data_; }
-    std::size_t size() const { return count_; }
-
-    void upload(const T* host, std::size_t count) { backend_->copy_from_host(data_, host, count * sizeof(T)); }
-    void download(T* host, std::size_t count) const { backend_->copy_to_host(host, data_, count * sizeof(T)); }
-
-private:
-    void reset() {
-        if (data_) backend_->release_bytes(data_);
-        data_ = nullptr;
-        count_ = 0;
-    }
-    Backend* backend_ = nullptr;
-    std::size_t count_ = 0;
-    T* data_ = nullptr;
 };
 
 struct BackendOptions {

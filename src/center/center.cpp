@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "algorithms/vector_math.hpp"
+#include "util/all_finite.hpp"
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
 
@@ -81,7 +81,9 @@ void Center::serve() {
     std::string peer;
     Frames frames;
     while (!stop_requested_) {
-        if (endpoint_->receive(peer, frames, 50)) handle(peer, frames);
+        const bool received = endpoint_->receive(peer, frames, 50);
+        std::lock_guard<std::mutex> lock(state_mutex_);
+        if (received) handle(peer, frames);
         if (!started_ && Clock::now() > join_deadline)
             throw std::runtime_error("center at " + address() + ": only " + std::to_string(stats_.workers_joined) +
                                      " of " + std::to_string(options_.expected_workers) + " workers joined within " +
@@ -96,8 +98,19 @@ void Center::serve() {
             next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
         }
     }
+    std::lock_guard<std::mutex> lock(state_mutex_);
     if (on_checkpoint) on_checkpoint(checkpoint());
     maybe_snapshot(/*final=*/true);
+}
+
+CenterState Center::snapshot_now() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return state_;
+}
+
+CenterStats Center::stats_now() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return stats_;
 }
 
 void Center::handle(const std::string& peer, Frames& frames) {

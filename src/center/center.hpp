@@ -3,16 +3,19 @@
 // answered with an `error`, counted by reason, and leaves x~ untouched.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "algorithms/strategy.hpp"
+#include <tether/strategy.hpp>
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
@@ -94,17 +97,22 @@ public:
     // What resume() takes: x~, its version, the counters, and the fingerprint they belong to.
     Checkpoint checkpoint() const;
 
-    // Called on the center's thread; keep them short (copy and hand off).
+    // Called on the center's thread with its state locked; keep them short (copy and hand
+    // off), and do not call snapshot_now() or stats_now() from them.
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
     // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.
     std::function<void(const Checkpoint&)> on_checkpoint;
 
+    // Only once serve() has returned (or from the center's own thread).
     const CenterStats& stats() const { return stats_; }
+    const CenterState& state() const { return state_; }
+    // Safe from any thread while serve() runs: copies taken between two messages.
+    CenterState snapshot_now() const;
+    CenterStats stats_now() const;
     // Safe from any thread, for progress displays: samples reported so far, and the version.
     std::uint64_t live_samples() const { return live_samples_.load(std::memory_order_relaxed); }
     std::uint64_t live_version() const { return live_version_.load(std::memory_order_relaxed); }
-    const CenterState& state() const { return state_; }
 
 private:
     struct Worker;
@@ -133,6 +141,9 @@ private:
     void prune_departed();
 
     std::unique_ptr<Endpoint> endpoint_;
+    // Held by serve() while it handles a message (never while it waits for one), and by
+    // snapshot_now() / stats_now(): readers see x~ and the counters between two updates.
+    mutable std::mutex state_mutex_;
     std::unique_ptr<CenterRule> rule_;
     CenterOptions options_;
     CenterState state_;

@@ -3,9 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
-#include <random>
 
-#include <unistd.h>
 
 #include "backend/cpu_backend.hpp"
 #include "cli/commands.hpp"
@@ -17,6 +15,7 @@
 #include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "train/batch_split.hpp"
+#include "transport/peer_identity.hpp"
 #include "util/errors.hpp"
 
 namespace po = boost::program_options;
@@ -116,12 +115,7 @@ int worker_command(const std::vector<std::string>& arguments) {
                      config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    // Unique across hosts: two workers with the same identity would collide in the ROUTER.
-    char host[256] = "host";
-    ::gethostname(host, sizeof host - 1);
-    const std::string identity = std::string("worker-") + host + "-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(std::random_device{}());
-    const WorkerResult r = run_worker(config, data, *transport, c.address, identity, threads);
+    const WorkerResult r = run_worker(config, data, *transport, c.address, unique_peer_identity("worker"), threads);
     std::printf("worker %u done: %zu steps, %zu samples, %zu exchanges, %.1f s waiting on the center\n", r.worker_id,
                 r.steps, r.samples, r.exchanges, r.seconds_waiting);
     return 0;

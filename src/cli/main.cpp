@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
+#include "cli/plugins.hpp"
 #include "config/known_keys.hpp"
 #include "util/errors.hpp"
 
@@ -29,6 +30,8 @@ const char* kUsage =
     "  tether config-keys                                       every config key, default and range (JSON lines)\n"
     "  tether COMMAND --help                                    options of one command\n"
     "\n"
+    "any command: --plugin LIB.so (repeatable; or TETHER_PLUGINS=LIB.so:...) loads strategies of your own\n"
+    "\n"
     "exit codes: 0 success, 2 usage or config error, 1 runtime failure\n"
     "docs: docs/config.md (every config key), docs/strategies.md\n";
 
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
         }
         const std::string command = argv[1];
         std::vector<std::string> rest(argv + 2, argv + argc);
+        tether::cli::load_plugins(tether::cli::take_plugin_arguments(rest));
         if (command == "--help" || command == "-h" || command == "help") {
             std::fputs(kUsage, stdout);
             return 0;

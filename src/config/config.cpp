@@ -3,9 +3,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "algorithms/registry.hpp"
 #include "backend/device_choice.hpp"
 #include "model/layer_spec.hpp"
+#include "strategy/registry.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -137,6 +137,21 @@ SecurityConfig parse_security(JsonReader r) {
     return s;
 }
 
+// Rules that tie the strategy to other sections; a strategy's factory sees only its own block
+// and the worker count.
+void check_strategy_against_run(const RunConfig& c) {
+    const std::string& name = c.strategy.name;
+    if (name == "sequential" && c.cluster.workers != 1)
+        throw ConfigError("cluster.workers: " + std::to_string(c.cluster.workers) +
+                          " workers with strategy.name \"sequential\"; sequential training uses exactly 1 worker "
+                          "(pick a distributed strategy such as \"adag\" or \"aeasgd\" for more)");
+    if (name == "eamsgd" && c.training.optimizer.name != "nesterov")
+        throw ConfigError("strategy.name: \"eamsgd\" runs Nesterov momentum locally, but training.optimizer.name is \"" +
+                          c.training.optimizer.name +
+                          "\"; set it to \"nesterov\" (training.optimizer.momentum is the paper's delta), or use "
+                          "\"aeasgd\" with any local optimizer");
+}
+
 }  // namespace
 
 RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
@@ -152,12 +167,14 @@ RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
     c.cluster = parse_cluster(root.object("cluster"));
     c.security = parse_security(root.object("security"));
     {
-        // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N.
+        // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N. The model
+        // has not met the data yet, so the parameter count is not known here (0).
         JsonReader s = root.object("strategy");
-        c.strategy.rule = make_strategy(s, c);
+        c.strategy.rule = make_strategy(s, StrategyContext{int(c.cluster.workers), 0});
         c.strategy.name = c.strategy.rule->name();
         s.finish();
     }
+    check_strategy_against_run(c);
     root.finish();
     return c;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/json_reader.hpp"
+#include "strategy/configured_strategy.hpp"
 
 namespace tether {
 
@@ -60,11 +61,9 @@ struct EvalConfig {
     std::int64_t test_samples = 0;                 // 0 = the whole test set
 };
 
-class Strategy;
-
 struct StrategyConfig {
     std::string name = "sequential";
-    std::shared_ptr<const Strategy> rule;  // built by the registry from the `strategy` block
+    std::shared_ptr<const ConfiguredStrategy> rule;  // built by the registry from the `strategy` block
 };
 
 struct ClusterConfig {

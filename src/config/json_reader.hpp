@@ -51,6 +51,8 @@ public:
 
     std::string path_of(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
     bool has(const std::string& key) const;
+    // Every key asked for so far, with its value as given or defaulted.
+    const nlohmann::json& resolved() const { return resolved_; }
 
 private:
     const nlohmann::json* find(const std::string& key);

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "algorithms/registry.hpp"
+#include "strategy/registry.hpp"
 
 namespace tether {
 

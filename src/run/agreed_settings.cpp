@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 
 namespace tether {
 
@@ -85,6 +85,13 @@ std::string first_difference(const nlohmann::json& center, const nlohmann::json&
     std::string out;
     differences(center, worker, "", out);
     return out;
+}
+
+std::function<std::string(const std::string&)> mismatch_explainer(nlohmann::json agreed) {
+    return [agreed = std::move(agreed)](const std::string& worker_settings) {
+        const auto theirs = nlohmann::json::parse(worker_settings, nullptr, /*allow_exceptions=*/false);
+        return theirs.is_discarded() ? std::string() : first_difference(agreed, theirs);
+    };
 }
 
 }  // namespace tether

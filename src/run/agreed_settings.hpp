@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ std::uint64_t settings_fingerprint(const nlohmann::json& settings);
 
 // The first key (dotted path) where the two differ, as "KEY: center V1, worker V2"; "" if equal.
 std::string first_difference(const nlohmann::json& center, const nlohmann::json& worker);
+
+// For CenterOptions::explain_mismatch: reads a hello's settings and names the first difference.
+std::function<std::string(const std::string& worker_settings)> mismatch_explainer(nlohmann::json agreed);
 
 // Data set identity: for IDX files their sizes and a hash of their first 64 KiB (reading the
 // whole set would slow every start); for synthetic data the generator's parameters.

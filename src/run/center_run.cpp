@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "backend/device_choice.hpp"
 #include "backend/float_mode.hpp"
@@ -163,10 +163,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
     options.max_samples_per_worker = std::uint64_t(config.training.epochs) *
                                      ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
-    options.explain_mismatch = [agreed = s.identity.agreed](const std::string& worker_settings) {
-        const auto theirs = nlohmann::json::parse(worker_settings, nullptr, /*allow_exceptions=*/false);
-        return theirs.is_discarded() ? std::string() : first_difference(agreed, theirs);
-    };
+    options.explain_mismatch = mismatch_explainer(s.identity.agreed);
     options.expected_workers = int(k.workers);
     options.fingerprint = s.identity.fingerprint;
     options.shard_elements = std::size_t(k.shard_elements);

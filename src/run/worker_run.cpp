@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "backend/device_choice.hpp"
 #include "run/center_run.hpp"

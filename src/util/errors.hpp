@@ -3,15 +3,12 @@
 // failure (exit code 1).
 #pragma once
 
+#include <tether/errors.hpp>  // ConfigError, public: a user's strategy factory throws it too
+
 #include <stdexcept>
 #include <string>
 
 namespace tether {
-
-class ConfigError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 // A worker whose loss or parameters went non-finite (NaN or Inf): a runtime failure that the
 // run reports by name ("diverged at step S (loss nan)").

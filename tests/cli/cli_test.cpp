@@ -180,3 +180,41 @@ TEST_CASE("tether run without --out makes runs/<name>-<timestamp>") {
     CHECK(runs[0].filename().string().rfind("cli-", 0) == 0);
     CHECK(std::filesystem::exists(runs[0] / "summary.json"));
 }
+
+// A strategy of one's own for the `tether` command: tests/packaging/damped_sum_plugin.cpp, built
+// against the public headers alone, loaded with --plugin (its path in TETHER_PLUGIN).
+TEST_CASE("tether run --plugin: a strategy from a shared library, embedded and in worker processes") {
+    const char* plugin = std::getenv("TETHER_PLUGIN");
+    REQUIRE_MESSAGE(plugin != nullptr, "set TETHER_PLUGIN to the built damped_sum plugin (meson test does)");
+    TempDir scratch;
+    json config = json::parse(kSyntheticConfig);
+    config["strategy"] = {{"name", "damped-sum"}, {"communication_window", 2}};
+    config["cluster"] = {{"workers", 2}};
+    tether::testing::write_text(scratch.file("mine.json"), config.dump());
+
+    const Result unknown = run_tether({"run", scratch.file("mine.json")}, scratch);
+    CHECK(unknown.exit_code == 2);
+    CHECK(contains(unknown.err, "strategy.name: \"damped-sum\" is not allowed"));
+
+    for (const char* mode : {"embedded", "local"}) {
+        CAPTURE(mode);
+        const std::string out = scratch.file(std::string("run-") + mode);
+        const Result run = run_tether({"run", scratch.file("mine.json"), "--plugin", plugin, "--set",
+                                       std::string("cluster.mode=") + mode, "--out", out},
+                                      scratch);
+        CAPTURE(run.err);
+        REQUIRE(run.exit_code == 0);
+        const json summary = json::parse(tether::testing::read_text(out + "/summary.json"));
+        CHECK(summary["strategy"] == "damped-sum");
+        CHECK(summary["strategy_parameters"]["scale"].get<double>() == doctest::Approx(0.5));  // 1 / workers
+        CHECK(summary["workers_finished"] == 2);
+    }
+
+    const Result keys = run_tether({"config-keys", "--plugin=" + std::string(plugin)}, scratch);
+    CHECK(keys.exit_code == 0);
+    CHECK(contains(keys.out, "\"key\":\"strategy.scale\""));
+
+    const Result missing = run_tether({"run", scratch.file("mine.json"), "--plugin", scratch.file("none.so")}, scratch);
+    CHECK(missing.exit_code == 2);
+    CHECK(contains(missing.err, "--plugin " + scratch.file("none.so") + ": cannot be loaded"));
+}

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "algorithms/registry.hpp"
+#include "strategy/registry.hpp"
 #include "config/config.hpp"
 #include "run/run.hpp"
 #include "test_support.hpp"

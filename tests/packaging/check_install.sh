@@ -66,6 +66,18 @@ pkg-config --print-requires --print-requires-private tether | grep . &&
 c++ -std=c++17 -O1 "$here/consumer.cpp" -o "$work/consumer-pkgconfig" $(pkg-config --cflags --libs tether) -pthread
 check_consumer pkg-config "$work/consumer-pkgconfig"
 
+# A strategy plugin built against the installed headers alone, run by the installed tether.
+echo "== a strategy plugin for the installed tether command"
+c++ -std=c++17 -O1 -shared -fPIC "$here/damped_sum_plugin.cpp" $(pkg-config --cflags tether) -o "$work/damped_sum.so"
+cat > "$work/plugin.json" <<'JSON'
+{"name": "plugin", "strategy": {"name": "damped-sum"}, "cluster": {"workers": 2},
+ "data": {"source": "synthetic", "train_samples": 400, "test_samples": 100, "features": 8, "classes": 3},
+ "model": {"hidden_layers": [8]}, "training": {"epochs": 1, "batch_size": 32, "device": "cpu", "threads": 1}}
+JSON
+"$prefix/bin/tether" run "$work/plugin.json" --plugin "$work/damped_sum.so" --out "$work/plugin-run"
+grep -q '"strategy": *"damped-sum"' "$work/plugin-run/summary.json" ||
+  fail "the installed tether did not train with the plugin's strategy (summary.json above)"
+
 # libtether loads libtether-cuda.so from its own directory when asked for CUDA memory, and
 # says what is missing when it is not there. Only without a GPU: the consumer has no device
 # memory to offer.

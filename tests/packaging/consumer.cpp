@@ -1,12 +1,16 @@
 // An out-of-tree program built against an installed tether, by tests/packaging/check_install.sh
-// (once with pkg-config, once with CMake, once with Meson). It uses only the public header:
-// two workers on their own threads average a 4-element vector through a center over inproc://.
-// Worker w adds w + 1 to every element before each of its 3 steps; `averaging` with
-// communication_window 1 replaces both workers' vectors with their mean after every step, so
-// x~ grows by (1 + 2) / 2 = 1.5 per round and ends at 4.5 everywhere.
+// (once with pkg-config, once with CMake, once with Meson). It uses only the public headers:
+// two workers on their own threads train a 4-element vector through a center over inproc://.
+// Worker w adds w + 1 to every element before each of its 3 steps.
+// - `averaging` with communication_window 1 replaces both workers' vectors with their mean
+//   after every step, so x~ grows by (1 + 2) / 2 = 1.5 per round and ends at 4.5 everywhere.
+// - `damped-sum`, a strategy of this program's own (damped_sum_strategy.hpp, registered by
+//   name), adds every step's update scaled by 1 / 2 to x~: 9 / 2 = 4.5 again, in any order.
 // `consumer cuda-error`, on a machine without a GPU, asks for a worker on CUDA memory and
 // prints the error tether gives (what libtether says when libtether-cuda.so is or is not there).
 #include <tether/tether.hpp>
+
+#include "damped_sum_strategy.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -33,14 +37,13 @@ static int print_cuda_error() {
     return 1;
 }
 
-int main(int argc, char** argv) {
-    if (argc > 1 && std::strcmp(argv[1], "cuda-error") == 0) return print_cuda_error();
+// Two workers, 3 steps each, under `strategy`; returns x~ at the end.
+static std::vector<float> train_two_workers(const char* strategy) {
     constexpr int kWorkers = 2, kSteps = 3;
     tether::ServiceOptions options;
-    options.strategy = R"({"name": "averaging", "communication_window": 1})";
+    options.strategy = strategy;
     options.workers = kWorkers;
     auto center = tether::CenterService::start(std::vector<float>(4, 0.f), options);
-
     std::vector<std::thread> threads;
     for (int w = 0; w < kWorkers; ++w)
         threads.emplace_back([&center, w] {
@@ -53,16 +56,37 @@ int main(int argc, char** argv) {
             worker->finish();
         });
     for (auto& t : threads) t.join();
-    const std::vector<float> trained = center->wait();
+    return center->wait();
+}
 
-    std::printf("tether %s: x~ =", TETHER_VERSION_STRING);
-    for (float x : trained) std::printf(" %g", x);
+static bool all_equal(const char* strategy, const std::vector<float>& x, float expected) {
+    std::printf("%s: x~ =", strategy);
+    for (float v : x) std::printf(" %g", v);
     std::printf("\n");
-    for (float x : trained)
-        if (std::fabs(x - 1.5f * kSteps) > 1e-5f) {
-            std::printf("FAIL: expected every element of x~ to be %g\n", 1.5 * kSteps);
-            return 1;
+    for (float v : x)
+        if (std::fabs(v - expected) > 1e-5f) {
+            std::printf("FAIL: expected every element of x~ to be %g\n", expected);
+            return false;
         }
+    return true;
+}
+
+int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "cuda-error") == 0) return print_cuda_error();
+    std::printf("tether %s: averaging, then a strategy of its own\n", TETHER_VERSION_STRING);
+    if (!all_equal("averaging", train_two_workers(R"({"name": "averaging", "communication_window": 1})"), 4.5f))
+        return 1;
+    damped_sum::register_it();
+    if (!all_equal("damped-sum", train_two_workers(R"({"name": "damped-sum"})"), 4.5f)) return 1;
+    // Its options are read as strictly as a built-in's.
+    try {
+        train_two_workers(R"({"name": "damped-sum", "scael": 0.5})");
+        std::printf("FAIL: a misspelt option was accepted\n");
+        return 1;
+    } catch (const tether::ConfigError& e) {
+        std::printf("damped-sum with \"scael\": %s\n", e.what());
+        if (!std::strstr(e.what(), "did you mean ServiceOptions.strategy.scale")) return 1;
+    }
     std::printf("OK\n");
     return 0;
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""The Python package over the C++ core: buffers written in place (no copies), clear errors,
-tether.torch's flattened parameters, and a short Fashion-MNIST run of examples/python with
-worker processes over tcp://127.0.0.1. Run by meson test with PYTHONPATH=build/python."""
+"""The Python package over the C++ core: buffers written in place (no copies), a worker over a
+list of arrays and tensors, snapshot() while workers train, a pause longer than the worker
+timeout, overlapped exchanges, clear errors, tether.torch over a model's own tensors, and a
+short Fashion-MNIST run of examples/python with worker processes over tcp://127.0.0.1. Run by
+meson test with PYTHONPATH=build/python; the CUDA case runs where PyTorch sees a GPU."""
 import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -62,13 +65,22 @@ def averaging_writes_the_callers_arrays_in_place():
 @case
 def bad_buffers_and_strategies_are_refused_with_what_is_wrong():
     center = tether.CenterService(np.zeros(4, np.float32), strategy="aeasgd", workers=1, join_timeout_ms=2000)
-    for bad, words in [(np.zeros(4, np.float64), "float32"), (np.zeros(8, np.float32)[::2], "C-contiguous")]:
+    for bad, words in [(np.zeros(4, np.float64), "float32"), (np.zeros(8, np.float32)[::2], "C-contiguous"),
+                       ([np.zeros(2, np.float32), torch.zeros(2, dtype=torch.float64)], "parameter 1"),
+                       (torch.zeros(4, 2).t(), "not contiguous"), ([np.zeros(4, np.float32), "x"], "got str")]:
         try:
             center.connect_worker(bad)
         except TypeError as e:
             assert words in str(e), e
         else:
-            raise AssertionError(f"{bad.dtype} / strided array accepted")
+            raise AssertionError(f"{bad!r} accepted")
+    shared = np.zeros(4, np.float32)
+    try:
+        center.connect_worker([shared[:3], shared[2:]])
+    except tether.TetherError as e:
+        assert "overlap" in str(e), e
+    else:
+        raise AssertionError("overlapping buffers accepted")
     try:
         tether.CenterService(np.zeros(4, np.float32), strategy={"name": "adag", "moving_rate": 0.5}, workers=2)
     except RuntimeError as e:
@@ -84,6 +96,119 @@ def bad_buffers_and_strategies_are_refused_with_what_is_wrong():
     worker = center.connect_worker(np.zeros(4, np.float32))  # lets the center finish
     worker.finish()
     center.wait()
+
+
+@case
+def a_worker_over_a_list_of_arrays_and_cpu_tensors_writes_each_in_place():
+    # x~(0) = 0..5 over an array of 2 and a tensor of 4; averaging with window 1, worker w adds
+    # w + 1 per step: after 2 steps x~_j = j + 3, each buffer holding its own slice.
+    center = tether.CenterService(np.arange(6, dtype=np.float32),
+                                  strategy={"name": "averaging", "communication_window": 1}, workers=2)
+    buffers = [[np.zeros(2, np.float32), torch.zeros(4)] for _ in range(2)]
+    addresses = [(a.ctypes.data, t.data_ptr()) for a, t in buffers]
+
+    def body(i, worker):
+        a, t = buffers[i]
+        assert list(a) == [0, 1] and t.tolist() == [2, 3, 4, 5]  # joined: x~(0), slice by slice
+        for _ in range(2):
+            a += i + 1
+            t += i + 1
+            assert worker.step(1) is True
+        worker.finish()
+    run_workers(center, buffers, body)
+    assert np.array_equal(center.wait(), np.arange(6, dtype=np.float32) + 3)
+    for (a, t), (pa, pt) in zip(buffers, addresses):
+        assert (a.ctypes.data, t.data_ptr()) == (pa, pt)  # the same memory, written in place
+        assert list(a) == [3, 4] and t.tolist() == [5, 6, 7, 8], (a, t)
+
+
+@case
+def snapshot_and_stats_while_workers_train_and_a_pause_longer_than_the_timeout():
+    # downpour, window 1, +1 per step: a snapshot between two updates has x~ = x~(0) + version.
+    center = tether.CenterService(np.zeros(3, np.float32), strategy={"name": "downpour", "communication_window": 1},
+                                  workers=2, worker_timeout_ms=1000)
+    seen = []
+    training = threading.Event()
+    training.set()
+
+    def read():
+        while training.is_set():
+            snap = center.snapshot()
+            seen.append((snap.version, bool(np.all(snap.x == snap.version)), center.stats()["updates_applied"]))
+            time.sleep(0.01)
+    reader = threading.Thread(target=read)
+    reader.start()
+
+    def body(i, worker):
+        for s in range(3):
+            arrays[i] += 1
+            worker.step(1)
+            if i == 0 and s == 1:
+                time.sleep(2.5)  # "validation" for 2.5x worker_timeout_ms: tether heartbeats meanwhile
+        worker.finish()
+    arrays = [np.zeros(3, np.float32), np.zeros(3, np.float32)]
+    run_workers(center, arrays, body)
+    training.clear()
+    reader.join()
+    assert len(seen) > 10 and all(consistent for _, consistent, _ in seen), seen[:5]
+    assert [v for v, _, _ in seen] == sorted(v for v, _, _ in seen)
+    final = center.snapshot()
+    assert final.version == 6 and np.array_equal(final.x, np.full(3, 6, np.float32)), final
+    stats = center.stats()
+    assert stats["workers_lost"] == 0 and stats["workers_finished"] == 2, stats
+
+
+@case
+def overlapped_exchanges_keep_every_local_step():
+    center = tether.CenterService(np.zeros(4, np.float32), strategy={"name": "downpour", "communication_window": 2},
+                                  workers=2, overlap_exchange=True)
+    arrays = [np.zeros(4, np.float32), np.zeros(4, np.float32)]
+
+    def body(i, worker):
+        for _ in range(5):
+            arrays[i] += 1
+            worker.step(1)
+        report = worker.finish()
+        assert report["exchanges"] == 3, report  # steps 2 and 4 overlapped, step 5 at finish()
+    run_workers(center, arrays, body)
+    assert np.array_equal(center.wait(), np.full(4, 10, np.float32))
+
+
+@case
+def torch_worker_trains_the_models_own_tensors():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # before the Worker: fine now
+    pointers = [p.data_ptr() for p in model.parameters()]
+    initial = torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy() + 1.0
+    center = tether.CenterService(initial, strategy={"name": "averaging", "communication_window": 1}, workers=1)
+    worker = tether.torch.Worker(model, center=center)
+    assert np.allclose(torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy(), initial)
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    assert worker.step(1) is True
+    worker.finish()
+    final = center.wait()
+    assert [p.data_ptr() for p in model.parameters()] == pointers  # the model's own tensors, in place
+    assert np.allclose(torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy(), final)
+    assert not np.allclose(final, initial)  # the optimizer's step reached x~
+
+
+@case
+def cuda_tensors_through_their_data_pointers():
+    if not torch.cuda.is_available():
+        print("     (skipped: PyTorch sees no GPU)")
+        return
+    center = tether.CenterService(np.zeros(6, np.float32), strategy={"name": "downpour", "communication_window": 1},
+                                  workers=1)
+    a, b = torch.zeros(2, device="cuda"), torch.zeros(4, device="cuda")
+    worker = tether.WorkerClient(center, [a, b])
+    for _ in range(3):
+        a += 1
+        b += 2
+        worker.step(1)
+    worker.finish()
+    assert np.array_equal(center.wait(), np.array([3, 3, 6, 6, 6, 6], np.float32))
 
 
 @case

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/strategy.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "config/config.hpp"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/registry.hpp"
-#include "algorithms/strategy.hpp"
+#include "strategy/registry.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "config/config.hpp"
 #include "util/errors.hpp"
 

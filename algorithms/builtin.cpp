@@ -1,4 +1,4 @@
-#include "algorithms/registry.hpp"
+#include "algorithms/builtin.hpp"
 
 #include "algorithms/adag.hpp"
 #include "algorithms/adag_staleness.hpp"
@@ -9,13 +9,11 @@
 #include "algorithms/dynsgd.hpp"
 #include "algorithms/eamsgd.hpp"
 #include "algorithms/easgd.hpp"
-#include "algorithms/sequential.hpp"
 
 namespace tether {
 
-const std::vector<StrategyEntry>& strategy_registry() {
-    static const std::vector<StrategyEntry> entries = {
-        {"sequential", "one worker, no center: the reference", make_sequential},
+const std::vector<BuiltinStrategy>& builtin_strategies() {
+    static const std::vector<BuiltinStrategy> entries = {
         {"averaging", "synchronous model averaging", make_averaging},
         {"easgd", "synchronous elastic averaging SGD", make_easgd},
         {"aeasgd", "asynchronous elastic averaging SGD", make_aeasgd},
@@ -28,19 +26,6 @@ const std::vector<StrategyEntry>& strategy_registry() {
         {"diloco", "synchronous rounds with an outer Nesterov SGD step on the center (DiLoCo)", make_diloco},
     };
     return entries;
-}
-
-std::vector<std::string> strategy_names() {
-    std::vector<std::string> names;
-    for (const auto& e : strategy_registry()) names.push_back(e.name);
-    return names;
-}
-
-std::shared_ptr<const Strategy> make_strategy(JsonReader& block, const RunConfig& config) {
-    const std::string name = block.choice("name", "sequential", strategy_names());
-    for (const auto& e : strategy_registry())
-        if (name == e.name) return e.make(block, config);
-    return nullptr;  // unreachable: choice() rejected unknown names
 }
 
 }  // namespace tether

@@ -1,0 +1,226 @@
+// tether's strategy library: what a strategy of your own implements, and how it is registered
+// by name so that ServiceOptions.strategy ({"name": "mine", ...}) and config files
+// (`strategy.name`) both accept it. Every built-in strategy (algorithms/) is written against
+// this header and nothing else of tether. docs/strategies.md, "Adding a strategy", walks
+// through one.
+//
+// A strategy has two halves. Every communication_window local steps a worker runs its
+// WorkerRule: make_payload writes what it sends, apply_reply applies the center's answer to
+// its parameters x_i. The center runs one center rule: an asynchronous rule answers each
+// exchange at once, a synchronous rule collects a round and answers every contributor when it
+// closes. x_i may live in GPU memory, so a WorkerRule touches it only through VectorOps
+// (vector_ops.hpp); x~ (CenterState::x) is host memory, and a center rule loops over it.
+//
+// Threads: tether calls a rule from one thread at a time (a worker's rule from that worker's
+// training thread, the center rule from the center's thread); rules need no locks of their own.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tether/errors.hpp>
+#include <tether/vector_ops.hpp>
+
+namespace tether {
+
+struct StrategyContext {
+    int workers = 1;  // N, the workers the center expects
+    // The length of x_i and x~. Rules always get it; a factory gets 0 while a config file is
+    // checked before its model has met the data (it is known in the embedding API).
+    std::size_t num_parameters = 0;
+};
+
+// The worker half. Made once per worker (per-run state such as x_pull lives here).
+class WorkerRule {
+public:
+    virtual ~WorkerRule() = default;
+
+    // What tether calls. x is the worker's parameters (num_parameters floats, device memory),
+    // *_host are host buffers of num_parameters floats. The version is the center's (updates
+    // applied to x~); it is recorded here, so a rule cannot forget it: every exchange carries
+    // the version the worker last pulled, which is how the center measures staleness.
+    //   on_join: x already equals x~ (the welcome), center_host is x~ as well.
+    void on_join(VectorOps& ops, float* x, const float* center_host, std::uint64_t version) {
+        join(ops, x, center_host);
+        pull_version_ = version;
+    }
+    void make_payload(VectorOps& ops, const float* x, float* payload_host) { write_payload(ops, x, payload_host); }
+    void apply_reply(VectorOps& ops, float* x, const float* reply_host, std::uint64_t version) {
+        apply(ops, x, reply_host);
+        pull_version_ = version;
+    }
+    std::uint64_t pull_version() const { return pull_version_; }
+
+protected:
+    // What a rule implements: allocate its state (DeviceBuffer) and read x~ on joining; write
+    // the payload from x; apply the reply to x.
+    virtual void join(VectorOps& ops, float* x, const float* center_host) { (void)ops, (void)x, (void)center_host; }
+    virtual void write_payload(VectorOps& ops, const float* x, float* payload_host) = 0;
+    virtual void apply(VectorOps& ops, float* x, const float* reply_host) = 0;
+
+private:
+    std::uint64_t pull_version_ = 0;
+};
+
+// The center's state: x~ and its version (the center, not the rule, counts versions).
+struct CenterState {
+    std::vector<float> x;
+    std::uint64_t version = 0;
+};
+
+// One worker's complete exchange, reassembled from its shards and already checked: right
+// size, every element finite.
+struct Exchange {
+    std::uint32_t worker_id = 0;
+    std::uint64_t pull_version = 0;  // the center version at this worker's last pull
+    const float* payload = nullptr;
+    std::size_t size = 0;
+};
+
+// What both kinds of center rule may do when a worker is welcomed (its first pull: x~ as it is
+// now) or leaves (finished or lost). A rule with per-worker state must free it on leave.
+class CenterRuleBase {
+public:
+    virtual ~CenterRuleBase() = default;
+    virtual void on_join(const CenterState& center, std::uint32_t worker_id) { (void)center, (void)worker_id; }
+    virtual void on_leave(std::uint32_t worker_id) { (void)worker_id; }
+};
+
+// Answers each exchange at once.
+class AsynchronousCenterRule : public CenterRuleBase {
+public:
+    // Updates center.x, writes the reply (center.x.size() floats) and returns the norm of the
+    // update applied to x~. `reply` may be the exchange's own payload (the center answers in
+    // the buffer it received, without a copy): read payload[i] before writing reply[i].
+    virtual double apply(CenterState& center, const Exchange& exchange, float* reply) = 0;
+};
+
+// Collects a round (one exchange per live worker, or a quorum at the deadline) and answers
+// every contributor with one reply when it closes.
+class SynchronousCenterRule : public CenterRuleBase {
+public:
+    virtual void contribute(CenterState& center, const Exchange& exchange) = 0;
+    // Called with at least one contribution: updates center.x, writes the one reply
+    // (center.x.size() floats), returns the norm of the update to x~, and starts a new round.
+    virtual double close_round(CenterState& center, float* reply) = 0;
+};
+
+// The center rule of a strategy: one of the two kinds, and the center asks which.
+class CenterRule final {
+public:
+    explicit CenterRule(std::unique_ptr<AsynchronousCenterRule> rule) : asynchronous_(std::move(rule)) {}
+    explicit CenterRule(std::unique_ptr<SynchronousCenterRule> rule) : synchronous_(std::move(rule)) {}
+
+    bool synchronous() const { return synchronous_ != nullptr; }
+    void on_join(const CenterState& center, std::uint32_t worker_id) { base().on_join(center, worker_id); }
+    void on_leave(std::uint32_t worker_id) { base().on_leave(worker_id); }
+    // The calls of the other kind are a programming error (the center never makes them).
+    double apply(CenterState& center, const Exchange& exchange, float* reply) {
+        if (!asynchronous_)
+            throw std::logic_error("this strategy is synchronous: its center collects rounds, it does not apply exchanges");
+        return asynchronous_->apply(center, exchange, reply);
+    }
+    void contribute(CenterState& center, const Exchange& exchange) {
+        if (!synchronous_) throw std::logic_error("this strategy is asynchronous: its center applies each exchange");
+        synchronous_->contribute(center, exchange);
+    }
+    double close_round(CenterState& center, float* reply) {
+        if (!synchronous_) throw std::logic_error("this strategy is asynchronous: it has no rounds");
+        return synchronous_->close_round(center, reply);
+    }
+
+private:
+    CenterRuleBase& base() {
+        if (asynchronous_) return *asynchronous_;
+        return *synchronous_;
+    }
+    std::unique_ptr<AsynchronousCenterRule> asynchronous_;
+    std::unique_ptr<SynchronousCenterRule> synchronous_;
+};
+
+// center_rule<MyCenter>(args...): a CenterRule holding a new MyCenter, of the kind MyCenter is.
+template <typename Rule, typename... Args>
+std::unique_ptr<CenterRule> center_rule(Args&&... args) {
+    return std::make_unique<CenterRule>(std::make_unique<Rule>(std::forward<Args>(args)...));
+}
+
+// A strategy: immutable, built once from its options; it makes one WorkerRule per worker and
+// one CenterRule for the center.
+class Strategy {
+public:
+    virtual ~Strategy() = default;
+    // Local steps between two exchanges (tau).
+    virtual int communication_window() const = 0;
+    virtual std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const = 0;
+    virtual std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const = 0;
+};
+
+// The strategy's own JSON block, read strictly: each getter names its key, its default and what
+// is allowed, and returns the default when the key is absent. After the factory returns, a key
+// nobody asked for is an error ("unknown key; did you mean ..."), and so is a value outside the
+// allowed range; errors are ConfigErrors naming the key as the user wrote it
+// ("strategy.moving_rate" in a config file, "ServiceOptions.strategy.moving_rate" in the API).
+// The values read (or defaulted) describe the strategy in summaries and in the fingerprint
+// that keeps a center and a worker with different settings apart.
+class StrategyOptions {
+public:
+    virtual ~StrategyOptions() = default;
+    virtual std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max) = 0;
+    virtual double number(const std::string& key, double fallback, double min, double max, bool min_exclusive = false) = 0;
+    // null (or absent with no fallback) gives nullopt; `when_null` says what that means.
+    virtual std::optional<double> optional_number(const std::string& key, std::optional<double> fallback, double min,
+                                                  double max, bool min_exclusive, const std::string& when_null) = 0;
+    virtual bool boolean(const std::string& key, bool fallback) = 0;
+    virtual std::string string(const std::string& key, const std::string& fallback) = 0;
+    virtual std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed) = 0;
+    // The key as the user wrote it, for the factory's own errors.
+    virtual std::string path_of(const std::string& key) const = 0;
+    // The value a key resolved to when its default depends on the context (alpha = 0.9 / N):
+    // recorded in the strategy's description instead of null.
+    virtual void resolve(const std::string& key, double value) = 0;
+
+    // The key every strategy shares: tau, from 1 to 1,000,000.
+    int communication_window(int fallback) { return int(integer("communication_window", fallback, 1, 1'000'000)); }
+};
+
+// Builds a strategy from its options. Throws ConfigError for a combination that cannot work.
+using StrategyFactory =
+    std::function<std::shared_ptr<const Strategy>(StrategyOptions& options, const StrategyContext& context)>;
+
+// Makes `name` a valid strategy name for ServiceOptions.strategy and for config files, in this
+// process, from now on. `summary` is one line for listings. Throws std::invalid_argument for
+// an empty factory, a name already taken (the built-ins' too) or one that is not lower-case
+// letters, digits, '-' and '_'. Safe from any thread.
+void register_strategy(const std::string& name, const std::string& summary, StrategyFactory factory);
+// Every strategy name: "sequential" (no center), the built-ins, then those registered.
+std::vector<std::string> strategy_names();
+
+// Helpers for center rules, over host memory. Written to vectorize: 16 float lanes per block
+// of 4096 elements, the blocks summed in double (one running double sum is a serial chain).
+namespace host {
+inline double sum_of_squares(const float* x, std::size_t n) {
+    constexpr std::size_t kLanes = 16, kBlock = 4096;
+    double total = 0;
+    for (std::size_t start = 0; start < n; start += kBlock) {
+        const std::size_t end = start + kBlock < n ? start + kBlock : n;
+        float lanes[kLanes] = {};
+        std::size_t i = start;
+        for (; i + kLanes <= end; i += kLanes)
+            for (std::size_t l = 0; l < kLanes; ++l) lanes[l] += x[i + l] * x[i + l];
+        for (; i < end; ++i) lanes[0] += x[i] * x[i];
+        for (float lane : lanes) total += lane;
+    }
+    return total;
+}
+inline double norm(const float* x, std::size_t n) { return std::sqrt(sum_of_squares(x, n)); }
+}  // namespace host
+
+}  // namespace tether

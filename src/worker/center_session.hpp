@@ -1,0 +1,121 @@
+// A worker's conversation with the center over its one Channel: hello/welcome, exchanges
+// (sharded vectors out, a reply back), heartbeats, bye. It knows the protocol, not the
+// strategy: payloads are host vectors made and applied by WorkerNode.
+//
+// Two threads use it: the training thread (join, blocking exchanges, bye) and the worker's own
+// background thread (heartbeats while the training loop pauses, overlapped exchanges). A
+// ZeroMQ socket is not thread-safe, so every use of the channel happens under one mutex: a
+// socket may move between threads when a full memory barrier separates the uses, which the
+// mutex gives. A second socket for heartbeats would not do: the center knows a worker by its
+// socket's routing identity, and would not count the heartbeats of another identity.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/header.hpp"
+#include "transport/transport.hpp"
+
+namespace tether {
+
+struct SessionOptions {
+    std::uint64_t fingerprint = 0;
+    std::size_t shard_elements = 1 << 20;
+    int join_timeout_ms = 60000;
+    int reply_timeout_ms = 600000;
+    int heartbeat_ms = 2000;
+    // Once the center has answered once, this much silence while waiting means it is gone.
+    int center_timeout_ms = 10000;
+    std::string agreed_settings;  // sent in the hello, so the center can name a setting that differs
+    std::string center_address;   // for messages only
+};
+
+// What the center told a worker on joining.
+struct Welcome {
+    std::uint32_t worker_id = 0;
+    std::uint64_t version = 0;
+    std::vector<float> center;  // x~ at join time
+};
+
+// The center's answer to one exchange: the reply vector and the version after it, or, when the
+// center no longer knew this worker (it restarted, or counted the worker lost), the welcome of
+// joining again.
+struct ExchangeOutcome {
+    Payload reply;
+    std::uint64_t version = 0;
+    std::optional<Welcome> rejoined;
+};
+
+// What every header says of the worker's progress: local steps, samples, and the center
+// version of its last pull.
+struct Progress {
+    std::uint64_t steps = 0, samples = 0, pull_version = 0;
+};
+
+// Thrown by a wait that close() interrupted.
+struct SessionClosed {};
+
+class CenterSession {
+public:
+    CenterSession(std::unique_ptr<Channel> channel, SessionOptions options, std::size_t num_parameters);
+    // A session that did not say bye drops what it still had queued instead of lingering on it.
+    ~CenterSession();
+
+    // Says hello and waits for the welcome.
+    Welcome join();
+    // Sends `payload` (num_parameters floats) as the next exchange, made at `at`, and waits for
+    // the reply; joins again when the center has forgotten this worker. Throws on an error
+    // from the center, a timeout or a silent center.
+    ExchangeOutcome exchange(const Payload& payload, const Progress& at);
+    // A heartbeat when nothing was sent for heartbeat_ms, unless another thread is using the
+    // channel (it then heartbeats while it waits); reads the center's answers. Never blocks.
+    void heartbeat_if_idle();
+    void bye();
+    // Makes every wait of another thread throw SessionClosed at its next heartbeat slice.
+    void close() { closed_ = true; }
+
+    // The progress heartbeats and the bye carry: set by the training thread, read by either.
+    void set_progress(const Progress& p) { steps_ = p.steps, samples_ = p.samples, pull_version_ = p.pull_version; }
+    std::uint32_t worker_id() const { return worker_id_; }
+    std::uint64_t bytes_sent() const { return bytes_sent_; }
+    std::uint64_t bytes_received() const { return bytes_received_; }
+    std::size_t rejoins() const { return rejoins_; }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    Welcome join_locked();
+    Header base_header(MessageType type) const;
+    void send(const Header& header, const void* payload, std::size_t bytes);
+    void send(const Header& header, const Payload& payload);  // without copying
+    bool receive(Frames& frames, int timeout_ms);           // the stash first
+    void heartbeat_locked();
+    // Receives a full vector (all shards) of `type` into `out`: the received frame itself when
+    // it came as one shard, else reassembled; returns the last header.
+    Header receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence);
+
+    std::mutex mutex_;  // every use of channel_ and of the fields below it
+    std::unique_ptr<Channel> channel_;
+    SessionOptions options_;
+    std::size_t num_parameters_;
+    std::deque<Frames> stash_;  // what heartbeat_if_idle read that was not a heartbeat answer
+    std::uint64_t sequence_ = 0;
+    Clock::time_point last_send_;
+    bool said_bye_ = false, rejoining_ = false;
+    bool heard_from_center_ = false;  // until then the join timeout bounds waits (startup races)
+    Clock::time_point last_heard_;
+
+    std::atomic<bool> closed_{false};
+    std::atomic<std::uint32_t> worker_id_{0};
+    std::atomic<std::uint64_t> steps_{0}, samples_{0}, pull_version_{0};
+    std::atomic<std::uint64_t> bytes_sent_{0}, bytes_received_{0};
+    std::atomic<std::size_t> rejoins_{0};
+};
+
+}  // namespace tether

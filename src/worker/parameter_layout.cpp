@@ -1,0 +1,76 @@
+#include "worker/parameter_layout.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "util/errors.hpp"
+
+namespace tether {
+
+std::size_t check_parameter_segments(const std::vector<ParameterSegment>& segments) {
+    if (segments.empty()) throw ConfigError("parameter buffers: none given; pass at least one (pointer, count)");
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        if (!segments[i].data && segments[i].count > 0)
+            throw ConfigError("parameter buffer " + std::to_string(i) + ": a null pointer with " +
+                              std::to_string(segments[i].count) + " elements");
+        total += segments[i].count;
+    }
+    if (total == 0) throw ConfigError("parameter buffers: " + std::to_string(segments.size()) + " buffers of 0 elements");
+    // Two overlapping buffers would be exchanged twice and written twice.
+    std::vector<std::size_t> order(segments.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto start = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(segments[i].data); };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return start(a) < start(b); });
+    for (std::size_t k = 1; k < order.size(); ++k) {
+        const std::size_t a = order[k - 1], b = order[k];
+        if (segments[a].count && segments[b].count && start(a) + segments[a].count * sizeof(float) > start(b))
+            throw ConfigError("parameter buffers " + std::to_string(std::min(a, b)) + " and " +
+                              std::to_string(std::max(a, b)) + " overlap in memory; give each parameter tensor once");
+    }
+    return total;
+}
+
+ParameterLayout::ParameterLayout(VectorOps& ops, std::vector<ParameterSegment> segments, bool staged)
+    : ops_(ops), segments_(std::move(segments)), size_(check_parameter_segments(segments_)) {
+    if (staged || segments_.size() > 1) staging_ = DeviceBuffer<float>(ops, size_);
+}
+
+void ParameterLayout::gather() {
+    std::size_t offset = 0;
+    for (const auto& s : segments_) {
+        if (s.count == 0) continue;
+        ops_.copy(staging_.data() + offset, s.data, s.count * sizeof(float));
+        offset += s.count;
+    }
+}
+
+void ParameterLayout::scatter() {
+    std::size_t offset = 0;
+    for (const auto& s : segments_) {
+        if (s.count == 0) continue;
+        ops_.copy(s.data, staging_.data() + offset, s.count * sizeof(float));
+        offset += s.count;
+    }
+}
+
+void ParameterLayout::subtract_x() {
+    std::size_t offset = 0;
+    for (const auto& s : segments_) {
+        if (s.count == 0) continue;
+        ops_.difference(s.data, s.data, staging_.data() + offset, s.count);
+        offset += s.count;
+    }
+}
+
+void ParameterLayout::add_x() {
+    std::size_t offset = 0;
+    for (const auto& s : segments_) {
+        if (s.count == 0) continue;
+        ops_.axpy(s.data, staging_.data() + offset, s.count, 1.f);
+        offset += s.count;
+    }
+}
+
+}  // namespace tether

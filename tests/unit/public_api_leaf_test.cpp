@@ -1,0 +1,67 @@
+// The layering the strategy API promises, read from the sources: algorithms/ is a leaf written
+// against the public header alone, and the public headers need nothing but the standard
+// library and each other (an installed tether has no Requires: a user's compile must not need
+// nlohmann, ZeroMQ or Thrust).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Include {
+    std::string file, target;
+    bool angled;
+};
+
+std::vector<Include> includes_under(const fs::path& directory) {
+    std::vector<Include> found;
+    const std::regex line(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])", std::regex::multiline);
+    for (const auto& entry : fs::directory_iterator(directory)) {
+        const std::string ext = entry.path().extension().string();
+        if (ext != ".hpp" && ext != ".cpp") continue;
+        const std::string text = tether::testing::read_text(entry.path().string());
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it)
+            found.push_back({entry.path().filename().string(), (*it)[2], (*it)[1] == "<"});
+    }
+    return found;
+}
+
+// <vector>, <cmath>: a standard header has no '/' and no '.'.
+bool standard(const Include& i) { return i.angled && i.target.find_first_of("/.") == std::string::npos; }
+
+fs::path source_dir() {
+    const char* source = std::getenv("TETHER_SOURCE_DIR");
+    REQUIRE_MESSAGE(source != nullptr, "set TETHER_SOURCE_DIR to the repository root (meson test does)");
+    return source;
+}
+
+}  // namespace
+
+TEST_CASE("algorithms/ includes only <tether/strategy.hpp>, its own files and the standard library") {
+    const auto includes = includes_under(source_dir() / "algorithms");
+    REQUIRE(includes.size() > 20);
+    for (const auto& i : includes) {
+        CAPTURE(i.file);
+        CAPTURE(i.target);
+        CHECK((standard(i) || (i.angled && i.target == "tether/strategy.hpp") ||
+               (!i.angled && i.target.rfind("algorithms/", 0) == 0)));
+    }
+}
+
+TEST_CASE("the public headers include only the standard library and each other") {
+    const auto includes = includes_under(source_dir() / "include" / "tether");
+    REQUIRE(!includes.empty());
+    for (const auto& i : includes) {
+        CAPTURE(i.file);
+        CAPTURE(i.target);
+        CHECK((standard(i) || (i.angled && i.target.rfind("tether/", 0) == 0)));
+    }
+}
