@@ -8,10 +8,15 @@ namespace tether {
 std::shared_ptr<const Strategy> make_easgd(JsonReader& block, const RunConfig& config) {
     const CommonStrategyOptions common = read_common_options(block, 10);
     const double alpha = read_moving_rate(block, int(config.cluster.workers));
-    if (alpha * double(config.cluster.workers) >= 1.0)
-        throw ConfigError("strategy.moving_rate: " + std::to_string(alpha) + " with " +
-                          std::to_string(config.cluster.workers) +
-                          " workers gives beta = N alpha >= 1, where synchronous EASGD is unstable; use alpha < 1 / N");
+    // For experiments that look for the edge of stability (docs/strategies.md#easgd).
+    const bool allow_unstable = block.boolean("allow_unstable", false);
+    const double beta = alpha * double(config.cluster.workers);
+    if (beta >= 1.0 && !allow_unstable)
+        throw ConfigError("strategy.moving_rate: " + nlohmann::json(alpha).dump() + " with " +
+                          std::to_string(config.cluster.workers) + " workers (cluster.workers) gives beta = N alpha = " +
+                          nlohmann::json(beta).dump() +
+                          " >= 1, outside the beta < 1 that synchronous EASGD's stability needs (Zhang et al. 2015); "
+                          "use moving_rate < 1 / N, or set strategy.allow_unstable: true to run it anyway");
     return std::make_shared<SynchronousStrategy>(SynchronousStrategy::Kind::easgd, common.communication_window, alpha);
 }
 
