@@ -51,6 +51,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         const Evaluation e = evaluator.evaluate(trainer.parameters());
         initial.loss = e.loss;
         initial.accuracy = e.accuracy;
+        initial.extra["samples_per_second"] = 0.0;
         recorder.record(initial);
         progress.report(initial, 0.0);
     }
