@@ -9,7 +9,10 @@ namespace tether {
 using Clock = std::chrono::steady_clock;
 
 Progress::Progress(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set)
-    : label_(std::move(label)), accuracy_label_(curve_set == "validation" ? "val acc" : "test acc"), total_epochs_(total_epochs), samples_per_epoch_(samples_per_epoch),
+    : label_(std::move(label)),
+      accuracy_label_(curve_set == "validation" ? "val acc" : "test acc"),
+      total_epochs_(total_epochs),
+      samples_per_epoch_(samples_per_epoch),
       terminal_(::isatty(STDOUT_FILENO) == 1), started_(Clock::now()), last_line_(started_) {}
 
 Progress::~Progress() { stop(); }
