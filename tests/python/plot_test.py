@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 try:
-    import matplotlib  # noqa: F401
+    import matplotlib  # noqa: F401  (only: is it there?)
 except ImportError:
     print("matplotlib is not installed: skipped")
     sys.exit(77)
