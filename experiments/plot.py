@@ -6,6 +6,9 @@
 
 A run directory holds metrics.jsonl; a sweep directory holds summary.csv and one run
 directory per run. PNGs are written into the directory given (or --out DIR) and listed.
+Curves are on the validation set (on the test set for runs without one, or written before
+tether had one). In a sweep, the repeats (seeds) of a grid point are drawn as their mean with a
+band of ± one sample standard deviation; each strategy has its own colour family.
 """
 import argparse
 import csv
@@ -19,55 +22,92 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # plot_style.py beside this file, wherever run from
+from plot_style import colour_lines, common_title, label, point_label, read_json, set_name  # noqa: E402
 
-def read_metrics(run_dir):
+def read_curve(run_dir):
+    """(rows sorted by time, the accuracy key): validation_accuracy, or test_accuracy."""
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         sys.exit(f"{path}: not found; is {run_dir} a tether run directory?")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return sorted(rows, key=lambda r: r["wall_seconds"])
+    key = "validation_accuracy" if any("validation_accuracy" in r for r in rows) else "test_accuracy"
+    return sorted((r for r in rows if key in r), key=lambda r: r["wall_seconds"]), key
 
 
-def label_of(run_dir):
-    summary = Path(run_dir) / "summary.json"
-    if summary.is_file():
-        s = json.loads(summary.read_text())
-        parts = [s.get("strategy", "")]
-        if s.get("workers", 1) != 1:
-            parts.append(f"N={s['workers']}")
-        if s.get("communication_window"):
-            parts.append(f"τ={s['communication_window']}")
-        return " ".join(p for p in parts if p) or Path(run_dir).name
-    return Path(run_dir).name
+def mean_band(curves, x_key, y_key):
+    """Seeds' curves on a common x grid (where all have data): x, mean, sd (None for one seed)."""
+    if len(curves) == 1:
+        rows = curves[0]
+        return [r[x_key] for r in rows], [100 * r[y_key] for r in rows], None
+    # Where every seed has data: old runs (no t = 0 evaluation) start at their first evaluation.
+    xs = np.linspace(max(rows[0][x_key] for rows in curves), min(rows[-1][x_key] for rows in curves), 200)
+    ys = np.array([np.interp(xs, [r[x_key] for r in rows], [100 * r[y_key] for r in rows]) for rows in curves])
+    return xs, ys.mean(axis=0), ys.std(axis=0, ddof=1)
 
 
-def plot_runs(run_dirs, out_dir):
-    """Test accuracy against wall time and against training samples, one line per run."""
+def finish(fig, ax, title, path, written):
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    written.append(path)
+
+
+def plot_curves(groups, strategies, title, out_dir):
+    """groups: {line label: [run dirs (seeds)]}; accuracy over time and over samples."""
     written = []
+    curves = {line: [read_curve(d) for d in dirs] for line, dirs in groups.items()}
+    keys = {key for seeds in curves.values() for _, key in seeds}
+    y_label = " / ".join(sorted(f"{set_name(k)} accuracy (%)" for k in keys))
+    colours = colour_lines(strategies)
+    seeds = max(len(dirs) for dirs in groups.values())
+    # The t = 0 points (about 1 / classes) would squash the range where runs differ: the axis
+    # starts a little under the lowest later point, and says where t = 0 lies.
+    initial = [rows[0][key] for runs in curves.values() for rows, key in runs if rows and rows[0]["samples"] == 0]
+    later = [r[key] for runs in curves.values() for rows, key in runs for r in rows if r["samples"] > 0]
+    floor = max(0.0, 100 * min(later) - 2) if later else 0.0
     for x_key, x_label, name in [("wall_seconds", "wall time (s)", "accuracy_over_time.png"),
                                  ("samples", "training samples (all workers)", "accuracy_over_samples.png")]:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for run_dir in run_dirs:
-            rows = read_metrics(run_dir)
-            ax.plot([r[x_key] for r in rows], [100 * r["test_accuracy"] for r in rows], marker=".",
-                    label=label_of(run_dir))
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        for line, runs in curves.items():
+            if any(len(rows) < 2 for rows, _ in runs):
+                continue  # a run with one evaluation has no curve to draw
+            y_key = runs[0][1]
+            xs, mean, sd = mean_band([rows for rows, _ in runs], x_key, y_key)
+            ax.plot(xs, mean, color=colours[line], label=line, marker=None if sd is not None else ".")
+            if sd is not None:
+                ax.fill_between(xs, mean - sd, mean + sd, color=colours[line], alpha=0.2, linewidth=0)
+        if initial and 100 * max(initial) < floor:
+            ax.set_ylim(floor, min(100.0, 100 * max(later) + 1))
+            ax.annotate(f"curves start at t = 0 from {100 * min(initial):.1f}–{100 * max(initial):.1f}%, below the axis",
+                        (0.01, 0.02), xycoords="axes fraction", fontsize=8, color="0.35")
         ax.set_xlabel(x_label)
-        ax.set_ylabel("test accuracy (%)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = Path(out_dir) / name
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        ax.set_ylabel(y_label + (f" (mean ± sd over {seeds} seeds)" if seeds > 1 else ""))
+        finish(fig, ax, title, Path(out_dir) / name, written)
     return written
 
 
-def short(key):
-    """strategy.name -> strategy, cluster.workers -> workers: legend labels that read well."""
-    parts = key.split(".")
-    return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
+def plot_runs(run_dirs, out_dir):
+    """One line per run directory."""
+    groups, strategies = {}, {}
+    for d in run_dirs:
+        summary = read_json(Path(d) / "summary.json")
+        parts = [summary.get("strategy", "")]
+        if summary.get("workers", 1) != 1:
+            parts.append(f"N={summary['workers']}")
+        if summary.get("communication_window"):
+            parts.append(f"τ={summary['communication_window']}")
+        line = " ".join(p for p in parts if p) or Path(d).name
+        while line in groups:
+            line += "'"
+        groups[line], strategies[line] = [d], summary.get("strategy", "")
+    return plot_curves(groups, strategies, common_title(run_dirs), out_dir)
 
 
 def numeric(value):
@@ -78,79 +118,119 @@ def numeric(value):
 
 
 def plot_sweep(sweep_dir, out_dir):
-    """Final accuracy against each numeric grid key, one line per value of the other keys."""
-    rows = list(csv.DictReader((Path(sweep_dir) / "summary.csv").open()))
+    """Figures against each numeric grid key, bars when none varies, and the curves."""
+    sweep_dir = Path(sweep_dir)
+    rows = list(csv.DictReader((sweep_dir / "summary.csv").open()))
     if not rows:
         sys.exit(f"{sweep_dir}/summary.csv has no runs")
-    fixed = {"repeat", "final_test_accuracy", "best_test_accuracy", "wall_seconds", "time_to_target",
-             "bytes_sent", "mean_staleness", "temporal_efficiency", "status", "run"}
-    keys = [k for k in rows[0] if k not in fixed]
+    columns = list(rows[0])
+    keys = columns[:columns.index("repeat")]  # the sweep's grid keys come first
     rows = [r for r in rows if r["status"] != "missing" and "(reference)" not in r.values()]
-    written = []
+    for r in rows:
+        r["strategy"] = strategy_of(r, sweep_dir)  # colours follow it, grid key or not
     varied = [k for k in keys if len({r[k] for r in rows}) > 1]
-    for x_key in varied:
-        if not all(numeric(r[x_key]) is not None for r in rows):
-            continue
+    first_run = sweep_dir / rows[0]["run"]
+    title = common_title([sweep_dir / r["run"] for r in rows])
+    target = read_json(first_run / "config.json").get("eval", {}).get("target_accuracy")
+    set_label = "validation" if any(r.get("best_validation_accuracy") for r in rows) else "test"
+    figures = [("final_test_accuracy", "final test accuracy (%)", 100),
+               ("best_validation_accuracy", "best validation accuracy (%)", 100),
+               ("time_to_target", f"time to {100 * target:g}% {set_label} accuracy (s)" if target else "time to target (s)", 1)]
+    figures = [f for f in figures if f[0] in columns and any(r[f[0]] for r in rows)]
+    written = []
+    numeric_keys = [k for k in varied if all(numeric(r[k]) is not None for r in rows)]
+    for x_key in numeric_keys:
         others = [k for k in varied if k != x_key]
-        for y_key, y_label in [("final_test_accuracy", "final test accuracy (%)"),
-                               ("time_to_target", "time to target accuracy (s)")]:
-            series = defaultdict(lambda: defaultdict(list))  # line label -> x -> [y over repeats]
-            for r in rows:
-                if r[y_key] == "":
-                    continue
-                line = ", ".join(f"{short(k)}={r[k]}" for k in others) or y_key
-                scale = 100 if y_key == "final_test_accuracy" else 1
-                series[line][numeric(r[x_key])].append(scale * float(r[y_key]))
-            if not series:
-                continue
-            fig, ax = plt.subplots(figsize=(7, 4.5))
-            for line, points in sorted(series.items()):
-                xs = sorted(points)
-                ax.plot(xs, [statistics.mean(points[x]) for x in xs], marker="o", label=line)
-            ax.set_xlabel(x_key)
-            ax.set_ylabel(y_label + (" (mean over repeats)" if any(len(v) > 1 for p in series.values() for v in p.values()) else ""))
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-            fig.tight_layout()
-            path = Path(out_dir) / f"{y_key}_vs_{x_key.replace('.', '_')}.png"
-            fig.savefig(path, dpi=120)
-            plt.close(fig)
-            written.append(path)
-    if not any(all(numeric(r[k]) is not None for r in rows) for k in varied):
-        written += plot_categories(rows, varied, out_dir)
-    run_dirs = [Path(sweep_dir) / r["run"] for r in rows if (Path(sweep_dir) / r["run"] / "metrics.jsonl").is_file()]
-    if run_dirs:
-        written += plot_runs(run_dirs, out_dir)
+        for y_key, y_label, scale in figures:
+            written += plot_against(rows, x_key, others, y_key, y_label, scale, title, out_dir)
+    if not numeric_keys:
+        written += plot_categories(rows, varied, figures, title, out_dir)
+    groups, strategies = defaultdict(list), {}
+    for r in rows:
+        if (sweep_dir / r["run"] / "metrics.jsonl").is_file():
+            line = point_label(r, varied)
+            groups[line].append(sweep_dir / r["run"])
+            strategies[line] = r["strategy"]
+    if groups:
+        written += plot_curves(groups, strategies, title, out_dir)
     return written
 
 
-def plot_categories(rows, varied, out_dir):
-    """No numeric key varies (e.g. strategies side by side): bars of the mean over repeats."""
+def strategy_of(row, sweep_dir):
+    return row.get("strategy.name") or read_json(sweep_dir / row["run"] / "summary.json").get("strategy", "")
+
+
+def plot_against(rows, x_key, others, y_key, y_label, scale, title, out_dir):
+    """y against a numeric key: one line per value of the other varied keys, mean ± sd over
+    seeds; points where some seeds have no value (target never reached) are marked, not dropped."""
+    series, missing, strategies = defaultdict(lambda: defaultdict(list)), defaultdict(int), {}
+    for r in rows:
+        line = point_label(r, others) if others else y_label
+        strategies[line] = r["strategy"]
+        if r[y_key] == "":
+            missing[line] += 1
+        else:
+            series[line][numeric(r[x_key])].append(scale * float(r[y_key]))
+    colours = colour_lines(strategies)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for line in strategies:
+        points = series[line]
+        xs = sorted(points)
+        means = np.array([statistics.mean(points[x]) for x in xs])
+        sds = np.array([statistics.stdev(points[x]) if len(points[x]) > 1 else 0.0 for x in xs])
+        name = line if others else None
+        if missing[line]:
+            runs = f"{missing[line]} run{'s' if missing[line] > 1 else ''}"
+            why = f"target not reached in {runs}" if y_key == "time_to_target" else f"{runs} without a value"
+            name = f"{line if others else ''} ({why})".strip()
+        ax.plot(xs, means, marker="o", color=colours[line], label=name)
+        if sds.any():
+            ax.fill_between(xs, means - sds, means + sds, color=colours[line], alpha=0.2, linewidth=0)
+    seeds = max((len(v) for p in series.values() for v in p.values()), default=1)
+    ax.set_xlabel(label(x_key))
+    ax.set_ylabel(y_label + (f"\n(mean ± sd over {seeds} seeds)" if seeds > 1 else ""))
+    xs = sorted({numeric(r[x_key]) for r in rows})
+    if len(xs) > 2 and xs[0] > 0 and xs[-1] > 8 * xs[0]:
+        ax.set_xscale("log", base=2)  # windows and worker counts double
+    if len(xs) <= 12:
+        ax.set_xticks(xs, [f"{x:g}" for x in xs])  # the grid's own values, not 1.5 workers
     written = []
-    for y_key, y_label, scale in [("final_test_accuracy", "final test accuracy (%)", 100),
-                                  ("time_to_target", "time to target accuracy (s)", 1)]:
-        groups = defaultdict(list)
+    finish(fig, ax, title, Path(out_dir) / f"{y_key}_vs_{x_key.replace('.', '_')}.png", written)
+    return written
+
+
+def plot_categories(rows, varied, figures, title, out_dir):
+    """No numeric key varies (e.g. strategies side by side): bars of the mean ± sd, every seed a
+    dot; a run with no value (target never reached) is said above its bar, never dropped."""
+    written = []
+    for y_key, y_label, scale in figures:
+        groups, missing, strategies = defaultdict(list), defaultdict(int), {}
         for r in rows:
-            if r[y_key] != "":
-                groups[", ".join(f"{short(k)}={r[k]}" for k in varied)].append(scale * float(r[y_key]))
-        if not groups:
-            continue
-        labels = list(groups)
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        means = [statistics.mean(groups[g]) for g in labels]
-        ax.bar(labels, means, color="tab:blue", alpha=0.7)
-        for i, g in enumerate(labels):  # every repeat as a dot over its bar
-            ax.plot([i] * len(groups[g]), groups[g], "k.", markersize=8)
-        ax.set_ylabel(y_label + (" (bars: mean; dots: repeats)" if any(len(v) > 1 for v in groups.values()) else ""))
-        if y_key == "final_test_accuracy":
-            ax.set_ylim(min(means) - 3, max(max(v) for v in groups.values()) + 1)
+            line = point_label(r, varied)
+            strategies[line] = r["strategy"]
+            if r[y_key] == "":
+                missing[line] += 1
+            else:
+                groups[line].append(scale * float(r[y_key]))
+        labels, colours = list(strategies), colour_lines(strategies)
+        means = [statistics.mean(groups[g]) if groups[g] else 0.0 for g in labels]
+        sds = [statistics.stdev(groups[g]) if len(groups[g]) > 1 else 0.0 for g in labels]
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        ax.bar(labels, means, yerr=sds, capsize=4, color=[colours[g] for g in labels], alpha=0.8)
+        for i, g in enumerate(labels):
+            ax.plot([i] * len(groups[g]), groups[g], "k.", markersize=7)
+            if missing[g]:
+                word = "reached" if y_key == "time_to_target" else "with a value"
+                note = f"none {word}" if not groups[g] else f"{len(groups[g])} of {len(groups[g]) + missing[g]} {word}"
+                ax.annotate(note, (i, means[i] + sds[i]), xytext=(0, 4), textcoords="offset points", ha="center",
+                            fontsize=8)
+        seeds = max(len(groups[g]) + missing[g] for g in labels)
+        ax.set_ylabel(y_label + (f"\n(bars: mean ± sd; dots: {seeds} seeds)" if seeds > 1 else ""))
+        values = [v for g in labels for v in groups[g]]
+        if scale == 100 and values:
+            ax.set_ylim(min(values) - 3, max(values) + 1)
         ax.tick_params(axis="x", labelrotation=20)
-        ax.grid(alpha=0.3, axis="y")
-        fig.tight_layout()
-        path = Path(out_dir) / f"{y_key}_by_run.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        finish(fig, ax, title, Path(out_dir) / f"{y_key}_by_run.png", written)
     return written
 
 

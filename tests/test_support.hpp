@@ -50,6 +50,14 @@ inline std::string read_text(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Non-empty lines in a file (0 when it does not exist yet): JSONL records, CSV rows.
+inline int lines_in(const std::string& path) {
+    std::ifstream in(path);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += !line.empty();
+    return n;
+}
+
 // Sends this process's stderr (fd 2) to a file until text() is called.
 class StderrCapture {
 public:

@@ -80,9 +80,8 @@ int serve(const Common& c) {
     nlohmann::json summary = center.serve();
     judge_run(summary, config.cluster, {});
     write_json_file(directory + "/summary.json", summary);
-    std::printf("final test accuracy %.2f%% (best %.2f%%), %d workers lost, %llu messages rejected; run directory %s\n",
-                100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
-                summary.value("workers_lost", 0), static_cast<unsigned long long>(summary.value("rejected_messages", 0ull)),
+    std::printf("final %s; %d workers lost, %llu messages rejected; run directory %s\n",
+                accuracy_line(summary).c_str(), summary.value("workers_lost", 0), static_cast<unsigned long long>(summary.value("rejected_messages", 0ull)),
                 directory.c_str());
     return report_verdict(summary);
 }

@@ -53,8 +53,7 @@ int run_command(const std::vector<std::string>& arguments) {
     const RunConfig config = load_config(config_path, overrides);
     const std::string directory = out.empty() ? default_run_directory(config.name) : out;
     const nlohmann::json summary = run_experiment(config, directory, !resume.empty());
-    std::printf("final test accuracy %.2f%% (best %.2f%%), %.0f samples/s, %.1f s; run directory %s\n",
-                100.0 * summary.value("final_test_accuracy", 0.0), 100.0 * summary.value("best_test_accuracy", 0.0),
+    std::printf("final %s; %.0f samples/s, %.1f s; run directory %s\n", accuracy_line(summary).c_str(),
                 summary.value("samples_per_second", 0.0), summary.value("wall_seconds", 0.0), directory.c_str());
     std::printf("plots: /usr/bin/python3 experiments/plot.py %s\n", directory.c_str());
     return report_verdict(summary);

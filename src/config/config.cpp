@@ -27,6 +27,7 @@ DataConfig parse_data(JsonReader r) {
     d.features = r.integer("features", d.features, 1, 1'000'000);
     d.classes = r.integer("classes", d.classes, 2, 100'000);
     d.noise = r.number("noise", d.noise, 0.0, 1e6);
+    d.validation_samples = r.integer("validation_samples", d.validation_samples, 0, 10'000'000);
     r.finish();
     return d;
 }

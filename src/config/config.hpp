@@ -28,6 +28,9 @@ struct DataConfig {
     std::int64_t features = 32;
     std::int64_t classes = 4;
     double noise = 1.0;
+    // Training samples held out as the validation set (data/validation_split.hpp); 0: none,
+    // and the test set is evaluated as training goes, as before there was a split.
+    std::int64_t validation_samples = 5000;
 };
 
 struct ModelConfig {
@@ -56,9 +59,9 @@ struct TrainingConfig {
 };
 
 struct EvalConfig {
-    std::int64_t per_epoch = 1;                    // evaluations of the test set per epoch
-    std::optional<double> target_accuracy = 0.88;  // for time_to_target
-    std::int64_t test_samples = 0;                 // 0 = the whole test set
+    std::int64_t per_epoch = 1;                    // evaluations per epoch (validation set), plus one at t = 0
+    std::optional<double> target_accuracy = 0.88;  // for time_to_target, on the validation set
+    std::int64_t test_samples = 0;                 // 0 = the whole test set (evaluated once, at the end)
 };
 
 struct StrategyConfig {

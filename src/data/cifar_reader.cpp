@@ -100,7 +100,7 @@ TrainTestSplit load_cifar(const std::string& dir, CifarVariant variant) {
     auto train = read_cifar(train_files, variant);
     auto test = read_cifar({test_file}, variant);
     normalize_channels(*train, *test);
-    return TrainTestSplit{train, test};
+    return TrainTestSplit{train, test, nullptr};
 }
 
 }  // namespace tether

@@ -47,8 +47,9 @@ private:
 };
 
 struct TrainTestSplit {
-    std::shared_ptr<const Dataset> train;
+    std::shared_ptr<const Dataset> train;       // what the workers train on
     std::shared_ptr<const Dataset> test;
+    std::shared_ptr<const Dataset> validation;  // held out of the training set; null when none is
 };
 
 // Reads an IDX image file and its label file (gzip or raw), checks that they agree, and scales

@@ -1,6 +1,7 @@
 #include "data/load.hpp"
 
 #include "data/cifar_reader.hpp"
+#include "data/validation_split.hpp"
 #include "util/errors.hpp"
 
 #include <filesystem>
@@ -13,10 +14,12 @@ static std::string resolve(const DataConfig& c, const std::string& file) {
     return p.is_absolute() ? file : (std::filesystem::path(c.dir) / p).string();
 }
 
-TrainTestSplit load_data(const DataConfig& c, std::uint64_t seed) {
+static TrainTestSplit load_train_and_test(const DataConfig& c, std::uint64_t seed) {
     if (c.source == "synthetic") {
         SyntheticSpec spec;
-        spec.train_samples = std::size_t(c.train_samples);
+        // data.train_samples counts what the workers train on: the validation samples are
+        // drawn from the same blobs in addition, then held out like any other split.
+        spec.train_samples = std::size_t(c.train_samples + c.validation_samples);
         spec.test_samples = std::size_t(c.test_samples);
         spec.features = std::size_t(c.features);
         spec.classes = int(c.classes);
@@ -44,6 +47,19 @@ TrainTestSplit load_data(const DataConfig& c, std::uint64_t seed) {
     const int classes = std::max(split.train->classes, split.test->classes);
     std::const_pointer_cast<Dataset>(split.train)->classes = classes;
     std::const_pointer_cast<Dataset>(split.test)->classes = classes;
+    return split;
+}
+
+TrainTestSplit load_data(const DataConfig& c, std::uint64_t seed) {
+    TrainTestSplit split = load_train_and_test(c, seed);
+    if (c.validation_samples == 0) return split;
+    const std::size_t available = split.train->size();
+    if (std::size_t(c.validation_samples) >= available)
+        throw ConfigError("data.validation_samples: " + std::to_string(c.validation_samples) + " would leave none of the " +
+                          std::to_string(available) + " training samples to train on; hold out fewer (" +
+                          std::to_string(available / 10) + " is a tenth), or 0 to evaluate on the test set as training goes");
+    // The sets were just built for this call: nobody else holds them yet.
+    split.validation = carve_validation(*std::const_pointer_cast<Dataset>(split.train), std::size_t(c.validation_samples));
     return split;
 }
 

@@ -59,10 +59,13 @@ void differences(const nlohmann::json& a, const nlohmann::json& b, const std::st
 nlohmann::json data_identity(const DataConfig& data, std::int64_t seed) {
     if (data.source == "synthetic")
         return {{"source", "synthetic"}, {"train_samples", data.train_samples}, {"test_samples", data.test_samples},
-                {"features", data.features}, {"classes", data.classes}, {"noise", data.noise}, {"seed", seed}};
+                {"features", data.features}, {"classes", data.classes}, {"noise", data.noise}, {"seed", seed},
+                {"validation_samples", data.validation_samples}};
+    // validation_samples decides which samples the workers' shards hold: all must agree on it.
     return {{"source", "idx"},
             {"train_images", file_identity(data, data.train_images)},
-            {"train_labels", file_identity(data, data.train_labels)}};
+            {"train_labels", file_identity(data, data.train_labels)},
+            {"validation_samples", data.validation_samples}};
 }
 
 nlohmann::json agreed_settings(const RunConfig& config, const std::vector<std::size_t>& layer_sizes,

@@ -53,8 +53,10 @@ struct CenterRun::State {
     Progress progress;
     std::ofstream exchanges;
     std::unique_ptr<Backend> eval_backend;
-    std::unique_ptr<Evaluator> test_eval, train_eval;
+    CurveSet curve;
+    std::unique_ptr<Evaluator> curve_eval, train_eval;
     Clock::time_point started;
+    bool resumed;
 
     std::mutex mutex;
     std::condition_variable ready;
@@ -65,7 +67,8 @@ struct CenterRun::State {
 
     State(const RunConfig& c, const TrainTestSplit& d, Transport& t, const std::string& directory, bool resume)
         : config(c), data(d), transport(t), identity(model_identity(c, *d.train)), recorder(c, directory, resume),
-          progress(c.name, double(c.training.epochs), d.train->size()) {}
+          progress(c.name, double(c.training.epochs), d.train->size(), curve_set(c, d).name), curve(curve_set(c, d)),
+          resumed(resume) {}
 
     void evaluate_loop() {
         while (true) {
@@ -80,7 +83,7 @@ struct CenterRun::State {
     }
 
     void record(const Snapshot& s, double wall) {
-        const Evaluation test = test_eval->evaluate_host(s.x.data());
+        const Evaluation on_curve = curve_eval->evaluate_host(s.x.data());
         const Evaluation train = train_eval->evaluate_host(s.x.data());
         EvaluationPoint p;
         p.wall_seconds = wall;
@@ -88,8 +91,8 @@ struct CenterRun::State {
         p.samples = s.stats.total_samples;
         p.epoch = double(p.samples) / double(data.train->size());
         p.train_loss = train.loss;
-        p.test_loss = test.loss;
-        p.test_accuracy = test.accuracy;
+        p.loss = on_curve.loss;
+        p.accuracy = on_curve.accuracy;
         const double exchanges_since = double(s.stats.staleness_count - previous.staleness_count);
         p.extra = {{"center_version", s.version},
                    {"live_workers", s.stats.live_workers()},
@@ -196,7 +199,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         }
     };
     s.eval_backend = make_backend(choose_backend(config.training.eval_device, 1, 0));
-    s.test_eval = std::make_unique<Evaluator>(config, *s.eval_backend, data.test, std::size_t(config.eval.test_samples));
+    s.curve_eval = std::make_unique<Evaluator>(config, *s.eval_backend, s.curve.data, s.curve.limit);
     // The center's training loss is measured on a fixed slice of the training set.
     s.train_eval = std::make_unique<Evaluator>(config, *s.eval_backend, data.train, 2000);
     s.exchanges.open(s.recorder.directory() + "/exchanges.jsonl");
@@ -231,6 +234,9 @@ nlohmann::json CenterRun::serve() {
     // This is the center's thread in every mode (backend/float_mode.hpp).
     set_flush_denormals(s.config.training.flush_denormals);
     s.started = Clock::now();
+    // t = 0: x~(0), before any worker's update, so the curve starts where training starts (a
+    // resumed run goes on from its checkpoint: its curve started in the first run).
+    if (!s.resumed) s.queue.emplace_back(Snapshot{s.center->state().x, s.center->state().version, s.center->stats()}, 0.0);
     std::thread evaluator([&s] {
         set_flush_denormals(s.config.training.flush_denormals);
         s.eval_backend->use_on_this_thread();  // training.eval_device may name any GPU
@@ -254,6 +260,10 @@ nlohmann::json CenterRun::serve() {
     s.progress.stop();
     s.exchanges.flush();
     if (failure) std::rethrow_exception(failure);
+    // The test set, once, on the final x~; after the clock stopped, like loading.
+    s.eval_backend->use_on_this_thread();
+    Evaluator test(s.config, *s.eval_backend, s.data.test, std::size_t(s.config.eval.test_samples));
+    const Evaluation final_test = test.evaluate_host(s.center->state().x.data());
     const CenterStats& stats = s.center->stats();
     nlohmann::json extra = stats.to_json();
     extra["strategy"] = s.config.strategy.name;
@@ -274,7 +284,7 @@ nlohmann::json CenterRun::serve() {
     extra["fingerprint"] = fingerprint;  // of the agreed settings (run/agreed_settings.hpp)
     extra["security"] = s.config.security.enabled() ? "curve" : "off";
     extra["device"] = s.config.training.device;  // what the workers were asked to train on
-    return s.recorder.finish(wall, wall, stats.total_samples, extra);
+    return s.recorder.finish(wall, wall, stats.total_samples, final_test, test.size(), extra);
 }
 
 }  // namespace tether

@@ -1,6 +1,7 @@
 // The center side of a distributed run, shared by embedded and local runs and by
 // `tether server`: the Center on its endpoint, an evaluation thread that scores snapshots of
-// x~ on the test set, and the run directory.
+// x~ (the first at t = 0) on the validation split, one evaluation of the final x~ on the test
+// set, and the run directory.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -8,8 +8,11 @@ namespace tether {
 
 using Clock = std::chrono::steady_clock;
 
-Progress::Progress(std::string label, double total_epochs, std::size_t samples_per_epoch)
-    : label_(std::move(label)), total_epochs_(total_epochs), samples_per_epoch_(samples_per_epoch),
+Progress::Progress(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set)
+    : label_(std::move(label)),
+      accuracy_label_(curve_set == "validation" ? "val acc" : "test acc"),
+      total_epochs_(total_epochs),
+      samples_per_epoch_(samples_per_epoch),
       terminal_(::isatty(STDOUT_FILENO) == 1), started_(Clock::now()), last_line_(started_) {}
 
 Progress::~Progress() { stop(); }
@@ -40,8 +43,8 @@ std::string Progress::status_line(const LiveStatus& s, double elapsed) const {
     char accuracy[16] = "   -  ";
     if (last_accuracy_ >= 0) std::snprintf(accuracy, sizeof accuracy, "%6.2f%%", 100 * last_accuracy_);
     char line[256];
-    std::snprintf(line, sizeof line, "[%s] epoch %5.2f/%g  test acc %s  %8.0f samples/s  version %llu  elapsed %6.1fs  eta %6.1fs",
-                  label_.c_str(), epoch, total_epochs_, accuracy, rate, static_cast<unsigned long long>(s.version), elapsed,
+    std::snprintf(line, sizeof line, "[%s] epoch %5.2f/%g  %s %s  %8.0f samples/s  version %llu  elapsed %6.1fs  eta %6.1fs",
+                  label_.c_str(), epoch, total_epochs_, accuracy_label_.c_str(), accuracy, rate, static_cast<unsigned long long>(s.version), elapsed,
                   eta > 0 ? eta : 0.0);
     return line;
 }
@@ -65,13 +68,13 @@ void Progress::loop() {
 
 void Progress::report(const EvaluationPoint& p, double samples_per_second) {
     std::lock_guard<std::mutex> lock(mutex_);
-    last_accuracy_ = p.test_accuracy;
+    last_accuracy_ = p.accuracy;
     last_line_ = Clock::now();
     const double remaining = p.epoch > 0 ? p.wall_seconds * (total_epochs_ - p.epoch) / p.epoch : 0.0;
     if (status_shown_) std::printf("\r\033[K");  // the evaluation line replaces the status line
     status_shown_ = false;
-    std::printf("[%s] epoch %5.2f/%g  train loss %.4f  test acc %6.2f%%  %8.0f samples/s  elapsed %6.1fs  eta %6.1fs\n",
-                label_.c_str(), p.epoch, total_epochs_, p.train_loss, 100.0 * p.test_accuracy, samples_per_second,
+    std::printf("[%s] epoch %5.2f/%g  train loss %.4f  %s %6.2f%%  %8.0f samples/s  elapsed %6.1fs  eta %6.1fs\n",
+                label_.c_str(), p.epoch, total_epochs_, p.train_loss, accuracy_label_.c_str(), 100.0 * p.accuracy, samples_per_second,
                 p.wall_seconds, remaining > 0 ? remaining : 0.0);
     std::fflush(stdout);
 }

@@ -23,8 +23,9 @@ struct LiveStatus {
 
 class Progress {
 public:
-    // `samples_per_epoch`: training samples in one pass (all workers together).
-    Progress(std::string label, double total_epochs, std::size_t samples_per_epoch);
+    // `samples_per_epoch`: training samples in one pass (all workers together); `curve_set`:
+    // which samples the accuracy is measured on ("validation" or "test").
+    Progress(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set);
     ~Progress();
 
     // Starts the status updates; `poll` is called from the progress thread and must be
@@ -38,6 +39,7 @@ private:
     std::string status_line(const LiveStatus& s, double elapsed) const;
 
     std::string label_;
+    std::string accuracy_label_;  // "val acc" or "test acc"
     double total_epochs_;
     std::size_t samples_per_epoch_;
     bool terminal_;

@@ -35,14 +35,29 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
 
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));
-    Evaluator evaluator(config, *backend, data.test, std::size_t(config.eval.test_samples));
+    const CurveSet curve = curve_set(config, data);
+    Evaluator evaluator(config, *backend, curve.data, curve.limit);
     RunRecorder recorder(config, directory);
-    Progress progress(config.name, double(config.training.epochs), data.train->size());
+    Progress progress(config.name, double(config.training.epochs), data.train->size(), curve.name);
     std::atomic<std::uint64_t> samples_so_far{0};
-    const auto started = Clock::now();  // wall time counts training and evaluation, not loading
-    std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu test samples -> %s\n",
+    std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu %s samples -> %s\n",
                 config.name.c_str(), trainer.model().description().c_str(), trainer.device_description().c_str(),
-                trainer.num_parameters(), data.train->size(), evaluator.size(), directory.c_str());
+                trainer.num_parameters(), data.train->size(), evaluator.size(), curve.name.c_str(), directory.c_str());
+
+    // t = 0: the initial parameters, so every curve starts where training starts. No minibatch
+    // has run yet: train_loss is the loss on the first 2,000 training samples, as the center
+    // of a distributed run measures it at every evaluation.
+    {
+        EvaluationPoint initial;
+        initial.train_loss = Evaluator(config, *backend, data.train, 2000).evaluate(trainer.parameters()).loss;
+        const Evaluation e = evaluator.evaluate(trainer.parameters());
+        initial.loss = e.loss;
+        initial.accuracy = e.accuracy;
+        initial.extra["samples_per_second"] = 0.0;
+        recorder.record(initial);
+        progress.report(initial, 0.0);
+    }
+    const auto started = Clock::now();  // wall time counts training and evaluation, not loading nor t = 0
 
     const std::size_t steps_per_epoch = trainer.steps_per_epoch();
     const std::size_t total_steps = steps_per_epoch * std::size_t(config.training.epochs);
@@ -72,8 +87,8 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         point.samples = trainer.samples_seen();
         point.epoch = double(point.samples) / double(data.train->size());
         point.train_loss = loss_sum / double(loss_count);
-        point.test_loss = e.loss;
-        point.test_accuracy = e.accuracy;
+        point.loss = e.loss;
+        point.accuracy = e.accuracy;
         point.extra["samples_per_second"] = segment_rate;
         recorder.record(point);
         progress.report(point, segment_rate);
@@ -83,9 +98,13 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         segment_start = Clock::now();
     }
     progress.stop();
+    const double wall_seconds = seconds_since(started);
+    // The test set, once, on the final parameters; after the clock stops, like loading.
+    Evaluator test(config, *backend, data.test, std::size_t(config.eval.test_samples));
+    const Evaluation final_test = test.evaluate(trainer.parameters());
     nlohmann::json extra = {{"strategy", "sequential"}, {"workers", 1}, {"device", to_string(backend->kind())},
                             {"model", trainer.model().description()}, {"parameters", trainer.num_parameters()}};
-    return recorder.finish(seconds_since(started), training_seconds, trainer.samples_seen(), extra);
+    return recorder.finish(wall_seconds, training_seconds, trainer.samples_seen(), final_test, test.size(), extra);
 }
 
 }  // namespace tether

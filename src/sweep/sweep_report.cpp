@@ -4,6 +4,7 @@
 #include <map>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "run/run_recorder.hpp"
@@ -72,10 +73,16 @@ void write_table(std::ostream& csv, std::ostream& md, const std::vector<std::str
     }
 }
 
+// The accuracy figures of a run, in table order: the test set once at the end, then what was
+// read off the validation curve. Runs without a split (or from before it) leave the validation
+// columns empty; their best accuracy on the test curve stays in their summary.json.
+const char* const kAccuracyColumns[] = {"final_test_accuracy", "final_validation_accuracy", "best_validation_accuracy"};
+
 // One row per grid point: the repeats (seeds) of that point pooled as mean ± sd.
 std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const std::string& directory,
                                                     std::vector<std::string>& header) {
-    const std::vector<std::string> figures{"final_test_accuracy", "best_test_accuracy", "wall_seconds", "time_to_target"};
+    std::vector<std::string> figures(std::begin(kAccuracyColumns), std::end(kAccuracyColumns));
+    figures.insert(figures.end(), {"wall_seconds", "time_to_target"});
     header = plan.keys;
     header.push_back("seeds");
     for (const auto& f : figures) header.push_back(f);
@@ -117,10 +124,12 @@ std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const
 }  // namespace
 
 std::string write_sweep_report(const SweepPlan& plan, const std::string& directory) {
+    std::vector<std::string> figures(std::begin(kAccuracyColumns), std::end(kAccuracyColumns));
+    figures.insert(figures.end(), {"wall_seconds", "time_to_target", "bytes_sent", "mean_staleness"});
     std::vector<std::string> header = plan.keys;
-    for (const char* column : {"repeat", "final_test_accuracy", "best_test_accuracy", "wall_seconds", "time_to_target",
-                               "bytes_sent", "mean_staleness", "temporal_efficiency", "status", "run"})
-        header.push_back(column);
+    header.push_back("repeat");
+    header.insert(header.end(), figures.begin(), figures.end());
+    for (const char* column : {"temporal_efficiency", "status", "run"}) header.push_back(column);
     std::vector<std::vector<std::string>> rows;
     for (const SweepRun& run : plan.runs) {
         const fs::path dir = fs::path(directory) / run.id;
@@ -135,15 +144,16 @@ std::string write_sweep_report(const SweepPlan& plan, const std::string& directo
             row.push_back(run.is_reference && value.is_null() ? "(reference)" : cell(value));
         }
         row.push_back(std::to_string(run.repeat));
-        for (const char* key : {"final_test_accuracy", "best_test_accuracy", "wall_seconds", "time_to_target", "bytes_sent",
-                                "mean_staleness"})
-            row.push_back(ok && summary.contains(key) ? cell(summary[key], std::string(key) == "bytes_sent" ? 0 : 4) : "");
+        for (const auto& key : figures)
+            row.push_back(ok && summary.contains(key) ? cell(summary[key], key == "bytes_sent" ? 0 : 4) : "");
+        // Empty where it is undefined (sweep/temporal_efficiency.hpp), never a made-up 0.
         std::string efficiency;
         if (const auto ref = plan.reference_for(run); ok && ref) {
             const fs::path ref_metrics = fs::path(directory) / plan.runs[*ref].id / "metrics.jsonl";
             if (fs::exists(ref_metrics) && fs::exists(dir / "metrics.jsonl"))
-                efficiency = cell(json(temporal_efficiency(read_accuracy_curve((dir / "metrics.jsonl").string()),
-                                                           read_accuracy_curve(ref_metrics.string()))));
+                if (const auto e = temporal_efficiency(read_accuracy_curve((dir / "metrics.jsonl").string()),
+                                                       read_accuracy_curve(ref_metrics.string())))
+                    efficiency = cell(json(*e));
         }
         row.push_back(efficiency);
         row.push_back(ok ? (run.is_reference ? "reference" : "complete") : "missing");
@@ -160,7 +170,12 @@ std::string write_sweep_report(const SweepPlan& plan, const std::string& directo
     std::ostringstream point_md;
     write_table(point_csv, point_md, point_header, point_rows);
     std::ofstream(fs::path(directory) / "summary.md")
-        << "# Sweep " << plan.name << "\n\n## By grid point (mean ± sample standard deviation over seeds)\n\n"
+        << "# Sweep " << plan.name << "\n\n"
+        << "final_test_accuracy: the test set, evaluated once per run on its final model. "
+           "final_ and best_validation_accuracy, time_to_target (seconds to eval.target_accuracy): read off the "
+           "validation curve. temporal_efficiency: how many times sooner than the reference run this run reaches "
+           "the accuracies both reach (docs/metrics.md#temporal-efficiency).\n\n"
+        << "## By grid point (mean ± sample standard deviation over seeds)\n\n"
         << point_md.str() << "\n## Every run\n\n" << md.str();
     return point_md.str() + "\n" + md.str();
 }

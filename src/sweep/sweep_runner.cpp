@@ -51,9 +51,8 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
         if (status == 0) {
             ++outcome.completed;
             const auto summary = read_json_file(dir / "summary.json").value_or(json::object());
-            std::printf("[%zu/%zu] done    %s: final %.2f%% (best %.2f%%) in %.1f s\n", i + 1, total, run.id.c_str(),
-                        100 * summary.value("final_test_accuracy", 0.0), 100 * summary.value("best_test_accuracy", 0.0),
-                        seconds);
+            std::printf("[%zu/%zu] done    %s: final %s in %.1f s\n", i + 1, total, run.id.c_str(),
+                        accuracy_line(summary).c_str(), seconds);
         } else {
             ++outcome.failed;
             fs::remove(dir / "summary.json");  // a failed run is never taken as complete on resume

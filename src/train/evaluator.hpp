@@ -1,5 +1,6 @@
-// Test-set accuracy and loss of a parameter vector. Holds the test set in backend memory once
-// and its own model instance, so evaluating never disturbs a trainer's workspace.
+// Accuracy and loss of a parameter vector on a data set (validation, test, or a slice of the
+// training set). Holds the samples in backend memory once and its own model instance, so
+// evaluating never disturbs a trainer's workspace.
 #pragma once
 
 #include <memory>
@@ -18,7 +19,7 @@ struct Evaluation {
 
 class Evaluator {
 public:
-    // Uses the first `limit` test samples (0 = all).
+    // Uses the first `limit` samples of `test` (0 = all).
     Evaluator(const RunConfig& config, Backend& backend, std::shared_ptr<const Dataset> test, std::size_t limit);
 
     // `parameters` lives in this evaluator's backend memory.

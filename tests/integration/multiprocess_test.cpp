@@ -187,14 +187,14 @@ TEST_CASE("a local synchronous run survives a worker killed with SIGKILL") {
     const std::string run = dir.file("run");
     Process tether({"run", config, "--out", run}, dir.file("out.txt"), dir.file("err.txt"));
 
-    // Wait until all 4 workers run and the center has recorded a first evaluation.
+    // Wait until all 4 workers run and the center has recorded a first evaluation after t = 0
+    // (the t = 0 line is written before any worker has joined).
     const auto deadline = Clock::now() + std::chrono::seconds(30);
     std::vector<pid_t> workers;
     bool started = false;
     while (Clock::now() < deadline && !started) {
         workers = children_of(tether.pid());
-        std::error_code ignored;
-        started = workers.size() == 4 && std::filesystem::file_size(run + "/metrics.jsonl", ignored) > 0;
+        started = workers.size() == 4 && tether::testing::lines_in(run + "/metrics.jsonl") >= 2;
         if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     CAPTURE(tether.err());

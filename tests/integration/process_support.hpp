@@ -146,6 +146,18 @@ inline std::string wait_for_line(const std::string& path, const std::string& pre
     return "";
 }
 
+// Polls a run directory until its metrics.jsonl holds an evaluation after the one at t = 0 (the
+// center writes that one before any worker has joined): training is under way. False on timeout.
+inline bool wait_for_training(const std::string& run_directory, int timeout_ms, Process& process) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (tether::testing::lines_in(run_directory + "/metrics.jsonl") >= 2) return true;
+        if (process.poll()) return false;  // it died
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
 // A TCP port on 127.0.0.1 that was free a moment ago (for starting a worker before its server).
 inline int free_port() {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -64,8 +64,7 @@ TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run end
     document["eval"]["per_epoch"] = 4;
     const std::string config = write_config(dir, "stopped.json", document), run = dir.file("run");
     Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
-    // Training has started once the first evaluation is printed.
-    REQUIRE(!wait_for_line(dir.file("out"), "[stopped] epoch", 30000, tether).empty());
+    REQUIRE(wait_for_training(run, 30000, tether));
     std::vector<pid_t> workers;
     const auto found_by = Clock::now() + std::chrono::seconds(10);
     while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
@@ -95,7 +94,7 @@ TEST_CASE("workers of a center killed with SIGKILL exit 1 within the heartbeat t
                    dir.file("s.out"), dir.file("s.err"));
     const std::string address = start_server(server, dir, dir.file("s.out"));
     Process worker({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
-    REQUIRE(!wait_for_line(dir.file("s.out"), "[dead-center] epoch", 30000, server).empty());
+    REQUIRE(wait_for_training(dir.file("run"), 30000, server));
     REQUIRE(::kill(server.pid(), SIGKILL) == 0);
     const auto killed_at = Clock::now();
     const auto exit_code = worker.wait(30000);

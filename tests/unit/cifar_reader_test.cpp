@@ -79,9 +79,16 @@ TEST_CASE("CIFAR through the config: per-channel normalisation from the training
     for (int i = 0; i < 20; ++i) batch += record({i % 10}, 13 * i);
     write_text(dir.file("data_batch_1.bin"), batch);
     write_text(dir.file("test_batch.bin"), record({2}, 3) + record({7}, 4));
-    RunConfig c = parse_config({{"data", {{"source", "cifar10"}, {"dir", dir.path().string()}}}});
+    // No validation split here: the statistics are checked over the whole training file.
+    RunConfig c = parse_config({{"data", {{"source", "cifar10"}, {"dir", dir.path().string()}, {"validation_samples", 0}}}});
     const TrainTestSplit split = load_data(c.data, 1);
     REQUIRE(split.train->size() == 20);
+    RunConfig held_out = parse_config({{"data", {{"source", "cifar10"}, {"dir", dir.path().string()}, {"validation_samples", 5}}}});
+    const TrainTestSplit with_validation = load_data(held_out.data, 1);
+    CHECK(with_validation.train->size() == 15);
+    REQUIRE(with_validation.validation);
+    CHECK(with_validation.validation->size() == 5);
+    CHECK(with_validation.validation->channels == 3);
     REQUIRE(split.test->size() == 2);
     for (int ch = 0; ch < 3; ++ch) {
         double sum = 0, squares = 0;

@@ -1,6 +1,6 @@
 // A whole run on a small separable synthetic problem: it must learn it, and the run directory
-// must hold config.json, metrics.jsonl (one line per evaluation) and summary.json with the
-// documented fields.
+// must hold config.json, metrics.jsonl (one line per evaluation on the validation split, the
+// first at t = 0) and summary.json with the documented fields (the test set evaluated once).
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -20,12 +20,12 @@ namespace {
 using nlohmann::json;
 using tether::testing::TempDir;
 
-constexpr int kEpochs = 3, kPerEpoch = 2, kTrainSamples = 1000;
+constexpr int kEpochs = 3, kPerEpoch = 2, kTrainSamples = 1000, kValidationSamples = 300, kTestSamples = 400;
 
 tether::RunConfig small_config() {
     json document = json::parse(R"({
         "name": "e2e",
-        "data": {"source": "synthetic", "train_samples": 1000, "test_samples": 400,
+        "data": {"source": "synthetic", "train_samples": 1000, "test_samples": 400, "validation_samples": 300,
                  "features": 16, "classes": 4, "noise": 1.0},
         "model": {"hidden_layers": [32]},
         "training": {"epochs": 3, "batch_size": 32, "device": "cpu", "threads": 1, "seed": 5,
@@ -73,7 +73,12 @@ TEST_CASE("a sequential run learns a separable problem and writes its run direct
     const json summary = tether::run_experiment(config, run);
 
     CHECK(summary["final_test_accuracy"].get<double>() >= 0.95);
-    CHECK(summary["best_test_accuracy"].get<double>() >= summary["final_test_accuracy"].get<double>());
+    CHECK(summary["test_samples"] == kTestSamples);
+    CHECK(summary["evaluation_set"] == "validation");
+    CHECK(summary["validation_samples"] == kValidationSamples);
+    CHECK(summary["final_validation_accuracy"].get<double>() >= 0.95);
+    CHECK(summary["best_validation_accuracy"].get<double>() >= summary["final_validation_accuracy"].get<double>());
+    CHECK(summary["best_test_accuracy"].is_null());  // the test set is never read as training goes
 
     REQUIRE(std::filesystem::exists(run + "/config.json"));
     REQUIRE(std::filesystem::exists(run + "/metrics.jsonl"));
@@ -92,33 +97,42 @@ TEST_CASE("a sequential run learns a separable problem and writes its run direct
     CHECK(written_config["training"]["optimizer"]["beta2"] == 0.999);
 
     const std::vector<json> metrics = read_lines(run + "/metrics.jsonl");
-    REQUIRE(metrics.size() == std::size_t(kEpochs * kPerEpoch));
+    REQUIRE(metrics.size() == std::size_t(kEpochs * kPerEpoch + 1));
+    // t = 0: the initial parameters, before any step; a 4-class problem starts near chance.
+    CHECK(metrics[0]["wall_seconds"] == 0.0);
+    CHECK(metrics[0]["samples"] == 0);
+    CHECK(metrics[0]["epoch"] == 0.0);
+    CHECK(metrics[0]["train_loss"].get<double>() > 0);
+    CHECK(metrics[0]["validation_accuracy"].get<double>() < 0.6);
     double previous_wall = 0, previous_epoch = 0;
     std::size_t previous_samples = 0;
-    for (const json& line : metrics) {
+    for (std::size_t i = 1; i < metrics.size(); ++i) {
+        const json& line = metrics[i];
         CAPTURE(line.dump());
-        for (const char* field : {"wall_seconds", "epoch", "samples", "train_loss", "test_accuracy"})
+        for (const char* field : {"wall_seconds", "epoch", "samples", "train_loss", "validation_accuracy", "validation_loss"})
             CHECK(line.contains(field));
+        CHECK_FALSE(line.contains("test_accuracy"));
         CHECK(line["wall_seconds"].get<double>() >= previous_wall);
         CHECK(line["epoch"].get<double>() > previous_epoch);
         CHECK(line["samples"].get<std::size_t>() > previous_samples);
         CHECK(line["train_loss"].get<double>() > 0);
-        CHECK(line["test_accuracy"].get<double>() >= 0);
-        CHECK(line["test_accuracy"].get<double>() <= 1);
+        CHECK(line["validation_accuracy"].get<double>() >= 0);
+        CHECK(line["validation_accuracy"].get<double>() <= 1);
         previous_wall = line["wall_seconds"].get<double>();
         previous_epoch = line["epoch"].get<double>();
         previous_samples = line["samples"].get<std::size_t>();
     }
     // Evaluations fall at the middle and the end of each epoch.
-    CHECK(metrics[0]["epoch"].get<double>() == doctest::Approx(0.5).epsilon(0.05));
+    CHECK(metrics[1]["epoch"].get<double>() == doctest::Approx(0.5).epsilon(0.05));
     CHECK(metrics.back()["epoch"].get<double>() == doctest::Approx(kEpochs));
     CHECK(metrics.back()["samples"] == kEpochs * kTrainSamples);
-    CHECK(metrics.back()["test_accuracy"] == summary["final_test_accuracy"]);
+    CHECK(metrics.back()["validation_accuracy"] == summary["final_validation_accuracy"]);
+    CHECK(metrics.back()["validation_loss"] == summary["final_validation_loss"]);
 
     const json written_summary = json::parse(tether::testing::read_text(run + "/summary.json"));
     CHECK(written_summary == summary);
-    for (const char* field : {"final_test_accuracy", "best_test_accuracy", "wall_seconds", "samples_per_second",
-                              "time_to_target"})
+    for (const char* field : {"final_test_accuracy", "final_test_loss", "best_validation_accuracy", "wall_seconds",
+                              "samples_per_second", "time_to_target"})
         CHECK(written_summary.contains(field));
     CHECK(summary["wall_seconds"].get<double>() > 0);
     CHECK(summary["wall_seconds"].get<double>() >= metrics.back()["wall_seconds"].get<double>());
@@ -127,8 +141,30 @@ TEST_CASE("a sequential run learns a separable problem and writes its run direct
     REQUIRE(summary["time_to_target"].is_number());
     CHECK(summary["time_to_target"].get<double>() <= summary["wall_seconds"].get<double>());
     double best = 0;
-    for (const json& line : metrics) best = std::max(best, line["test_accuracy"].get<double>());
+    for (const json& line : metrics) best = std::max(best, line["validation_accuracy"].get<double>());
+    CHECK(summary["best_validation_accuracy"].get<double>() == best);
+}
+
+TEST_CASE("with data.validation_samples 0 the curve is on the test set, and its keys say so") {
+    TempDir dir;
+    json document = small_config().resolved;
+    document["data"]["validation_samples"] = 0;
+    document["training"]["epochs"] = 1;
+    const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
+    const std::vector<json> metrics = read_lines(dir.file("run") + "/metrics.jsonl");
+    REQUIRE(metrics.size() == std::size_t(kPerEpoch + 1));
+    CHECK(metrics[0]["samples"] == 0);
+    double best = 0;
+    for (const json& line : metrics) {
+        CHECK_FALSE(line.contains("validation_accuracy"));
+        best = std::max(best, line["test_accuracy"].get<double>());
+    }
+    CHECK(summary["evaluation_set"] == "test");
     CHECK(summary["best_test_accuracy"].get<double>() == best);
+    CHECK(summary["best_validation_accuracy"].is_null());
+    CHECK(summary["final_validation_accuracy"].is_null());
+    // The one evaluation at the end scores the same parameters on the same samples as the last point.
+    CHECK(summary["final_test_accuracy"] == metrics.back()["test_accuracy"]);
 }
 
 TEST_CASE("a run that never reaches its target reports time_to_target null") {

@@ -75,6 +75,31 @@ TEST_CASE("strategy blocks that cannot work are ConfigErrors") {
         CHECK(contains(parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.4}}}, {"cluster", {{"workers", 3}}}}),
                        "strategy.moving_rate"));
         CHECK(parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.3}}}, {"cluster", {{"workers", 3}}}}).empty());
+        // beta = 1 exactly is refused too, and the error says how to run it anyway.
+        const std::string boundary =
+            parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.5}}}, {"cluster", {{"workers", 2}}}});
+        CHECK(contains(boundary, "beta = N alpha = 1.0"));
+        CHECK(contains(boundary, "strategy.allow_unstable: true"));
+    }
+    SUBCASE("easgd with allow_unstable runs beta >= 1; other strategies do not take the key") {
+        for (double rate : {0.5, 0.75}) {
+            CAPTURE(rate);
+            const json unstable = {{"strategy", {{"name", "easgd"}, {"moving_rate", rate}, {"allow_unstable", true}}},
+                                   {"cluster", {{"workers", 2}}}};
+            CHECK(parse_error(unstable).empty());
+            CHECK(tether::parse_config(unstable).resolved["strategy"]["allow_unstable"] == true);
+        }
+        CHECK(contains(parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.75}, {"allow_unstable", false}}},
+                                    {"cluster", {{"workers", 2}}}}),
+                       "beta"));
+        CHECK(contains(parse_error({{"strategy", {{"name", "easgd"}, {"allow_unstable", "yes"}}}, {"cluster", {{"workers", 2}}}}),
+                       "strategy.allow_unstable: expected true or false"));
+        CHECK(contains(parse_error({{"strategy", {{"name", "aeasgd"}, {"allow_unstable", true}}}, {"cluster", {{"workers", 2}}}}),
+                       "strategy.allow_unstable: unknown key"));
+        // The moving rate itself stays at most 1: a worker never steps past x~_old.
+        CHECK(contains(parse_error({{"strategy", {{"name", "easgd"}, {"moving_rate", 1.5}, {"allow_unstable", true}}},
+                                    {"cluster", {{"workers", 2}}}}),
+                       "strategy.moving_rate"));
     }
     SUBCASE("sequential with more than one worker") {
         const std::string error = parse_error({{"strategy", {{"name", "sequential"}}}, {"cluster", {{"workers", 2}}}});

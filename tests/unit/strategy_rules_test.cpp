@@ -87,6 +87,15 @@ Exchange exchange_of(std::uint32_t worker, std::uint64_t pull_version, const Vec
     return Exchange{worker, pull_version, payload.data(), payload.size()};
 }
 
+// One synchronous round: worker k contributes contributions[k]; returns the reply.
+Vec one_round(CenterRule& rule, CenterState& center, const std::vector<Vec>& contributions, std::uint64_t pull_version = 0) {
+    for (std::size_t k = 0; k < contributions.size(); ++k)
+        rule.contribute(center, exchange_of(std::uint32_t(k), pull_version, contributions[k]));
+    Vec reply(center.x.size());
+    rule.close_round(center, reply.data());
+    return reply;
+}
+
 // x~ = (1, -1, 0.5); after local training x_1 = (2, 0, 5), x_2 = (0, 4, 1).
 const Vec kCenter{1.f, -1.f, 0.5f}, kX1{2.f, 0.f, 5.f}, kX2{0.f, 4.f, 1.f};
 
@@ -157,6 +166,18 @@ TEST_CASE_FIXTURE(Fixture, "easgd: reply x~_old, x~ <- x~ + alpha sum(x_i - x~_o
     w2.apply(reply, 1);
     check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
     check_equal(w2.get(), {0.25f, 2.75f, 0.875f});
+}
+
+TEST_CASE_FIXTURE(Fixture, "easgd with allow_unstable: beta = N alpha = 1.5 overshoots the workers' mean, as asked") {
+    const auto s = strategy({{"strategy", {{"name", "easgd"}, {"moving_rate", 0.75}, {"allow_unstable", true}}},
+                             {"cluster", {{"workers", 2}}}});
+    CHECK(s->describe()["moving_rate"] == 0.75);
+    auto center_rule = s->make_center_rule({2, kSize});
+    CenterState center{kCenter, 0};
+    one_round(*center_rule, center, {kX1, kX2});
+    // x~ + 0.75 (0, 6, 5) = (1, 3.5, 4.25): the workers' mean is (1, 2, 3), so x~ goes half as far
+    // again past it, (1 - beta) x~ + beta mean with beta = 1.5.
+    check_equal(center.x, {1.f, 3.5f, 4.25f});
 }
 
 TEST_CASE_FIXTURE(Fixture, "aeasgd: e = alpha(x_i - x~) from the current x~; x~ += e; x_i -= e") {
@@ -348,10 +369,7 @@ TEST_CASE_FIXTURE(Fixture, "diloco: outer Nesterov step on x~ - mean(x_i), by ha
     CenterState center{kCenter, 0};
     // Round 1: mean = (1, 2, 3), g = x~ - mean = (0, -3, -2.5), v = g,
     // x~ <- x~ - 0.7 (g + 0.9 v) = x~ - 1.33 g = (1, 2.99, 3.825).
-    center_rule->contribute(center, exchange_of(0, 0, kX1));
-    center_rule->contribute(center, exchange_of(1, 0, kX2));
-    Vec reply(3);
-    center_rule->close_round(center, reply.data());
+    Vec reply = one_round(*center_rule, center, {kX1, kX2});
     check_equal(center.x, {1.f, 2.99f, 3.825f});
     check_equal(reply, center.x);
     // Round 2: the workers did not move (mean = x~, g = 0), yet momentum carries x~ on:
