@@ -1,8 +1,9 @@
 // Exchange throughput of tether's center against what ZeroMQ itself allows. K clients each
 // exchange a vector of the default MLP's size (235,146 float32) with window 1, as fast as they
 // can, over inproc://, ipc:// and tcp://127.0.0.1:
-//   raw     a plain cppzmq DEALER -> ROUTER echo: the server adds the vector into a center vector
-//           and sends the message back; the client copies the reply into its parameters;
+//   raw     a plain cppzmq DEALER -> ROUTER echo: the client sends its vector without copying it,
+//           the server adds it into a center vector and sends the message back, the client copies
+//           the reply into its parameters;
 //   tether  the embedding API (CenterService + WorkerClient::step()) with downpour and aeasgd:
 //           every validation (header, size, dtype, finiteness) and the strategy's rule included.
 // Prints GB/s (both directions) and tether / raw for each cell; --json prints one object.
@@ -106,7 +107,10 @@ double run_raw(const std::string& transport, int clients, const Settings& s, int
         std::vector<float> x(s.elements, 1e-3f);
         r.wait_for_start();
         while (r.running()) {
-            dealer.send(zmq::buffer(x), zmq::send_flags::none);
+            // Zero-copy, as tether's workers send: ZeroMQ reads x in place. The reply cannot
+            // arrive before the whole request was written out, so x is free again after it.
+            zmq::message_t request(x.data(), x.size() * sizeof(float), [](void*, void*) {}, nullptr);
+            dealer.send(request, zmq::send_flags::none);
             zmq::message_t reply;
             (void)dealer.recv(reply);
             std::memcpy(x.data(), reply.data(), reply.size());
