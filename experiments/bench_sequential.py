@@ -116,7 +116,8 @@ def run_main_job(args, threads=None):
         metrics = [json.loads(line) for line in Path(out, "metrics.jsonl").read_text().splitlines()]
         summary = json.loads(Path(out, "summary.json").read_text())
         config = json.loads(Path(out, "config.json").read_text())
-    return {"epoch_rates": [m["samples_per_second"] for m in metrics],
+    # The t = 0 evaluation (no samples trained yet) has no rate.
+    return {"epoch_rates": [m["samples_per_second"] for m in metrics if m["samples"] > 0],
             "samples_per_second": summary["samples_per_second"],
             "final_test_accuracy": summary["final_test_accuracy"],
             "epochs": config["training"]["epochs"]}
