@@ -54,6 +54,7 @@ OptimizerConfig parse_optimizer(JsonReader r) {
     o.beta1 = r.number("beta1", o.beta1, 0.0, 0.999999);
     o.beta2 = r.number("beta2", o.beta2, 0.0, 0.999999999);
     o.epsilon = r.number("epsilon", o.epsilon, 0.0, 1.0, true);
+    o.warmup_epochs = r.number("warmup_epochs", o.warmup_epochs, 0.0, 1000.0);
     r.finish();
     return o;
 }

@@ -45,6 +45,9 @@ struct OptimizerConfig {
     double beta1 = 0.9;
     double beta2 = 0.999;
     double epsilon = 1e-8;
+    // Local steps over which the learning rate ramps linearly up to learning_rate, in epochs
+    // of the worker's own shard (0: no ramp).
+    double warmup_epochs = 0;
 };
 
 struct TrainingConfig {

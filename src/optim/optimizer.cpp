@@ -10,7 +10,7 @@ class Sgd final : public Optimizer {
 public:
     Sgd(Backend& b, std::size_t n, float lr) : Optimizer(n), backend_(b), lr_(lr) {}
     void update(float* x, const float* g, std::size_t begin, std::size_t end) override {
-        backend_.sgd_step(x + begin, g + begin, end - begin, lr_);
+        backend_.sgd_step(x + begin, g + begin, end - begin, lr_ * learning_rate_scale_);
     }
 
 private:
@@ -24,7 +24,7 @@ public:
         backend_.fill(velocity_.data(), n, 0.f);
     }
     void update(float* x, const float* g, std::size_t begin, std::size_t end) override {
-        backend_.nesterov_step(x + begin, velocity_.data() + begin, g + begin, end - begin, lr_, mu_);
+        backend_.nesterov_step(x + begin, velocity_.data() + begin, g + begin, end - begin, lr_ * learning_rate_scale_, mu_);
     }
 
 private:
@@ -46,7 +46,7 @@ public:
     }
     void update(float* x, const float* g, std::size_t begin, std::size_t end) override {
         backend_.adam_step(x + begin, m_.data() + begin, v_.data() + begin, g + begin, end - begin,
-                           float(config_.learning_rate), float(config_.beta1), float(config_.beta2),
+                           float(config_.learning_rate) * learning_rate_scale_, float(config_.beta1), float(config_.beta2),
                            float(config_.epsilon), c1_, c2_);
     }
 

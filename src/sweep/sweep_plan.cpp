@@ -1,5 +1,6 @@
 #include "sweep/sweep_plan.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -52,13 +53,36 @@ std::optional<std::size_t> SweepPlan::reference_for(const SweepRun& run) const {
     return reference;
 }
 
+// "points": [{KEY: VALUE, ...}, ...], combinations of keys that vary together (tau = N, 2N
+// for each N); every point names the same keys, none of them a grid key. Returns the keys.
+template <typename Fail>
+static std::vector<std::string> check_points(const nlohmann::json& points, const nlohmann::json& grid, Fail fail) {
+    std::vector<std::string> keys;
+    if (!points.is_array()) fail("points: expected a list of objects of KEY: VALUE, got " + points.dump());
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        const auto& point = points[i];
+        const std::string where = "points[" + std::to_string(i) + "]";
+        if (!point.is_object() || point.empty()) fail(where + ": expected a non-empty object of KEY: VALUE, got " + point.dump());
+        std::vector<std::string> these;
+        for (const auto& [key, value] : point.items()) {
+            if (grid.contains(key)) fail(where + "." + key + ": also a grid key; a key varies in the grid or in points, not both");
+            these.push_back(key);
+        }
+        if (i == 0) keys = these;
+        else if (these != keys)
+            fail(where + ": names " + nlohmann::json(these).dump() + ", but points[0] names " + nlohmann::json(keys).dump() +
+                 "; every point must name the same keys");
+    }
+    return keys;
+}
+
 SweepPlan load_sweep(const std::string& path, const SweepOverrides& overrides) {
     const json sweep = read_json(path, "the sweep file");
     auto fail = [&](const std::string& message) { throw ConfigError(path + ": " + message); };
     if (!sweep.is_object()) fail("expected a JSON object with \"base\" and \"grid\"");
     for (const auto& [key, value] : sweep.items())
-        if (key != "base" && key != "grid" && key != "repeats" && key != "reference" && key != "name")
-            fail(key + ": unknown key; a sweep has base, grid, repeats, reference and name");
+        if (key != "base" && key != "grid" && key != "points" && key != "repeats" && key != "reference" && key != "name")
+            fail(key + ": unknown key; a sweep has base, grid, points, repeats, reference and name");
 
     json base;
     if (!sweep.contains("base")) fail("base: missing; give a config path (relative to the sweep file) or an object");
@@ -74,15 +98,19 @@ SweepPlan load_sweep(const std::string& path, const SweepOverrides& overrides) {
     SweepPlan plan;
     plan.name = sweep.value("name", std::filesystem::path(path).stem().string());
     const json grid = sweep.value("grid", json::object());
-    if (!grid.is_object() || grid.empty()) fail("grid: expected an object of KEY: [VALUES], e.g. {\"cluster.workers\": [1, 2, 4]}");
+    const json points = sweep.value("points", json::array());
+    if (!grid.is_object() || (grid.empty() && points.empty()))
+        fail("grid: expected an object of KEY: [VALUES], e.g. {\"cluster.workers\": [1, 2, 4]} (or points)");
     for (const auto& [key, values] : grid.items())
         if (!values.is_array() || values.empty()) fail("grid." + key + ": expected a non-empty list of values, got " + values.dump());
     // The grid keys in the order the file gives them (json objects sort their keys).
     const nlohmann::ordered_json ordered_grid = grid_in_file_order(path);
     for (const auto& [key, values] : ordered_grid.items()) plan.keys.push_back(key);
+    const std::vector<std::string> point_keys = check_points(points, grid, fail);
+    plan.keys.insert(plan.keys.end(), point_keys.begin(), point_keys.end());
     for (const auto& assignment : overrides.assignments) {
         const std::string key = assignment.substr(0, assignment.find('='));
-        if (grid.contains(key))
+        if (std::find(plan.keys.begin(), plan.keys.end(), key) != plan.keys.end())
             fail("--set " + assignment + ": " + key + " is a grid key of this sweep, and the grid would override it; "
                  "change the grid instead");
         try {
@@ -96,14 +124,21 @@ SweepPlan load_sweep(const std::string& path, const SweepOverrides& overrides) {
         fail(std::string(overrides.repeats ? "--repeats" : "repeats") + ": expected an integer >= 1, got " + repeats_value.dump());
     const int repeats = repeats_value.get<int>();
 
-    // Every combination, odometer order (the last key varies fastest).
-    std::vector<std::size_t> index(plan.keys.size(), 0);
+    // Every combination of the grid, odometer order (the last key varies fastest), each with
+    // every point after it.
+    const std::size_t grid_keys = plan.keys.size() - point_keys.size();
+    std::vector<std::size_t> index(grid_keys, 0);
     std::vector<std::vector<std::pair<std::string, json>>> combinations;
     while (true) {
         std::vector<std::pair<std::string, json>> combination;
-        for (std::size_t k = 0; k < plan.keys.size(); ++k) combination.emplace_back(plan.keys[k], grid[plan.keys[k]][index[k]]);
-        combinations.push_back(std::move(combination));
-        std::size_t k = plan.keys.size();
+        for (std::size_t k = 0; k < grid_keys; ++k) combination.emplace_back(plan.keys[k], grid[plan.keys[k]][index[k]]);
+        if (points.empty()) combinations.push_back(combination);
+        for (const auto& point : points) {
+            auto with_point = combination;
+            for (const auto& key : point_keys) with_point.emplace_back(key, point[key]);
+            combinations.push_back(std::move(with_point));
+        }
+        std::size_t k = grid_keys;
         while (k > 0 && ++index[k - 1] == grid[plan.keys[k - 1]].size()) index[--k] = 0;
         if (k == 0) break;
     }

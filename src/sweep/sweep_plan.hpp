@@ -1,6 +1,7 @@
-// A sweep file: {"base": CONFIG_PATH_OR_OBJECT, "grid": {KEY: [VALUES...]}, "repeats": R,
-// "reference": {KEY: VALUE, ...}, "name": NAME}. Every combination of the grid, R times with
-// seeds training.seed + r, is one run; the reference run is the one every other is compared
+// A sweep file: {"base": CONFIG_PATH_OR_OBJECT, "grid": {KEY: [VALUES...]}, "points":
+// [{KEY: VALUE, ...}, ...], "repeats": R, "reference": {KEY: VALUE, ...}, "name": NAME}. Every
+// combination of the grid, each with every point (keys that vary together, such as tau = N and
+// 2N), R times with seeds training.seed + r, is one run; the reference run is the one every other is compared
 // with (temporal efficiency). load_sweep() checks every run's config before anything runs.
 #pragma once
 

@@ -44,6 +44,7 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
     model_->initialize(initial.data(), std::uint64_t(config.training.seed));
     parameters_.upload(initial.data(), initial.size());
     order_ = shard_.shuffled(seed_);
+    warmup_steps_ = std::size_t(std::ceil(config.training.optimizer.warmup_epochs * double(steps_per_epoch())));
     if (backend.kind() == DeviceKind::cpu) {
         const int slices = plan_cpu_threads(backend.threads(), int(batch_size_), 1).batch_slices;
         if (slices > 1)
@@ -88,6 +89,8 @@ double LocalTrainer::step() {
     // here as a non-finite loss: stop now, by name, rather than train on garbage.
     if (!std::isfinite(loss))
         throw DivergedError("diverged at step " + std::to_string(steps_taken_ + 1) + " (loss " + std::to_string(loss) + ")");
+    if (warmup_steps_ > 0)  // linear ramp: lr / warmup_steps at the first step, lr from warmup_steps on
+        optimizer_->set_learning_rate_scale(float(std::min(1.0, double(steps_taken_ + 1) / double(warmup_steps_))));
     if (sliced_) {
         // Each slice thread sums its range of the gradient and updates that range at once.
         optimizer_->begin_step();

@@ -55,6 +55,7 @@ private:
     std::uint64_t seed_;
     std::size_t batch_size_;
     bool flush_denormals_;
+    std::size_t warmup_steps_ = 0;  // training.optimizer.warmup_epochs in local steps
     std::size_t cursor_ = 0, epoch_ = 0, samples_seen_ = 0, steps_taken_ = 0;
     DeviceBuffer<float> parameters_, gradient_, inputs_;
     DeviceBuffer<std::int32_t> labels_;

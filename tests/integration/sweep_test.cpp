@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "sweep/sweep_plan.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -78,6 +79,35 @@ TEST_CASE("a bad grid key or value is a config error naming it, before any run")
     tether::testing::write_text(dir.file("grid.json"), R"({"base": "base.json", "grid": {"cluster.workers": 2}})");
     CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("grid.json")),
                          doctest::Contains("grid.cluster.workers: expected a non-empty list"), tether::ConfigError);
+}
+
+TEST_CASE("points vary keys together, each point with every grid combination; bad points are named") {
+    tether::testing::TempDir dir;
+    tether::testing::write_text(dir.file("base.json"), kBase);
+    tether::testing::write_text(dir.file("points.json"), R"({"base": "base.json",
+        "grid": {"strategy.name": ["adag", "downpour"]},
+        "points": [{"cluster.workers": 2, "strategy.communication_window": 2},
+                   {"cluster.workers": 3, "strategy.communication_window": 6}]})");
+    const tether::SweepPlan plan = tether::load_sweep(dir.file("points.json"));
+    REQUIRE(plan.runs.size() == 4);
+    CHECK(plan.keys == std::vector<std::string>{"strategy.name", "cluster.workers", "strategy.communication_window"});
+    CHECK(plan.runs[1].id == "strategy.name=adag,cluster.workers=3,strategy.communication_window=6,repeat=0");
+    CHECK(plan.runs[1].document["cluster"]["workers"] == 3);
+    CHECK(plan.runs[1].document["strategy"]["communication_window"] == 6);
+    CHECK(plan.runs[2].document["strategy"]["name"] == "downpour");
+    CHECK(plan.runs[2].document["cluster"]["workers"] == 2);
+    // Points alone, without a grid.
+    tether::testing::write_text(dir.file("only.json"), R"({"base": "base.json", "points": [{"cluster.workers": 2}, {"cluster.workers": 4}]})");
+    CHECK(tether::load_sweep(dir.file("only.json")).runs.size() == 2);
+    tether::testing::write_text(dir.file("uneven.json"), R"({"base": "base.json",
+        "points": [{"cluster.workers": 2}, {"strategy.communication_window": 4}]})");
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("uneven.json")), doctest::Contains("points[1]: names"),
+                         tether::ConfigError);
+    tether::testing::write_text(dir.file("both.json"), R"({"base": "base.json", "grid": {"cluster.workers": [2]},
+        "points": [{"cluster.workers": 2}]})");
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("both.json")), doctest::Contains("also a grid key"), tether::ConfigError);
+    tether::testing::write_text(dir.file("badvalue.json"), R"({"base": "base.json", "points": [{"cluster.workers": 0}]})");
+    CHECK_THROWS_WITH_AS(tether::load_sweep(dir.file("badvalue.json")), doctest::Contains("cluster.workers"), tether::ConfigError);
 }
 
 TEST_CASE("--set reaches every run, --repeats adds seeds, and the summary pools seeds as mean ± sd") {

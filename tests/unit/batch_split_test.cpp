@@ -196,3 +196,40 @@ TEST_CASE("the helpers take their share of a step's tasks on an idle machine") {
         });
     CHECK(off_caller > 0);
 }
+
+// training.optimizer.warmup_epochs: over the first epoch of local steps the learning rate
+// ramps linearly, so SGD's first step moves x by 1 / steps_per_epoch of a plain first step.
+TEST_CASE("a warm-up ramps the learning rate over the first local steps, then leaves it as it is") {
+    const Problem p = problem(16, 4, 640, 3);  // batch 64: 10 steps per epoch
+    auto train = [&](double warmup_epochs, int steps) {
+        nlohmann::json document = {{"data", {{"source", "synthetic"}}},
+                                   {"model", {{"hidden_layers", {8}}}},
+                                   {"training", {{"device", "cpu"}, {"threads", 1}, {"batch_size", 64},
+                                                 {"optimizer", {{"name", "sgd"}, {"learning_rate", 0.1},
+                                                                {"warmup_epochs", warmup_epochs}}}}}};
+        auto backend = make_cpu_backend(1, true);
+        LocalTrainer trainer(parse_config(document), *backend, DatasetView::whole(p.data), 1);
+        std::vector<float> before(trainer.num_parameters()), after(before.size());
+        for (int i = 0; i + 1 < steps; ++i) trainer.step();
+        trainer.parameters_to_host(before.data());
+        trainer.step();
+        trainer.parameters_to_host(after.data());
+        std::vector<double> moved(before.size());
+        for (std::size_t i = 0; i < before.size(); ++i) moved[i] = double(after[i]) - before[i];
+        return moved;
+    };
+    const auto plain = train(0, 1), ramped = train(1, 1);
+    double largest = 0;
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+        // float32 rounding of x - step - x leaves ~1e-8: 1% is far from the 10x being checked.
+        CHECK(ramped[i] == doctest::Approx(plain[i] / 10).epsilon(1e-2).scale(1e-6));
+        largest = std::max(largest, std::fabs(plain[i]));
+    }
+    CHECK(largest > 0);
+    // Step 11 is past the ramp: the same step as without it, from wherever x is by then (the same
+    // batch, since both shuffle alike), so only its size is compared: it must not be scaled down.
+    const auto late_plain = train(0, 11), late_ramped = train(1, 11);
+    double plain_norm = 0, ramped_norm = 0;
+    for (std::size_t i = 0; i < late_plain.size(); ++i) plain_norm += late_plain[i] * late_plain[i], ramped_norm += late_ramped[i] * late_ramped[i];
+    CHECK(std::sqrt(ramped_norm) > 0.5 * std::sqrt(plain_norm));
+}
