@@ -29,12 +29,13 @@ void SendParametersWorker::apply(VectorOps& ops, float* x, const float* reply_ho
 
 double ElasticCenter::apply(CenterState& center, const Exchange& e, float* reply) {
     float* x = center.x.data();
-    for (std::size_t i = 0; i < e.size; ++i) {
-        const float elastic = alpha_ * (e.payload[i] - x[i]);
+    const float* payload = e.payload;
+    return host::for_each_norm(e.size, [&](std::size_t i) {
+        const float elastic = alpha_ * (payload[i] - x[i]);
         x[i] += elastic;
         reply[i] = elastic;
-    }
-    return host::norm(reply, e.size);
+        return elastic;
+    });
 }
 
 std::unique_ptr<WorkerRule> AsyncElasticStrategy::make_worker_rule(const StrategyContext& c) const {

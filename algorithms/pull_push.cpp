@@ -27,14 +27,17 @@ void PullPushWorker::apply(VectorOps& ops, float* x, const float* reply_host) {
 double AccumulatingCenter::apply(CenterState& center, const Exchange& e, float* reply) {
     const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
     const float d = damping(staleness);
-    const double moved = d * host::norm(e.payload, e.size);  // before the reply overwrites the payload
     float* x = center.x.data();
-    for (std::size_t i = 0; i < e.size; ++i) {
-        const float updated = x[i] + d * e.payload[i];
+    const float* payload = e.payload;
+    // The norm of what x~ moved, in the same pass; payload[i] is read before reply[i] (possibly
+    // the same element) is written.
+    return host::for_each_norm(e.size, [&](std::size_t i) {
+        const float step = d * payload[i];
+        const float updated = x[i] + step;
         x[i] = updated;
         reply[i] = updated;
-    }
-    return moved;
+        return step;
+    });
 }
 
 }  // namespace tether
