@@ -78,6 +78,16 @@ void write_table(std::ostream& csv, std::ostream& md, const std::vector<std::str
 // columns empty; their best accuracy on the test curve stays in their summary.json.
 const char* const kAccuracyColumns[] = {"final_test_accuracy", "final_validation_accuracy", "best_validation_accuracy"};
 
+// "complete", "reference", "missing" (no summary), or "failed: diverged" / "failed" for a run
+// that ended with run_failed (its figures are kept: a diverged run's accuracy is a result).
+std::string run_status(const json& summary, bool is_reference) {
+    if (!summary.is_object()) return "missing";
+    if (summary.value("run_failed", false))
+        return summary.value("failure_reason", std::string()).find("diverged") != std::string::npos ? "failed: diverged"
+                                                                                                    : "failed";
+    return is_reference ? "reference" : "complete";
+}
+
 // One row per grid point: the repeats (seeds) of that point pooled as mean ± sd.
 std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const std::string& directory,
                                                     std::vector<std::string>& header) {
@@ -85,6 +95,7 @@ std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const
     figures.insert(figures.end(), {"wall_seconds", "time_to_target"});
     header = plan.keys;
     header.push_back("seeds");
+    header.push_back("failed");
     for (const auto& f : figures) header.push_back(f);
     std::vector<std::string> order;
     std::map<std::string, std::pair<const SweepRun*, std::map<std::string, std::vector<double>>>> points;
@@ -97,6 +108,7 @@ std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const
         const json summary = in ? json::parse(in, nullptr, false) : json();
         if (!summary.is_object()) continue;
         values["seeds"].push_back(1);
+        if (summary.value("run_failed", false)) values["failed"].push_back(1);
         for (const auto& f : figures)
             if (summary.contains(f) && summary[f].is_number()) values[f].push_back(summary[f].get<double>());
     }
@@ -112,6 +124,8 @@ std::vector<std::vector<std::string>> rows_by_point(const SweepPlan& plan, const
         }
         const auto seeds = values.find("seeds");
         row.push_back(std::to_string(seeds == values.end() ? 0 : seeds->second.size()));
+        const auto failed = values.find("failed");
+        row.push_back(std::to_string(failed == values.end() ? 0 : failed->second.size()));
         for (const auto& f : figures) {
             const auto found = values.find(f);
             row.push_back(found == values.end() ? "" : mean_and_spread(found->second, f == "wall_seconds" ? 1 : 4));
@@ -156,7 +170,7 @@ std::string write_sweep_report(const SweepPlan& plan, const std::string& directo
                     efficiency = cell(json(*e));
         }
         row.push_back(efficiency);
-        row.push_back(ok ? (run.is_reference ? "reference" : "complete") : "missing");
+        row.push_back(run_status(summary, run.is_reference));
         row.push_back(run.id);
         rows.push_back(row);
     }

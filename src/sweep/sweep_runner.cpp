@@ -55,8 +55,14 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
                         accuracy_line(summary).c_str(), seconds);
         } else {
             ++outcome.failed;
-            fs::remove(dir / "summary.json");  // a failed run is never taken as complete on resume
-            std::printf("[%zu/%zu] FAILED  %s (exit %d): see %s\n", i + 1, total, run.id.c_str(), status,
+            // A run that ended and said why in its summary (run_failed: it diverged, no update
+            // reached x~) is a result, kept for the report and not rerun on resume; one that
+            // crashed or was killed leaves no trustworthy summary and is rerun.
+            const auto summary = read_json_file(dir / "summary.json").value_or(json::object());
+            const bool reported = summary.value("run_failed", false);
+            if (!reported) fs::remove(dir / "summary.json");
+            std::printf("[%zu/%zu] FAILED  %s (exit %d%s): see %s\n", i + 1, total, run.id.c_str(), status,
+                        reported ? (", " + summary.value("failure_reason", std::string("run failed"))).c_str() : "",
                         (dir / "log.txt").c_str());
         }
         std::fflush(stdout);

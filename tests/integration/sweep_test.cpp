@@ -67,6 +67,29 @@ TEST_CASE("a 2 x 2 sweep completes, writes summary.csv and summary.md, and resum
     CHECK(second.completed == 0);
 }
 
+TEST_CASE("a run that diverges is a result: reported as failed with its figures, counted per point, kept on resume") {
+    tether::testing::TempDir dir;
+    tether::testing::write_text(dir.file("base.json"), kBase);
+    // SGD with a step of 1000 diverges within the first steps; 0.05 trains.
+    tether::testing::write_text(dir.file("sweep.json"), R"({"base": "base.json",
+        "grid": {"training.optimizer.learning_rate": [0.05, 1000]},
+        "points": [{"training.optimizer.name": "sgd"}]})");
+    const tether::SweepPlan plan = tether::load_sweep(dir.file("sweep.json"));
+    const tether::SweepOptions options{dir.file("out"), 1, tether_binary()};
+    const tether::SweepOutcome first = tether::run_sweep(plan, options);
+    CHECK(first.completed == 1);
+    CHECK(first.failed == 1);
+    const std::string table = tether::write_sweep_report(plan, options.directory);
+    CHECK(table.find("failed: diverged") != std::string::npos);
+    CHECK(table.find("missing") == std::string::npos);
+    const std::string by_point = tether::testing::read_text(dir.file("out/summary_by_point.csv"));
+    CAPTURE(by_point);
+    CHECK(by_point.find(",seeds,failed,") != std::string::npos);
+    CHECK(by_point.find("\n1000,sgd,1,1,") != std::string::npos);
+    const tether::SweepOutcome second = tether::run_sweep(plan, options);
+    CHECK(second.skipped == 2);
+}
+
 TEST_CASE("a bad grid key or value is a config error naming it, before any run") {
     tether::testing::TempDir dir;
     tether::testing::write_text(dir.file("base.json"), kBase);
@@ -135,7 +158,7 @@ TEST_CASE("--set reaches every run, --repeats adds seeds, and the summary pools 
     CHECK(tether::run_sweep(plan, options).completed == 4);
     const std::string table = tether::write_sweep_report(plan, options.directory);
     const std::string by_point = tether::testing::read_text(dir.file("out/summary_by_point.csv"));
-    CHECK(by_point.rfind("cluster.workers,seeds,final_test_accuracy,final_validation_accuracy,best_validation_accuracy,"
+    CHECK(by_point.rfind("cluster.workers,seeds,failed,final_test_accuracy,final_validation_accuracy,best_validation_accuracy,"
                          "wall_seconds,time_to_target", 0) == 0);
     CHECK(lines_in(dir.file("out/summary_by_point.csv")) == 3);  // header + 2 grid points
     CHECK(table.find("| 1 | 2 | ") != std::string::npos);        // workers 1, two seeds
