@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
                                              {"optimizer", {{"name", optimizer}}}}}};
     if (!layers.empty()) document["model"] = {{"layers", layers}};
     const RunConfig config = parse_config(document);
-    set_blas_threads(plan_cpu_threads(threads, batch, 1).blas_threads, flush_denormals != 0);
+    use_cpu_threads(threads, batch, 1, flush_denormals != 0);
     auto backend = make_backend({"cpu", threads, 0, flush_denormals != 0});
     const TrainTestSplit data = load_data(config.data, 1);
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);

@@ -156,7 +156,7 @@ PYBIND11_MODULE(_tether, m) {
                  }
                  return py::make_tuple(to_numpy(snapshot.x), snapshot.version);
              })
-        .def("stats_json", &tether::CenterService::stats_json)
+        .def("stats_json", &tether::CenterService::stats_json, py::call_guard<py::gil_scoped_release>())
         .def(
             "connect_spans",
             [](tether::CenterService& s, const RawSpans& spans, bool cuda, py::object owners) {

@@ -131,7 +131,11 @@ public:
         c.round_timeout_ms = o.round_timeout_ms;
         c.worker_timeout_ms = o.worker_timeout_ms;
         c.join_timeout_ms = o.join_timeout_ms;
-        center_ = std::make_unique<Center>(transport_->bind(address, TransportOptions{}),
+        // The center never blocks on a send to a peer that stopped reading (as in center_run):
+        // it holds the state lock that snapshot() and stats_json() wait for.
+        TransportOptions bind_options;
+        bind_options.send_timeout_ms = 0;
+        center_ = std::make_unique<Center>(transport_->bind(address, bind_options),
                                            strategy_->make_center_rule({o.workers, count_}),
                                            std::move(initial), c);
         thread_ = std::thread([this] {

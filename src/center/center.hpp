@@ -99,6 +99,8 @@ public:
 
     // Called on the center's thread with its state locked; keep them short (copy and hand
     // off), and do not call snapshot_now() or stats_now() from them.
+    // on_start: when the expected workers have all joined and been welcomed (training starts).
+    std::function<void()> on_start;
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
     // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.

@@ -35,6 +35,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     }
     if (stats_.live_workers() < options_.expected_workers) return;
     started_ = true;
+    if (on_start) on_start();
     for (auto& worker : workers_)
         if (worker->state == Worker::State::joining) welcome(*worker);
 }

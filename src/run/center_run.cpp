@@ -211,6 +211,10 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                            .dump()
                     << "\n";
     };
+    // Wall time counts from when the workers start training, not from when the center began to
+    // wait for them (process start-up, loading the data set): as a sequential run's clock
+    // starts after loading. A resumed run counts from serve().
+    s.center->on_start = [&s] { s.started = Clock::now(); };
     s.center->on_snapshot = [&s](Snapshot&& snapshot) {
         const double wall = std::chrono::duration<double>(Clock::now() - s.started).count();
         std::lock_guard<std::mutex> lock(s.mutex);

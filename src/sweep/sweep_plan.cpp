@@ -40,9 +40,11 @@ json with_assignment(json document, const std::string& key, const json& value) {
     return document;
 }
 
-nlohmann::ordered_json grid_in_file_order(const std::string& path) {
+// A section of the sweep file as written (json objects sort their keys; tables and run ids
+// follow the file).
+nlohmann::ordered_json in_file_order(const std::string& path, const char* section, nlohmann::ordered_json fallback) {
     std::ifstream in(path);
-    return nlohmann::ordered_json::parse(in).value("grid", nlohmann::ordered_json::object());
+    return nlohmann::ordered_json::parse(in).value(section, fallback);
 }
 
 }  // namespace
@@ -104,9 +106,14 @@ SweepPlan load_sweep(const std::string& path, const SweepOverrides& overrides) {
     for (const auto& [key, values] : grid.items())
         if (!values.is_array() || values.empty()) fail("grid." + key + ": expected a non-empty list of values, got " + values.dump());
     // The grid keys in the order the file gives them (json objects sort their keys).
-    const nlohmann::ordered_json ordered_grid = grid_in_file_order(path);
+    const nlohmann::ordered_json ordered_grid = in_file_order(path, "grid", nlohmann::ordered_json::object());
     for (const auto& [key, values] : ordered_grid.items()) plan.keys.push_back(key);
-    const std::vector<std::string> point_keys = check_points(points, grid, fail);
+    std::vector<std::string> point_keys = check_points(points, grid, fail);
+    if (!point_keys.empty()) {  // the first point's keys as written
+        point_keys.clear();
+        const nlohmann::ordered_json first = in_file_order(path, "points", nlohmann::ordered_json::array())[0];
+        for (const auto& [key, value] : first.items()) point_keys.push_back(key);
+    }
     plan.keys.insert(plan.keys.end(), point_keys.begin(), point_keys.end());
     for (const auto& assignment : overrides.assignments) {
         const std::string key = assignment.substr(0, assignment.find('='));

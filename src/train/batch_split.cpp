@@ -15,6 +15,12 @@ std::string CpuThreadPlan::describe() const {
     return text + "OpenBLAS " + plural(blas_threads, "thread");
 }
 
+CpuThreadPlan use_cpu_threads(int threads, int batch_size, int workers_in_process, bool flush_denormals) {
+    const CpuThreadPlan plan = plan_cpu_threads(threads, batch_size, workers_in_process);
+    set_blas_threads(plan.blas_threads, flush_denormals);
+    return plan;
+}
+
 CpuThreadPlan plan_cpu_threads(int threads, int batch_size, int workers_in_process) {
     CpuThreadPlan plan;
     plan.threads = std::max(1, threads);
@@ -42,7 +48,8 @@ SlicedGradient::SlicedGradient(const RunConfig& config, const Dataset& data, int
         // Each slice draws its own dropout masks, as rows of one batch would.
         r->model = make_model(config, *r->backend, data, noise_seed + std::uint64_t(s) * 0x9E3779B97F4A7C15ull);
         num_parameters_ = r->model->num_parameters();
-        r->gradient = DeviceBuffer<float>(*r->backend, num_parameters_);
+        // Slice 0 writes into the caller's gradient buffer (compute()); the others need their own.
+        if (s > 0) r->gradient = DeviceBuffer<float>(*r->backend, num_parameters_);
         replicas_.push_back(std::move(r));
     }
     team_ = std::make_unique<StepTeam>(slices, [flush_denormals] { set_flush_denormals(flush_denormals); });
@@ -63,7 +70,7 @@ double SlicedGradient::compute(const float* parameters, const Batch& batch, floa
         r.weight = float(rows) / float(batch.rows);
     });
     double loss = 0;
-    for (const auto& r : replicas_) loss += double(r->weight) * r->loss;
+    for (int s = 0; s < slices; ++s) loss += double(replicas_[std::size_t(s)]->weight) * replicas_[std::size_t(s)]->loss;
     return loss;
 }
 

@@ -37,6 +37,9 @@ constexpr int kMinRowsPerSlice = 16;
 
 // `workers_in_process`: workers sharing this process (and OpenBLAS's one thread count).
 CpuThreadPlan plan_cpu_threads(int threads, int batch_size, int workers_in_process);
+// The plan, with OpenBLAS set to it (and made to flush denormals when asked: set_blas_threads).
+// From the thread that will train, before the trainers are made.
+CpuThreadPlan use_cpu_threads(int threads, int batch_size, int workers_in_process, bool flush_denormals);
 
 // The gradient of a minibatch computed as `slices` row slices on a StepTeam, one model replica
 // (own backend on one thread, own activations and gradient) per slice.

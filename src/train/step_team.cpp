@@ -48,17 +48,25 @@ std::uint32_t WaitableCounter::wait_while_equal(std::uint32_t old) {
 }
 
 StepTeam::StepTeam(int members, std::function<void()> on_start) {
-    for (int m = 1; m < members; ++m)
-        helpers_.emplace_back([this, on_start] {
-            if (on_start) on_start();
-            helper_loop();
-        });
+    try {
+        for (int m = 1; m < members; ++m)
+            helpers_.emplace_back([this, on_start] {
+                if (on_start) on_start();
+                helper_loop();
+            });
+    } catch (...) {  // a thread that could not start: stop those that did, then report it
+        shut_down();
+        throw;
+    }
 }
 
-StepTeam::~StepTeam() {
+StepTeam::~StepTeam() { shut_down(); }
+
+void StepTeam::shut_down() {
     stopping_.store(true, std::memory_order_seq_cst);
     posted_.add(1);
     for (auto& t : helpers_) t.join();
+    helpers_.clear();
 }
 
 void StepTeam::work() {

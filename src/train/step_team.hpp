@@ -41,7 +41,7 @@ private:
 class StepTeam {
 public:
     // `members` threads in all: the caller and members - 1 helpers. `on_start` runs once on
-    // each helper as it starts (e.g. to set its floating-point mode).
+    // each helper as it starts (e.g. to set its floating-point mode); it must not throw.
     StepTeam(int members, std::function<void()> on_start);
     ~StepTeam();
     StepTeam(const StepTeam&) = delete;
@@ -56,6 +56,7 @@ public:
 
 private:
     void helper_loop();
+    void shut_down();
     // Claims and runs tasks of the generation in claim_ until none is left.
     void work();
 

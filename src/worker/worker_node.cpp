@@ -25,7 +25,15 @@ WorkerNode::~WorkerNode() = default;
 Welcome WorkerNode::join() {
     Welcome welcome = session_.join();
     result_.worker_id = welcome.worker_id;
+    // Heartbeats from the welcome on: the center's liveness clock runs from there, and what the
+    // caller does before start() (a CUDA context, the trainer's shard and buffers) can take long.
+    start_session_thread();
     return welcome;
+}
+
+void WorkerNode::start_session_thread() {
+    if (!thread_ && (options_.heartbeat_ms > 0 || options_.overlap))
+        thread_ = std::make_unique<SessionThread>(session_, options_.heartbeat_ms);
 }
 
 void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameters, std::unique_ptr<WorkerRule> rule,
@@ -38,8 +46,7 @@ void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameter
     rule_ = std::move(rule);
     take_welcome(welcome);
     publish_progress();
-    if (options_.heartbeat_ms > 0 || options_.overlap)
-        thread_ = std::make_unique<SessionThread>(session_, options_.heartbeat_ms);
+    start_session_thread();
 }
 
 void WorkerNode::take_welcome(const Welcome& welcome) {

@@ -70,6 +70,7 @@ public:
     WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);
 
 private:
+    void start_session_thread();
     Payload make_payload();
     void exchange();          // blocking: gather, payload, send, wait, apply, scatter
     void post_exchange();     // overlapped: snapshot, payload, hand to the thread

@@ -109,12 +109,13 @@ TEST_CASE("points vary keys together, each point with every grid combination; ba
     tether::testing::write_text(dir.file("base.json"), kBase);
     tether::testing::write_text(dir.file("points.json"), R"({"base": "base.json",
         "grid": {"strategy.name": ["adag", "downpour"]},
-        "points": [{"cluster.workers": 2, "strategy.communication_window": 2},
+        "points": [{"strategy.communication_window": 2, "cluster.workers": 2},
                    {"cluster.workers": 3, "strategy.communication_window": 6}]})");
     const tether::SweepPlan plan = tether::load_sweep(dir.file("points.json"));
     REQUIRE(plan.runs.size() == 4);
-    CHECK(plan.keys == std::vector<std::string>{"strategy.name", "cluster.workers", "strategy.communication_window"});
-    CHECK(plan.runs[1].id == "strategy.name=adag,cluster.workers=3,strategy.communication_window=6,repeat=0");
+    // Keys in file order: the grid's, then the first point's.
+    CHECK(plan.keys == std::vector<std::string>{"strategy.name", "strategy.communication_window", "cluster.workers"});
+    CHECK(plan.runs[1].id == "strategy.name=adag,strategy.communication_window=6,cluster.workers=3,repeat=0");
     CHECK(plan.runs[1].document["cluster"]["workers"] == 3);
     CHECK(plan.runs[1].document["strategy"]["communication_window"] == 6);
     CHECK(plan.runs[2].document["strategy"]["name"] == "downpour");
