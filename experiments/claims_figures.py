@@ -77,17 +77,18 @@ def adag_scaling(rows, out):
 
 
 def window_tolerance(rows, out):
+    # (strategy, learning rate) -> tau -> accuracies
     series = defaultdict(lambda: defaultdict(list))
-    rates = {}
     for r in rows:
         if r["final_test_accuracy"]:
-            series[r["strategy.name"]][int(r["strategy.communication_window"])].append(float(r["final_test_accuracy"]))
-            rates[r["strategy.name"]] = r["training.optimizer.learning_rate"]
+            key = (r["strategy.name"], float(r["training.optimizer.learning_rate"]))
+            series[key][int(r["strategy.communication_window"])].append(float(r["final_test_accuracy"]))
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for name, colour in (("adag", "tab:orange"), ("downpour", "tab:purple")):
-        if name in series:
-            xs = sorted(series[name])
-            line(ax, xs, series[name], color=colour, label=f"{name}, η = {float(rates[name]):g} (tuned)")
+    colours = {"adag": ["tab:orange"], "downpour": ["tab:purple", "tab:pink"]}
+    for (name, rate), by_tau in sorted(series.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        xs = sorted(by_tau)
+        colour = colours.get(name, ["tab:gray"]).pop(0) if colours.get(name) else "tab:gray"
+        line(ax, xs, by_tau, color=colour, label=f"{name}, η = {rate:g}")
     ax.set_xscale("log")
     ax.set_xticks([1, 2, 5, 10, 20, 50], ["1", "2", "5", "10", "20", "50"])
     finish(fig, ax, out / "window_tolerance" / "final_test_accuracy_vs_window.png", "communication window τ (N = 8)")

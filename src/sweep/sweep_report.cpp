@@ -23,7 +23,13 @@ std::string cell(const json& v, int precision = 4) {
     if (v.is_string()) return v.get<std::string>();
     if (v.is_number_float()) {
         char buffer[64];
-        std::snprintf(buffer, sizeof buffer, "%.*f", precision, v.get<double>());
+        const double x = v.get<double>();
+        // Fixed decimals read best in columns, but would print a learning rate of 3e-05 as
+        // 0.0000: values too small for them keep their significant digits.
+        if (x != 0 && std::fabs(x) < std::pow(10.0, -precision + 1))
+            std::snprintf(buffer, sizeof buffer, "%.*g", precision, x);
+        else
+            std::snprintf(buffer, sizeof buffer, "%.*f", precision, x);
         return buffer;
     }
     return v.dump();
