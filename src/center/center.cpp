@@ -9,6 +9,7 @@
 #include "util/all_finite.hpp"
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
+#include "codec/wire_vector.hpp"
 
 namespace tether {
 
@@ -171,27 +172,39 @@ void Center::welcome(Worker& w) {
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = w.last_exchange = Clock::now();
+    const std::size_t n = state_.x.size(), frame = options_.shard_elements;
+    if (lossy(options_.payload_codec.kind)) {
+        w.from_worker = std::make_unique<WireReceiver>(options_.payload_codec, options_.wire_kinds.payload, n, frame);
+        w.from_worker->reset(state_.x.data());  // the worker's x_i is the x~ it is welcomed with
+    }
+    if (lossy(options_.reply_codec.kind)) {
+        w.to_worker = std::make_unique<WireSender>(options_.reply_codec, options_.wire_kinds.reply, n, frame);
+        w.to_worker->reset(state_.x.data());
+    }
     Payload center = Payload::allocate(state_.x.size() * sizeof(float));
     std::memcpy(center.data(), state_.x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
 }
 
 void Center::release_pending(Worker& w) {
-    // A single-shard exchange is the received frame: let it go now. A reassembly buffer is
-    // kept for the worker's next exchange.
-    if (options_.shard_elements >= state_.x.size()) w.pending = Payload();
+    // A single-shard float32 exchange is the received frame: let it go now. A reassembly (or
+    // decoding) buffer is kept for the worker's next exchange.
+    if (!w.from_worker && options_.shard_elements >= state_.x.size()) w.pending = Payload();
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
     const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    const std::uint32_t shard_count = std::uint32_t((n + shard - 1) / shard);
-    const std::size_t first = std::size_t(h.shard_id) * shard;
-    const std::size_t expected = h.shard_id < shard_count ? std::min(shard, n - first) : 0;
+    const std::uint32_t shard_count = std::uint32_t(frame_count(n, shard));
+    const FrameRange range = h.shard_id < shard_count ? frame_range(n, shard, h.shard_id) : FrameRange{};
+    const std::size_t first = range.first, expected = range.count;
     auto fail = [&](const std::string& reason, const std::string& detail) {
         w.shards_received = 0;  // the partial exchange is dropped whole
         reject(w.peer, w.id, reason, detail);
     };
-    if (h.dtype != Dtype::float32) return fail("wrong dtype", "exchange payloads are float32");
+    const Dtype dtype = dtype_of(options_.payload_codec.kind);
+    if (h.dtype != dtype)
+        return fail("wrong dtype", std::string("exchange payloads of this run are ") + to_string(dtype) +
+                                       " (cluster.codec), got " + to_string(h.dtype));
     if (w.in_round) return fail("exchange in flight", "wait for the reply to the previous exchange");
     if (h.shard_count != shard_count)
         return fail("wrong shard count", "expected " + std::to_string(shard_count) + ", got " + std::to_string(h.shard_count));
@@ -200,19 +213,34 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     if (h.element_count != expected)
         return fail("wrong count", "shard " + std::to_string(h.shard_id) + " holds " + std::to_string(expected) +
                                        " elements, message says " + std::to_string(h.element_count));
-    if (frames.payload.size() != expected * sizeof(float))
-        return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
-                                      std::to_string(expected) + " float32 elements");
-    if (!host::all_finite(frames.payload.floats(), expected))
-        return fail("non-finite payload", "the exchange holds NaN or Inf");
-    if (shard_count == 1) {
-        w.pending = frames.payload;  // adopted: no copy
-    } else {
-        // Reassembly needs one buffer of the whole vector; reuse the last one once ZeroMQ has
-        // sent its reply shards.
+    if (w.from_worker) {
+        if ((h.flags & kFlagChangeFromCopy) != w.from_worker->flags())
+            return fail("wrong encoding", w.from_worker->flags() ? "this run's exchanges are changes from the center's copy (flag bit 1)"
+                                                                 : "this run's exchanges are values, not changes (flag bit 1)");
+        // Decoded into the worker's buffer, reused once no float32 reply written over it is
+        // still queued in ZeroMQ.
         if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
             w.pending = Payload::allocate(n * sizeof(float));
-        std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
+        try {
+            w.from_worker->decode(h.shard_id, frames.payload.data(), frames.payload.size(), w.pending.floats());
+        } catch (const CodecError& e) {
+            return fail("bad encoding", e.what());
+        }
+    } else {
+        if (frames.payload.size() != expected * sizeof(float))
+            return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
+                                          std::to_string(expected) + " float32 elements");
+        if (!host::all_finite(frames.payload.floats(), expected))
+            return fail("non-finite payload", "the exchange holds NaN or Inf");
+        if (shard_count == 1) {
+            w.pending = frames.payload;  // adopted: no copy
+        } else {
+            // Reassembly needs one buffer of the whole vector; reuse the last one once ZeroMQ has
+            // sent its reply shards.
+            if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
+                w.pending = Payload::allocate(n * sizeof(float));
+            std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
+        }
     }
     if (h.shard_id == 0) {
         w.sequence = h.sequence;
@@ -224,6 +252,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         w.shards_received = 0;
         w.last_exchange = Clock::now();
         count_samples(w, samples);
+        if (w.from_worker) w.from_worker->commit(w.pending.floats());
         complete_exchange(w);
     }
 }
@@ -290,24 +319,27 @@ void Center::maybe_close_round(bool deadline_passed) {
 void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
     if (w.state == Worker::State::lost) return;
     const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    const std::uint32_t count = std::uint32_t((n + shard - 1) / shard);
+    // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
+    WireSender* encoder = type == MessageType::reply ? w.to_worker.get() : nullptr;
+    const std::vector<Payload> encoded = encoder ? encoder->encode(data.floats()) : std::vector<Payload>{};
     Header h;
     h.type = type;
-    h.dtype = Dtype::float32;
+    h.dtype = encoder ? encoder->dtype() : Dtype::float32;
     h.worker_id = w.id;
     h.sequence = sequence;
     h.center_version = state_.version;
     h.fingerprint = options_.fingerprint;
-    h.shard_count = count;
+    h.shard_count = std::uint32_t(frame_count(n, shard));
     try {
-        for (std::uint32_t s = 0; s < count; ++s) {
-            const std::size_t first = std::size_t(s) * shard, elements = std::min(shard, n - first);
+        for (std::uint32_t s = 0; s < h.shard_count; ++s) {
+            const FrameRange r = frame_range(n, shard, s);
             h.shard_id = s;
-            h.element_count = elements;
-            h.flags = s + 1 == count ? kFlagLastShard : 0;
+            h.element_count = r.count;
+            h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
             const auto header = encode(h);
-            endpoint_->send(w.peer, header, data.slice(first * sizeof(float), elements * sizeof(float)));
-            stats_.bytes_sent += header.size() + elements * sizeof(float);
+            const Payload frame = encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float));
+            endpoint_->send(w.peer, header, frame);
+            stats_.bytes_sent += header.size() + frame.size();
         }
     } catch (const DeliveryError& e) {
         lose(w, e.what());

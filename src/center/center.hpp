@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <tether/strategy.hpp>
+#include "codec/codec.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
@@ -42,6 +43,12 @@ struct CenterOptions {
     // the first setting that differs; unset: a generic message.
     std::function<std::string(const std::string& worker_settings)> explain_mismatch;
     int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
+    // The codecs of exchanges (worker -> center) and replies (center -> worker), and what the
+    // strategy's vectors are. A lossy codec costs up to two vectors per worker here (the
+    // receiver's copy of a state, the residual of an update; codec/wire_vector.hpp), freed
+    // when the worker leaves. Welcomes are always float32: both ends start from the same x~.
+    CodecOptions payload_codec, reply_codec;
+    WireKinds wire_kinds;
 };
 
 struct CenterStats {

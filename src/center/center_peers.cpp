@@ -71,6 +71,8 @@ void Center::answer_heartbeat(Worker& w) {
 void Center::forget(Worker& w) {
     by_peer_.erase(w.peer);
     w.pending = Payload();
+    w.from_worker.reset();
+    w.to_worker.reset();
 }
 
 void Center::check_liveness() {

@@ -35,7 +35,7 @@ class Float32Codec final : public Codec {
 public:
     CodecKind kind() const override { return CodecKind::float32; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return 4 * n; }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         std::memcpy(out, x, 4 * n);
         return 4 * n;
     }
@@ -54,7 +54,7 @@ class HalfWidthCodec final : public Codec {
 public:
     CodecKind kind() const override { return Kind; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return 2 * n; }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint16_t h = Encode(x[i]);
             out[2 * i] = std::uint8_t(h);
@@ -77,7 +77,7 @@ public:
     static constexpr std::size_t kBlock = 256;
     CodecKind kind() const override { return CodecKind::int8; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return blocks(n) * 4 + n; }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         std::int8_t* q = reinterpret_cast<std::int8_t*>(out + blocks(n) * 4);
         for (std::size_t b = 0; b < blocks(n); ++b) {
             const std::size_t first = b * kBlock, last = std::min(n, first + kBlock);
@@ -105,28 +105,25 @@ private:
 };
 
 // Layout: uint32 element count n (top-k alone could not tell a shorter vector from a longer
-// one), uint32 count k, then k uint32 indices, then k float32 values.
+// one), uint32 count k, then k uint32 indices (ascending), then k float32 values.
 class TopKCodec final : public Codec {
 public:
     explicit TopKCodec(double ratio) : ratio_(ratio) {}
     CodecKind kind() const override { return CodecKind::topk; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return 8 + 8 * kept(n); }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
-        if (residual_.size() != n) residual_.assign(n, 0.f);
-        for (std::size_t i = 0; i < n; ++i) residual_[i] += x[i];  // v = x + residual
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         const std::size_t k = kept(n);
-        order_.resize(n);
-        std::iota(order_.begin(), order_.end(), 0u);
-        std::nth_element(order_.begin(), order_.begin() + std::ptrdiff_t(k), order_.end(),
-                         [&](std::uint32_t a, std::uint32_t b) { return std::fabs(residual_[a]) > std::fabs(residual_[b]); });
-        std::sort(order_.begin(), order_.begin() + std::ptrdiff_t(k));  // ascending indices: cache-friendly decode
+        std::vector<std::uint32_t> order(n);
+        std::iota(order.begin(), order.end(), 0u);
+        std::nth_element(order.begin(), order.begin() + std::ptrdiff_t(k), order.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+        std::sort(order.begin(), order.begin() + std::ptrdiff_t(k));  // ascending indices: cache-friendly decode
         const std::uint32_t header[2] = {std::uint32_t(n), std::uint32_t(k)};
         std::memcpy(out, header, 8);
         for (std::size_t j = 0; j < k; ++j) {
-            const std::uint32_t i = order_[j];
+            const std::uint32_t i = order[j];
             std::memcpy(out + 8 + 4 * j, &i, 4);
-            std::memcpy(out + 8 + 4 * k + 4 * j, &residual_[i], 4);
-            residual_[i] = 0.f;  // sent: what remains is the error fed back next time
+            std::memcpy(out + 8 + 4 * k + 4 * j, &x[i], 4);
         }
         return 8 + 8 * k;
     }
@@ -154,8 +151,6 @@ private:
         return n == 0 ? 0 : std::max<std::size_t>(1, std::min(n, std::size_t(std::ceil(ratio_ * double(n)))));
     }
     double ratio_;
-    std::vector<float> residual_;
-    std::vector<std::uint32_t> order_;
 };
 
 }  // namespace

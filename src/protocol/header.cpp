@@ -15,6 +15,19 @@ const char* to_string(MessageType type) {
     return "unknown";
 }
 
+const char* to_string(Dtype dtype) {
+    switch (dtype) {
+        case Dtype::none: return "none";
+        case Dtype::float32: return "float32";
+        case Dtype::utf8: return "utf8";
+        case Dtype::fp16: return "fp16";
+        case Dtype::bf16: return "bf16";
+        case Dtype::int8: return "int8";
+        case Dtype::topk: return "topk";
+    }
+    return "unknown";
+}
+
 namespace {
 
 class Writer {
@@ -93,7 +106,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     h.type = MessageType(type);
     const auto dtype = r.get<std::uint8_t>();
-    if (dtype > std::uint8_t(Dtype::utf8)) {
+    if (dtype > kLastDtype) {
         reason = "unknown dtype";
         return std::nullopt;
     }

@@ -15,6 +15,7 @@
 #include "backend/float_mode.hpp"
 #include "center/center.hpp"
 #include "center/checkpoint.hpp"
+#include "codec/wire_vector.hpp"
 #include "protocol/header.hpp"
 #include "run/agreed_settings.hpp"
 #include "run/progress.hpp"
@@ -153,7 +154,8 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     State& s = *state_;
     const ClusterConfig& k = config.cluster;
     TransportOptions transport_options;
-    transport_options.max_message_bytes = kHeaderBytes + std::size_t(k.shard_elements) * sizeof(float) + 4096;
+    transport_options.max_message_bytes =
+        kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.shard_elements)) + 4096;
     // The center never waits on a peer: a reply that cannot be queued at once is dropped and
     // counted (rejections, heartbeat answers) or costs that worker its place (data replies).
     transport_options.send_timeout_ms = 0;
@@ -170,6 +172,9 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     options.expected_workers = int(k.workers);
     options.fingerprint = s.identity.fingerprint;
     options.shard_elements = std::size_t(k.shard_elements);
+    options.payload_codec = k.payload_codec();
+    options.reply_codec = k.reply_codec_options();
+    options.wire_kinds = config.strategy.rule->wire_kinds();
     options.quorum = k.quorum;
     options.round_timeout_ms = int(k.round_timeout_ms);
     options.worker_timeout_ms = int(k.worker_timeout_ms);

@@ -21,6 +21,9 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     WorkerOptions options;
     options.fingerprint = model.fingerprint;
     options.shard_elements = std::size_t(k.shard_elements);
+    options.payload_codec = k.payload_codec();
+    options.reply_codec = k.reply_codec_options();
+    options.wire_kinds = config.strategy.rule->wire_kinds();
     options.join_timeout_ms = int(k.join_timeout_ms);
     options.reply_timeout_ms = int(k.reply_timeout_ms);
     options.heartbeat_ms = int(k.heartbeat_ms);

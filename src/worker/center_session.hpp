@@ -20,10 +20,16 @@
 #include <string>
 #include <vector>
 
+#include <tether/strategy.hpp>
+
+#include "codec/codec.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
 namespace tether {
+
+class WireSender;
+class WireReceiver;
 
 struct SessionOptions {
     std::uint64_t fingerprint = 0;
@@ -35,6 +41,10 @@ struct SessionOptions {
     int center_timeout_ms = 10000;
     std::string agreed_settings;  // sent in the hello, so the center can name a setting that differs
     std::string center_address;   // for messages only
+    // The codecs of exchanges (worker -> center) and replies, and what the strategy's vectors
+    // are (codec/wire_vector.hpp); the center uses the same, as the fingerprint makes sure.
+    CodecOptions payload_codec, reply_codec;
+    WireKinds wire_kinds;
 };
 
 // What the center told a worker on joining.
@@ -99,12 +109,17 @@ private:
     // Receives a full vector (all shards) of `type` into `out`: the received frame itself when
     // it came as one shard, else reassembled; returns the last header.
     Header receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence);
+    // Sends `payload` as the exchange's frames, through the payload codec when it is lossy.
+    void send_exchange(Header h, const Payload& payload);
 
     std::mutex mutex_;  // every use of channel_ and of the fields below it
     std::unique_ptr<Channel> channel_;
     SessionOptions options_;
     std::size_t num_parameters_;
     std::deque<Frames> stash_;  // what heartbeat_if_idle read that was not a heartbeat answer
+    // Lossy codecs only (else null); reset by every welcome.
+    std::unique_ptr<WireSender> payload_sender_;
+    std::unique_ptr<WireReceiver> reply_receiver_;
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;
