@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "util/all_finite.hpp"
@@ -12,30 +13,6 @@
 #include "codec/wire_vector.hpp"
 
 namespace tether {
-
-std::uint64_t CenterStats::rejected_total() const {
-    std::uint64_t total = 0;
-    for (const auto& [reason, count] : rejected) total += count;
-    return total;
-}
-
-nlohmann::json CenterStats::to_json() const {
-    return {{"updates_applied", updates_applied},
-            {"exchanges", exchanges},
-            {"rounds", rounds},
-            {"late_reports", late_reports},
-            {"rejected_messages", rejected_total()},
-            {"rejected_by_reason", rejected},
-            {"workers_joined", workers_joined},
-            {"workers_finished", workers_finished},
-            {"workers_lost", workers_lost},
-            {"live_workers", live_workers()},
-            {"bytes_received", bytes_received},
-            {"bytes_sent", bytes_sent},
-            {"replies_dropped", replies_dropped},
-            {"mean_staleness", staleness_count ? staleness_sum / double(staleness_count) : 0.0},
-            {"max_staleness", staleness_max}};
-}
 
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
@@ -51,49 +28,34 @@ Center::Worker* Center::find(const std::string& peer) {
     return it == by_peer_.end() ? nullptr : it->second;
 }
 
-void Center::resume(const Checkpoint& c) {
-    state_.x = c.x;
-    state_.version = c.version;
-    stats_.updates_applied = c.updates_applied;
-    stats_.exchanges = c.exchanges;
-    stats_.rounds = c.rounds;
-    stats_.total_samples = c.total_samples;
-    next_snapshot_samples_ = options_.samples_per_snapshot
-                                 ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
-                                 : 0;
-    resumed_ = true;
-}
-
-Checkpoint Center::checkpoint() const {
-    Checkpoint c;
-    c.fingerprint = options_.fingerprint;
-    c.version = state_.version;
-    c.updates_applied = stats_.updates_applied;
-    c.exchanges = stats_.exchanges;
-    c.rounds = stats_.rounds;
-    c.total_samples = stats_.total_samples;
-    c.x = state_.x;
-    return c;
-}
-
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
     next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
     std::string peer;
     Frames frames;
+    std::optional<Clock::time_point> done_at;  // the last worker left
     while (!stop_requested_) {
         const bool received = endpoint_->receive(peer, frames, 50);
         std::lock_guard<std::mutex> lock(state_mutex_);
         if (received) handle(peer, frames);
         if (!started_ && Clock::now() > join_deadline)
-            throw std::runtime_error("center at " + address() + ": only " + std::to_string(stats_.workers_joined) +
+            throw std::runtime_error(options_.name + " at " + address() + ": only " + std::to_string(stats_.workers_joined) +
                                      " of " + std::to_string(options_.expected_workers) + " workers joined within " +
                                      std::to_string(options_.join_timeout_ms) +
                                      " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
         check_liveness();
         prune_departed();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
-        if (started_ && stats_.live_workers() == 0) break;
+        if (started_ && stats_.live_workers() == 0) {
+            answer_final_snapshots();
+            if (!options_.await_final_snapshot || final_answered_) break;
+            if (!done_at) done_at = Clock::now();
+            if (Clock::now() > *done_at + std::chrono::milliseconds(options_.join_timeout_ms)) {
+                std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
+                             "worker leaving; is server 0 running?\n", options_.name.c_str(), options_.join_timeout_ms);
+                break;
+            }
+        }
         if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
             on_checkpoint(checkpoint());
             next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
@@ -101,17 +63,7 @@ void Center::serve() {
     }
     std::lock_guard<std::mutex> lock(state_mutex_);
     if (on_checkpoint) on_checkpoint(checkpoint());
-    maybe_snapshot(/*final=*/true);
-}
-
-CenterState Center::snapshot_now() const {
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    return state_;
-}
-
-CenterStats Center::stats_now() const {
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    return stats_;
+    maybe_snapshot(/*final=*/options_.final_snapshot);
 }
 
 void Center::handle(const std::string& peer, Frames& frames) {
@@ -134,6 +86,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         return reject(peer, header->worker_id, "wrong fingerprint", detail);
     }
     if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
+    if (header->type == MessageType::snapshot) return answer_snapshot(peer, *header);  // from anyone: no join
     if (header->type == MessageType::heartbeat && w && w->state == Worker::State::joining) {
         w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
         return answer_heartbeat(*w);
@@ -316,73 +269,37 @@ void Center::maybe_close_round(bool deadline_passed) {
     maybe_snapshot(false);
 }
 
-void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
-    if (w.state == Worker::State::lost) return;
+void Center::send_frames(const std::string& peer, Header h, const Payload& data, WireSender* encoder) {
     const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
-    WireSender* encoder = type == MessageType::reply ? w.to_worker.get() : nullptr;
     const std::vector<Payload> encoded = encoder ? encoder->encode(data.floats()) : std::vector<Payload>{};
-    Header h;
-    h.type = type;
     h.dtype = encoder ? encoder->dtype() : Dtype::float32;
-    h.worker_id = w.id;
-    h.sequence = sequence;
     h.center_version = state_.version;
     h.fingerprint = options_.fingerprint;
     h.shard_count = std::uint32_t(frame_count(n, shard));
+    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
+        const FrameRange r = frame_range(n, shard, s);
+        h.shard_id = s;
+        h.element_count = r.count;
+        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
+        const auto header = encode(h);
+        const Payload frame = encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float));
+        endpoint_->send(peer, header, frame);
+        stats_.bytes_sent += header.size() + frame.size();
+    }
+}
+
+void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
+    if (w.state == Worker::State::lost) return;
+    Header h;
+    h.type = type;
+    h.worker_id = w.id;
+    h.sequence = sequence;
     try {
-        for (std::uint32_t s = 0; s < h.shard_count; ++s) {
-            const FrameRange r = frame_range(n, shard, s);
-            h.shard_id = s;
-            h.element_count = r.count;
-            h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
-            const auto header = encode(h);
-            const Payload frame = encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float));
-            endpoint_->send(w.peer, header, frame);
-            stats_.bytes_sent += header.size() + frame.size();
-        }
+        // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
+        send_frames(w.peer, h, data, type == MessageType::reply ? w.to_worker.get() : nullptr);
     } catch (const DeliveryError& e) {
         lose(w, e.what());
     }
-}
-
-void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
-                    const std::string& detail) {
-    ++stats_.rejected[reason];
-    // Any rejection drops the sender's partly received exchange whole, whichever check failed.
-    if (Worker* w = find(peer)) w->shards_received = 0;
-    const std::string text = reason + ": " + detail;
-    if (rejections_logged_++ < 50)
-        std::fprintf(stderr, "center: rejected a message from worker %u: %s (x~ unchanged)\n", worker_id, text.c_str());
-    Header h;
-    h.type = MessageType::error;
-    h.dtype = Dtype::utf8;
-    h.worker_id = worker_id;
-    h.center_version = state_.version;
-    h.fingerprint = options_.fingerprint;
-    h.element_count = text.size();
-    try {
-        const auto header = encode(h);
-        endpoint_->send(peer, header, text.data(), text.size());
-        stats_.bytes_sent += header.size() + text.size();
-    } catch (const DeliveryError&) {
-        // Gone, or not reading (the center's sends never wait): counted, never retried.
-        ++stats_.replies_dropped;
-    }
-}
-
-void Center::maybe_snapshot(bool final) {
-    const std::uint64_t total = stats_.total_samples;
-    live_samples_.store(total, std::memory_order_relaxed);
-    live_version_.store(state_.version, std::memory_order_relaxed);
-    if (!on_snapshot) return;
-    const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
-    // The last periodic snapshot often is the final state already; evaluate it once.
-    const bool unchanged = total == last_snapshot_.first && state_.version == last_snapshot_.second;
-    if (!due && !(final && !unchanged)) return;
-    last_snapshot_ = {total, state_.version};
-    if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
-    on_snapshot(Snapshot{state_.x, state_.version, stats_});
 }
 
 }  // namespace tether

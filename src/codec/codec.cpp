@@ -86,8 +86,13 @@ public:
             const float scale = peak / 127.f;
             std::memcpy(out + 4 * b, &scale, 4);
             const float inverse = scale > 0.f ? 1.f / scale : 0.f;
-            for (std::size_t i = first; i < last; ++i)
-                q[i] = std::int8_t(std::clamp(std::lround(x[i] * inverse), -127l, 127l));
+            // Round half away from zero, as lround, but inline: |x| * inverse <= 127 (a hair
+            // more by rounding), so the clamp only guards that hair; the loop vectorizes.
+            for (std::size_t i = first; i < last; ++i) {
+                const float scaled = x[i] * inverse;
+                const float rounded = std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f));
+                q[i] = std::int8_t(std::clamp(rounded, -127.f, 127.f));
+            }
         }
         return max_encoded_bytes(n);
     }

@@ -90,6 +90,7 @@ struct ClusterConfig {
     std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
     bool elastic = false;                  // workers beyond cluster.workers may join mid-run
     std::int64_t max_peers = 256;          // identities the center keeps state for at once
+    std::int64_t servers = 1;              // centers that split x~ into key ranges (protocol/key_ranges.hpp)
     // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
     // ("same": as codec); topk keeps this share of the elements.
     std::string codec = "float32";

@@ -11,6 +11,7 @@ const char* to_string(MessageType type) {
         case MessageType::heartbeat: return "heartbeat";
         case MessageType::bye: return "bye";
         case MessageType::error: return "error";
+        case MessageType::snapshot: return "snapshot";
     }
     return "unknown";
 }
@@ -100,7 +101,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::error)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::snapshot)) {
         reason = "unknown type";
         return std::nullopt;
     }

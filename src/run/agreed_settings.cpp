@@ -75,6 +75,7 @@ nlohmann::json agreed_settings(const RunConfig& config, const std::vector<std::s
     strategy["communication_window"] = config.strategy.rule->communication_window();
     const ClusterConfig& k = config.cluster;
     nlohmann::json cluster = {{"workers", k.workers},
+                              {"servers", k.servers},
                               {"shard_elements", k.shard_elements},
                               {"codec", to_string(k.payload_codec().kind)},
                               {"reply_codec", to_string(k.reply_codec_options().kind)}};
@@ -84,6 +85,11 @@ nlohmann::json agreed_settings(const RunConfig& config, const std::vector<std::s
             {"cluster", cluster},
             {"model", {{"layer_sizes", layer_sizes}, {"parameters", num_parameters}}},
             {"data", data_identity(config.data, config.training.seed)}};
+}
+
+nlohmann::json server_settings(nlohmann::json agreed, std::size_t server) {
+    agreed["cluster"]["server"] = server;
+    return agreed;
 }
 
 std::uint64_t settings_fingerprint(const nlohmann::json& settings) {

@@ -97,6 +97,7 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
                     last_note = now;
                 }
                 heartbeat_locked();
+                if (while_waiting) while_waiting();
                 continue;
             }
             throw std::runtime_error(std::string("no ") + to_string(type) + " from the center at " +
@@ -169,23 +170,28 @@ Welcome CenterSession::join_locked() {
     welcome.worker_id = h.worker_id;
     welcome.version = h.center_version;
     worker_id_ = h.worker_id;
+    pull_version_ = h.center_version;
     // Both ends of each compressed direction start again from this x~.
     if (payload_sender_) payload_sender_->reset(welcome.center.data());
     if (reply_receiver_) reply_receiver_->reset(welcome.center.data());
     return welcome;
 }
 
-ExchangeOutcome CenterSession::exchange(const Payload& payload, const Progress& at) {
+void CenterSession::send_exchange(const Payload& payload, const Progress& at) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++sequence_;
     Header h = base_header(MessageType::exchange);
     h.local_step = at.steps;  // the snapshot's, which an overlapped exchange's training thread has left behind
     h.samples = at.samples;
-    h.center_version = at.pull_version;
-    send_exchange(h, payload);
-    ExchangeOutcome outcome;
+    send_frames(h, payload);
+}
+
+ServerReply CenterSession::receive_reply() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ServerReply outcome;
     try {
         outcome.version = receive_vector(MessageType::reply, outcome.reply, options_.reply_timeout_ms, sequence_).center_version;
+        pull_version_ = outcome.version;
     } catch (const CenterForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the center at %s does not know this worker any more (restarted?); joining again\n",
                      unsigned(worker_id_), options_.center_address.c_str());
@@ -197,7 +203,7 @@ ExchangeOutcome CenterSession::exchange(const Payload& payload, const Progress& 
     return outcome;
 }
 
-void CenterSession::send_exchange(Header h, const Payload& payload) {
+void CenterSession::send_frames(Header h, const Payload& payload) {
     const std::size_t n = num_parameters_, shard = options_.shard_elements;
     const std::vector<Payload> encoded = payload_sender_ ? payload_sender_->encode(payload.floats()) : std::vector<Payload>{};
     h.dtype = payload_sender_ ? payload_sender_->dtype() : Dtype::float32;

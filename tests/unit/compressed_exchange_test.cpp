@@ -57,7 +57,7 @@ struct Link {
     Vec exchange(const Vec& payload, std::uint64_t step) {
         Payload message = Payload::allocate(payload.size() * sizeof(float));
         std::copy(payload.begin(), payload.end(), message.floats());
-        const ExchangeOutcome outcome = session->exchange(message, {step, step, 0});
+        const ServerReply outcome = session->exchange(message, {step, step});
         REQUIRE_FALSE(outcome.rejoined);
         return Vec(outcome.reply.floats(), outcome.reply.floats() + payload.size());
     }

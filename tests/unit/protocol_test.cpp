@@ -135,7 +135,7 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
         auto bytes = good;
         bytes[kTypeAt] = 0;
         CHECK(decode_reason(bytes) == "unknown type");
-        bytes[kTypeAt] = std::uint8_t(MessageType::error) + 1;
+        bytes[kTypeAt] = std::uint8_t(MessageType::snapshot) + 1;
         CHECK(decode_reason(bytes) == "unknown type");
         bytes[kTypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown type");
