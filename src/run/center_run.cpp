@@ -207,9 +207,10 @@ nlohmann::json CenterRun::serve() {
     std::printf("tether %s: %s, strategy %s, %lld workers, %s at %s -> %s\n", s.config.name.c_str(),
                 s.identity.description.c_str(), s.config.strategy.rule->describe().dump().c_str(),
                 static_cast<long long>(s.config.cluster.workers),
-                s.servers == 1 ? "center" : ("servers " + std::to_string(s.plan.first) + "-" +
-                                             std::to_string(s.plan.first + s.plan.bind.size() - 1) + " of " +
-                                             std::to_string(s.servers)).c_str(),
+                s.servers == 1 ? "center"
+                : s.plan.bind.size() == 1
+                    ? ("server " + std::to_string(s.plan.first) + " of " + std::to_string(s.servers)).c_str()
+                    : (std::to_string(s.servers) + " servers").c_str(),
                 address().c_str(), s.recorder.directory().c_str());
     std::fflush(stdout);
     // This is the lead server's thread in every mode (backend/float_mode.hpp).

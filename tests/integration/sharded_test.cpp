@@ -172,3 +172,49 @@ TEST_CASE("tether server --shard K/S: two server processes, server 0 evaluates x
     CHECK_FALSE(other.contains("final_test_accuracy"));  // server 0 evaluates
     CHECK(contains(second.out(), "server 1 of 2 done"));
 }
+
+TEST_CASE("a local run with 2 servers writes one checkpoint per server, and --resume goes on from both") {
+    TempDir dir;
+    json document = sharded_config("downpour", 2, 2);
+    document["cluster"]["mode"] = "local";  // worker processes, each server on its own port of 127.0.0.1
+    const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
+    Process first({"run", config, "--out", run}, dir.file("1.out"), dir.file("1.err"));
+    REQUIRE(first.wait(90000) == std::optional<int>(0));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["worker_exit_status"] == json::array({0, 0}));
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+    std::vector<std::uint64_t> saved;
+    for (int k = 0; k < 2; ++k) saved.push_back(tether::read_checkpoint(run + "/checkpoint-server-" + std::to_string(k) + ".bin").version);
+    CHECK(saved[0] == summary["center_version"].get<std::uint64_t>());
+    CHECK(saved[1] == summary["server_versions"][1].get<std::uint64_t>());
+    Process again({"run", "--resume", run}, dir.file("2.out"), dir.file("2.err"));
+    CHECK(again.wait(90000) == std::optional<int>(0));
+    CAPTURE(again.err());
+    for (int k = 0; k < 2; ++k) {
+        const std::string path = run + "/checkpoint-server-" + std::to_string(k) + ".bin";
+        CHECK(contains(again.out(), "server " + std::to_string(k) + "/2: resumed from " + path + " at center version " +
+                                        std::to_string(saved[std::size_t(k)]) + " "));
+        CHECK(tether::read_checkpoint(path).version > saved[std::size_t(k)]);
+    }
+}
+
+TEST_CASE("server and worker command lines that do not fit cluster.servers are refused, saying what would") {
+    TempDir dir;
+    const std::string config = write_config(dir, "c.json", sharded_config("adag", 1, 2));
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"server", "--config", config, "--shard", "2/2", "--bind", "tcp://127.0.0.1:*"}, "expected K/S with 0 <= K < S"},
+        {{"server", "--config", config, "--shard", "1/3", "--bind", "tcp://127.0.0.1:*"}, "cluster.servers is 2"},
+        {{"server", "--config", config, "--shard", "0/2", "--bind", "tcp://127.0.0.1:*"}, "--other-servers A1"},
+        {{"server", "--config", config, "--bind", "tcp://127.0.0.1:*"}, "give one address per server"},
+        {{"worker", "--config", config, "--connect", "tcp://127.0.0.1:9"}, "1 address(es), but cluster.servers is 2"},
+    };
+    int i = 0;
+    for (const auto& [arguments, expected] : cases) {
+        CAPTURE(expected);
+        Process p(arguments, dir.file(std::to_string(i) + ".out"), dir.file(std::to_string(i) + ".err"));
+        ++i;
+        CHECK(p.wait(30000) == std::optional<int>(2));
+        CHECK(contains(p.err(), expected));
+    }
+}
