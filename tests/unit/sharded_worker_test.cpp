@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <vector>
@@ -26,19 +27,25 @@ std::vector<float> floats_of(const Frames& frames) {
     return v;
 }
 
+// One link per fake center, server 0 first; server 1's fingerprint is `second_fingerprint`.
+std::vector<tether::ServerLink> links_to(FakeCenter& zero, FakeCenter& one, std::uint64_t second_fingerprint,
+                                         const std::string& first_address, const std::string& second_address) {
+    std::vector<tether::ServerLink> links;
+    links.push_back({zero.transport->connect(zero.endpoint->address(), "w", {}), kFingerprint, "{}", first_address});
+    links.push_back({one.transport->connect(one.endpoint->address(), "w", {}), second_fingerprint, "{}", second_address});
+    return links;
+}
+
 }  // namespace
 
 TEST_CASE("two servers: ids agree, slices go out in parallel, versions are per server, a forgotten range rejoins alone") {
     FakeCenter zero, one;  // 5 parameters: server 0 owns [0, 3), server 1 [3, 5)
     auto backend = tether::make_backend({"cpu", 1, 0});  // outlives the node: the rule's buffers live in it
-    std::vector<tether::ServerLink> links;
-    links.push_back({zero.transport->connect(zero.endpoint->address(), "w", {}), kFingerprint, "{}", "zero"});
-    links.push_back({one.transport->connect(one.endpoint->address(), "w", {}), kFingerprint + 1, "{}", "one"});
     tether::WorkerOptions options;
     options.join_timeout_ms = options.reply_timeout_ms = 5000;
     options.heartbeat_ms = 0;
     options.communication_window = 1;
-    tether::WorkerNode node(std::move(links), options, 5);
+    tether::WorkerNode node(links_to(zero, one, kFingerprint + 1, "zero", "one"), options, 5);
 
     auto joined = std::async(std::launch::async, [&] { return node.join(); });
     auto hello = zero.receive();
@@ -97,12 +104,9 @@ TEST_CASE("two servers: ids agree, slices go out in parallel, versions are per s
 
 TEST_CASE("a server that welcomes the worker under another id than server 0 gave stops it, naming both") {
     FakeCenter zero, one;
-    std::vector<tether::ServerLink> links;
-    links.push_back({zero.transport->connect(zero.endpoint->address(), "w", {}), kFingerprint, "{}", "tcp://a:1"});
-    links.push_back({one.transport->connect(one.endpoint->address(), "w", {}), kFingerprint, "{}", "tcp://a:2"});
     tether::WorkerOptions options;
     options.join_timeout_ms = options.reply_timeout_ms = 5000;
-    tether::WorkerNode node(std::move(links), options, 4);
+    tether::WorkerNode node(links_to(zero, one, kFingerprint, "tcp://a:1", "tcp://a:2"), options, 4);
     auto joined = std::async(std::launch::async, [&] { node.join(); });
     auto hello = zero.receive();
     zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 2);
@@ -115,4 +119,37 @@ TEST_CASE("a server that welcomes the worker under another id than server 0 gave
         CHECK(std::string(e.what()).find("server 1 at tcp://a:2 welcomed this worker as id 3, but server 0 gave it id 2") !=
               std::string::npos);
     }
+}
+
+TEST_CASE("while one server is slow to reply, the others hear the worker's heartbeats") {
+    FakeCenter zero, one;
+    tether::SessionOptions options;
+    options.join_timeout_ms = options.reply_timeout_ms = 5000;
+    options.heartbeat_ms = 50;
+    options.center_timeout_ms = 5000;
+    tether::ShardedSession session(links_to(zero, one, kFingerprint, "zero", "one"), options, 4);
+    auto joined = std::async(std::launch::async, [&] { return session.join(); });
+    auto hello = zero.receive();
+    zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 0);
+    hello = one.receive();
+    one.send(hello.peer, MessageType::welcome, 0, {3, 4}, 0, kFingerprint, 0);
+    joined.get();
+    tether::Payload payload = tether::Payload::allocate(4 * sizeof(float));
+    auto exchanged = std::async(std::launch::async, [&] { return session.exchange(payload, {1, 1}); });
+    const auto to_zero = zero.receive(), to_one = one.receive();
+    one.send(to_one.peer, MessageType::reply, 1, {0, 0}, to_one.header.sequence);  // server 1 answers at once
+    // Server 0 takes 600 ms; meanwhile server 1, already done, keeps hearing from the worker
+    // (it would count a silent worker lost), and server 0 too.
+    int heartbeats_to_one = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
+    while (std::chrono::steady_clock::now() < until) {
+        std::string peer;
+        Frames frames;
+        if (one.endpoint->receive(peer, frames, 50)) ++heartbeats_to_one;
+    }
+    CHECK(heartbeats_to_one >= 3);
+    zero.send(to_zero.peer, MessageType::reply, 1, {0, 0}, to_zero.header.sequence);
+    const tether::ExchangeOutcome outcome = exchanged.get();
+    CHECK(outcome.rejoined.empty());
+    CHECK(outcome.version == 1);
 }
