@@ -59,7 +59,10 @@ std::vector<Payload> WireSender::encode(const float* x) {
     std::vector<std::size_t> offsets{0};
     for (std::size_t f = 0; f < frames; ++f)
         offsets.push_back(offsets.back() + codec_->max_encoded_bytes(frame_range(n_, frame_elements_, f).count));
-    const Payload buffer = Payload::allocate(offsets.back());
+    // The last exchange's buffer once ZeroMQ has let go of it: a fresh one of this size each
+    // time would cost page faults on every exchange.
+    if (!(buffer_.unique() && buffer_.size() >= offsets.back())) buffer_ = Payload::allocate(offsets.back());
+    const Payload& buffer = buffer_;
     std::vector<Payload> out;
     for (std::size_t f = 0; f < frames; ++f) {
         const FrameRange r = frame_range(n_, frame_elements_, f);

@@ -59,6 +59,7 @@ private:
     std::size_t n_, frame_elements_;
     std::vector<float> kept_;     // update: the residual; state: the receiver's copy c
     std::vector<float> scratch_, arrived_;  // one frame: what is encoded, what it decodes to
+    Payload buffer_;                        // the frames' bytes, reused once nobody holds them
 };
 
 class WireReceiver {

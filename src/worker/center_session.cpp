@@ -136,7 +136,11 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
             throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " shard from the center (" +
                                      to_string(h->dtype) + ", expected " + to_string(dtype) + ")");
         if (decoder) {
-            if (next_shard == 0) out = Payload::allocate(n * sizeof(float));
+            if (next_shard == 0) {
+                // Reused once the worker has let go of the last reply.
+                if (!(decoded_.unique() && decoded_.size() == n * sizeof(float))) decoded_ = Payload::allocate(n * sizeof(float));
+                out = decoded_;
+            }
             try {
                 decoder->decode(h->shard_id, frames.payload.data(), frames.payload.size(), out.floats());
             } catch (const CodecError& e) {
