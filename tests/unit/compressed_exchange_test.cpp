@@ -5,11 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <future>
 #include <random>
 #include <thread>
 
 #include "center/center.hpp"
 #include "config/config.hpp"
+#include "fake_center.hpp"
 #include "random_vectors.hpp"
 #include "worker/center_session.hpp"
 
@@ -128,4 +130,42 @@ TEST_CASE("aeasgd, bf16 out and int8 back: the worker's sum of e follows what th
     // bf16: 2 bytes an element; int8: 1 + 4 per 256.
     CHECK(link.center->stats().bytes_received == 150 * (72 + 2 * n) + 72 + 72);
     CHECK(link.center->stats().bytes_sent == (72 + 4 * n) + 150 * (72 + n + 4 * 4));
+}
+
+TEST_CASE("a worker refuses a compressed reply that does not decode, or comes in another dtype, naming it") {
+    for (const std::string fault : {"truncated", "float32", "no flag"}) {
+        CAPTURE(fault);
+        tether::testing::FakeCenter center;  // answers by hand
+        SessionOptions s;
+        s.fingerprint = tether::testing::kFingerprint;
+        s.reply_codec = {CodecKind::bf16};
+        s.wire_kinds = {WireVector::update, WireVector::state};
+        s.join_timeout_ms = s.reply_timeout_ms = 5000;
+        s.center_address = "the-center";
+        CenterSession session(center.transport->connect(center.endpoint->address(), "w", {}), s, 3);
+        auto joined = std::async(std::launch::async, [&] { session.join(); });
+        const auto hello = center.receive();
+        center.send(hello.peer, MessageType::welcome, 0, {1, 2, 3});
+        joined.get();
+        Payload payload = Payload::allocate(12);
+        auto exchanged = std::async(std::launch::async, [&] { session.exchange(payload, {1, 1}); });
+        const auto exchange = center.receive();
+        Header h;
+        h.type = MessageType::reply;
+        h.dtype = fault == "float32" ? Dtype::float32 : Dtype::bf16;
+        h.flags = tether::kFlagLastShard | (fault == "no flag" ? 0 : tether::kFlagChangeFromCopy);
+        h.sequence = exchange.header.sequence;
+        h.element_count = 3;
+        h.fingerprint = tether::testing::kFingerprint;
+        const std::vector<std::uint8_t> bytes(fault == "truncated" ? 5 : 6, 0);
+        center.endpoint->send(exchange.peer, encode(h), bytes.data(), bytes.size());
+        try {
+            exchanged.get();
+            FAIL("a bad reply was taken");
+        } catch (const std::runtime_error& e) {
+            const std::string what = e.what();
+            CHECK(what.find(fault == "truncated" ? "malformed reply from the center: bf16: 5 bytes"
+                                                 : "inconsistent reply shard from the center") != std::string::npos);
+        }
+    }
 }
