@@ -14,6 +14,8 @@ public:
     int communication_window() const override { return window_; }
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
+    // The worker sends its accumulated update; the center answers x~.
+    WireKinds wire_kinds() const override { return {WireVector::update, WireVector::state}; }
 
 private:
     Kind kind_;

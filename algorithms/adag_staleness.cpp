@@ -50,6 +50,7 @@ public:
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
         return center_rule<StalenessScaledCenter>(float(gamma_));
     }
+    WireKinds wire_kinds() const override { return {WireVector::update, WireVector::state}; }
 
 private:
     int window_;

@@ -61,6 +61,8 @@ public:
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
         return center_rule<DilocoCenter>(outer_);
     }
+    // As averaging: x_i out, x~ back.
+    WireKinds wire_kinds() const override { return {WireVector::state, WireVector::state}; }
 
 private:
     int window_;

@@ -13,6 +13,8 @@ public:
     int communication_window() const override { return window_; }
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override;
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const override;
+    // The worker sends x_i; the center answers x~ (the new one, or easgd's x~_old).
+    WireKinds wire_kinds() const override { return {WireVector::state, WireVector::state}; }
 
 private:
     Kind kind_;

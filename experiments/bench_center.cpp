@@ -5,12 +5,15 @@
 //           the server adds it into a center vector and sends the message back, the client copies
 //           the reply into its parameters;
 //   tether  the embedding API (CenterService + WorkerClient::step()) with downpour and aeasgd:
-//           every validation (header, size, dtype, finiteness) and the strategy's rule included.
+//           every validation (header, size, dtype, finiteness) and the strategy's rule included,
+//           on S servers (ServiceOptions.servers: x~ split into S key ranges, each server on
+//           its own thread and socket, every client exchanging with all of them in parallel).
 // Prints GB/s (both directions) and tether / raw for each cell; --json prints one object.
 // Each cell runs raw, downpour and aeasgd in turn, --repeats times, and reports medians: on a
-// shared machine a load that comes and goes then hits all three alike.
-//   tether-bench-center [--clients 1,2,4,8] [--transports inproc,ipc,tcp] [--seconds 1]
-//                       [--repeats 3] [--elements 235146] [--json]
+// shared machine a load that comes and goes then hits all three alike. The raw echo has one
+// server whatever S: it is the bound of one ZeroMQ server thread.
+//   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp]
+//                       [--seconds 1] [--repeats 3] [--elements 235146] [--json]
 #include <tether/tether.hpp>
 #include <unistd.h>
 #include <zmq.hpp>
@@ -33,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Settings {
     std::vector<int> clients{1, 2, 4, 8};
+    std::vector<int> servers{1};
     std::vector<std::string> transports{"inproc", "ipc", "tcp"};
     double seconds = 1.0;
     int repeats = 3;
@@ -124,11 +128,15 @@ double run_raw(const std::string& transport, int clients, const Settings& s, int
 }
 
 // The same load through tether's embedding API: a CenterService and K WorkerClients.
-double run_tether(const std::string& strategy, const std::string& transport, int clients, const Settings& s, int run) {
+double run_tether(const std::string& strategy, const std::string& transport, int clients, int servers, const Settings& s,
+                  int run) {
     tether::ServiceOptions options;
     options.strategy = R"({"name": ")" + strategy + R"(", "communication_window": 1})";
     options.workers = clients;
-    options.address = transport == "inproc" ? "" : address_for(transport, run);
+    options.servers = servers;
+    if (transport != "inproc")
+        for (int k = 0; k < servers; ++k)
+            options.address += (k ? "," : "") + address_for(transport, run * 16 + k);
     auto service = tether::CenterService::start(std::vector<float>(s.elements, 0.f), options);
     Race race;
     const double rate = race.run(clients, s.seconds, s.elements, [&](Race& r) {
@@ -166,38 +174,43 @@ int main(int argc, char** argv) {
         const bool has_value = i + 1 < argc;
         if (flag == "--json") s.json = true;
         else if (flag == "--clients" && has_value) s.clients = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
+        else if (flag == "--servers" && has_value) s.servers = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
         else if (flag == "--transports" && has_value) s.transports = parse_list<std::string>(argv[++i], [](const std::string& v) { return v; });
         else if (flag == "--seconds" && has_value) s.seconds = std::atof(argv[++i]);
         else if (flag == "--repeats" && has_value) s.repeats = std::max(1, std::atoi(argv[++i]));
         else if (flag == "--elements" && has_value) s.elements = std::size_t(std::atoll(argv[++i]));
         else {
             std::fprintf(stderr, "tether-bench-center: unknown flag or missing value: %s\n"
-                                 "usage: tether-bench-center [--clients 1,2,4,8] [--transports inproc,ipc,tcp] "
+                                 "usage: tether-bench-center [--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp] "
                                  "[--seconds 1] [--repeats 3] [--elements 235146] [--json]\n", flag.c_str());
             return 2;
         }
     }
     nlohmann::json cells = nlohmann::json::array();
     if (!s.json)
-        std::printf("%-7s %7s %10s %14s %7s %12s %7s\n", "", "clients", "raw GB/s", "downpour GB/s", "ratio",
+        std::printf("%-7s %7s %7s %10s %14s %7s %12s %7s\n", "", "clients", "servers", "raw GB/s", "downpour GB/s", "ratio",
                     "aeasgd GB/s", "ratio");
     int run = 0;
     for (const auto& transport : s.transports)
         for (int clients : s.clients) {
-            std::vector<double> raws, downpours, aeasgds;
-            for (int r = 0; r < s.repeats; ++r) {
-                raws.push_back(run_raw(transport, clients, s, run++));
-                downpours.push_back(run_tether("downpour", transport, clients, s, run++));
-                aeasgds.push_back(run_tether("aeasgd", transport, clients, s, run++));
+            // The raw bound once per (transport, clients); each S measured beside its own runs of it.
+            std::vector<double> raws;
+            for (int servers : s.servers) {
+                std::vector<double> downpours, aeasgds;
+                for (int r = 0; r < s.repeats; ++r) {
+                    raws.push_back(run_raw(transport, clients, s, run++));
+                    downpours.push_back(run_tether("downpour", transport, clients, servers, s, run++));
+                    aeasgds.push_back(run_tether("aeasgd", transport, clients, servers, s, run++));
+                }
+                const double raw = median(raws), downpour = median(downpours), aeasgd = median(aeasgds);
+                cells.push_back({{"transport", transport}, {"clients", clients}, {"servers", servers}, {"raw_gbps", raw},
+                                 {"downpour_gbps", downpour}, {"aeasgd_gbps", aeasgd},
+                                 {"downpour_ratio", downpour / raw}, {"aeasgd_ratio", aeasgd / raw}});
+                if (!s.json)
+                    std::printf("%-7s %7d %7d %10.2f %14.2f %7.2f %12.2f %7.2f\n", transport.c_str(), clients, servers, raw,
+                                downpour, downpour / raw, aeasgd, aeasgd / raw);
+                std::fflush(stdout);
             }
-            const double raw = median(raws), downpour = median(downpours), aeasgd = median(aeasgds);
-            cells.push_back({{"transport", transport}, {"clients", clients}, {"raw_gbps", raw},
-                             {"downpour_gbps", downpour}, {"aeasgd_gbps", aeasgd},
-                             {"downpour_ratio", downpour / raw}, {"aeasgd_ratio", aeasgd / raw}});
-            if (!s.json)
-                std::printf("%-7s %7d %10.2f %14.2f %7.2f %12.2f %7.2f\n", transport.c_str(), clients, raw, downpour,
-                            downpour / raw, aeasgd, aeasgd / raw);
-            std::fflush(stdout);
         }
     if (s.json)
         std::printf("%s\n", nlohmann::json{{"elements", s.elements}, {"seconds_per_run", s.seconds}, {"repeats", s.repeats}, {"cells", cells}}

@@ -152,6 +152,21 @@ std::unique_ptr<CenterRule> center_rule(Args&&... args) {
     return std::make_unique<CenterRule>(std::make_unique<Rule>(std::forward<Args>(args)...));
 }
 
+// What a vector that crosses the wire means to its receiver, which a lossy codec (fp16, bf16,
+// int8, topk: cluster.codec) must know to lose nothing over time:
+//   state   the receiver takes it as a value (x_i, x~). Both ends keep the last value the
+//           receiver reconstructed, and the codec sends the change from it.
+//   update  the receiver adds it to something (an accumulated update, an elastic difference).
+//           The sender keeps what compression left out and adds it to the next one (error
+//           feedback).
+// Top-k of a state would zero most of it, and a change sent as if it were a state would be
+// added again and again: a strategy that does not say (unknown) runs with float32 only.
+enum class WireVector { unknown, state, update };
+struct WireKinds {
+    WireVector payload = WireVector::unknown;  // worker -> center (make_payload)
+    WireVector reply = WireVector::unknown;    // center -> worker (apply_reply)
+};
+
 // A strategy: immutable, built once from its options; it makes one WorkerRule per worker and
 // one CenterRule for the center.
 class Strategy {
@@ -161,6 +176,8 @@ public:
     virtual int communication_window() const = 0;
     virtual std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const = 0;
     virtual std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const = 0;
+    // What the payload and the reply are (above). Declare it to allow compressed exchanges.
+    virtual WireKinds wire_kinds() const { return {}; }
 };
 
 // The strategy's own JSON block, read strictly: each getter names its key, its default and what

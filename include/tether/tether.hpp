@@ -69,6 +69,16 @@ struct ServiceOptions {
     // then waits only when the previous exchange has not come back yet. docs/embedding.md
     // gives the rule and the measured effect.
     bool overlap_exchange = false;
+    // Servers that split x~ into contiguous key ranges, each with its own thread and address
+    // (docs/architecture.md, "Sharded center"): address() then lists them, server 0 first,
+    // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
+    // per server the same way.
+    int servers = 1;
+    // What crosses the wire, as cluster.codec / cluster.reply_codec / cluster.topk_ratio in a
+    // config file (docs/config.md): "float32", "fp16", "bf16", "int8" or "topk"; "same".
+    std::string codec = "float32";
+    std::string reply_codec = "same";
+    double topk_ratio = 0.01;
 };
 
 // Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may

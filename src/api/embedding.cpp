@@ -7,13 +7,13 @@
 #include <mutex>
 #include <thread>
 
+#include "api/service_settings.hpp"
 #include "backend/backend.hpp"
-#include "center/center.hpp"
-#include "config/json_reader.hpp"
-#include "protocol/header.hpp"
+#include "backend/float_mode.hpp"
+#include "center/server_group.hpp"
+#include "codec/wire_vector.hpp"
 #include "run/agreed_settings.hpp"
-#include "strategy/configured_strategy.hpp"
-#include "strategy/registry.hpp"
+#include "run/center_run.hpp"
 #include "transport/peer_identity.hpp"
 #include "util/errors.hpp"
 #include "worker/parameter_layout.hpp"
@@ -21,51 +21,6 @@
 
 namespace tether {
 namespace {
-
-std::string distributed_names() {
-    std::string names;
-    for (const auto& name : strategy_names())
-        if (name != "sequential") names += (names.empty() ? "" : ", ") + name;
-    return names;
-}
-
-// The strategy of ServiceOptions.strategy, built by the registry the config parser uses: the
-// same names (a registered strategy too), keys, defaults and errors, named
-// "ServiceOptions.strategy.KEY". Rules that tie a strategy to a training section (eamsgd wants
-// Nesterov) are the embedding user's own: their optimizer is theirs.
-std::shared_ptr<const ConfiguredStrategy> build_strategy(const ServiceOptions& o, std::size_t count) {
-    const std::string where = "ServiceOptions.strategy";
-    nlohmann::json block;
-    try {
-        block = nlohmann::json::parse(o.strategy);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw ConfigError(where + ": not valid JSON: " + std::string(e.what()));
-    }
-    if (!block.is_object())
-        throw ConfigError(where + ": expected a JSON object such as {\"name\": \"aeasgd\"}, got " + block.dump());
-    if (!block.contains("name"))
-        throw ConfigError(where + ": no \"name\"; name a strategy, e.g. {\"name\": \"aeasgd\"}");
-    if (o.workers < 1)
-        throw ConfigError("ServiceOptions.workers: " + std::to_string(o.workers) + "; at least 1 worker is needed");
-    if (o.worker_timeout_ms < 200)
-        throw ConfigError("ServiceOptions.worker_timeout_ms: " + std::to_string(o.worker_timeout_ms) +
-                          " ms is too short for the workers' heartbeats; use at least 200");
-    nlohmann::json resolved;
-    JsonReader reader(&block, where, resolved);
-    auto strategy = make_strategy(reader, StrategyContext{o.workers, count});
-    reader.finish();
-    if (!strategy->uses_center())
-        throw ConfigError(where + ".name: \"" + strategy->name() +
-                          "\" has no center; name a distributed strategy (one of " + distributed_names() + ")");
-    return strategy;
-}
-
-// What a center and its workers must agree on: the strategy with its resolved options, the
-// worker count and the parameter count. Both sides hash it into the fingerprint; the hello
-// carries it, so a worker that differs is refused naming the setting and both values.
-nlohmann::json api_agreed_settings(const ServiceOptions& o, std::size_t count, const ConfiguredStrategy& s) {
-    return {{"strategy", s.describe()}, {"workers", o.workers}, {"parameters", count}};
-}
 
 std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& parameters) {
     std::vector<ParameterSegment> segments;
@@ -80,21 +35,29 @@ public:
         : transport_(std::move(transport)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
-        strategy_ = build_strategy(o, count);
+        const ServiceSettings settings = service_settings(o, count);
+        strategy_ = settings.strategy;
+        const std::vector<std::string> addresses = split_addresses(address, "WorkerClient::connect address");
+        if (addresses.size() != settings.servers.size())
+            throw ConfigError("WorkerClient::connect: " + std::to_string(addresses.size()) + " address(es) in \"" + address +
+                              "\", but ServiceOptions.servers is " + std::to_string(settings.servers.size()));
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
-        const nlohmann::json agreed = api_agreed_settings(o, count, *strategy_);
         WorkerOptions options;
-        options.fingerprint = settings_fingerprint(agreed);
-        options.agreed_settings = agreed.dump();
         options.join_timeout_ms = o.join_timeout_ms;
         options.reply_timeout_ms = o.reply_timeout_ms;
         options.communication_window = strategy_->communication_window();
         options.heartbeat_ms = std::min(1000, o.worker_timeout_ms / 4);  // well inside the center's timeout
         options.center_timeout_ms = o.worker_timeout_ms;
-        options.center_address = address;
         options.overlap = o.overlap_exchange;
-        node_ = std::make_unique<WorkerNode>(
-            transport_->connect(address, unique_peer_identity("api-worker"), TransportOptions{}), options, count);
+        options.payload_codec = settings.payload_codec;
+        options.reply_codec = settings.reply_codec;
+        options.wire_kinds = strategy_->wire_kinds();
+        const std::string identity = unique_peer_identity("api-worker");
+        std::vector<ServerLink> links;
+        for (std::size_t k = 0; k < addresses.size(); ++k)
+            links.push_back({transport_->connect(addresses[k], identity, TransportOptions{}), settings.servers[k].fingerprint,
+                             settings.servers[k].agreed.dump(), addresses[k]});
+        node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
         node_->start(*backend_, std::move(parameters), strategy_->make_worker_rule({o.workers, count}), welcome);
@@ -115,33 +78,63 @@ private:
     unsigned id_ = 0;
 };
 
+// The servers' bind addresses: ServiceOptions.address (one per server, separated by ','), or
+// a private inproc:// address each.
+std::vector<std::string> bind_addresses(const ServiceOptions& o) {
+    static std::atomic<unsigned> counter{0};
+    std::vector<std::string> out;
+    if (!o.address.empty()) {
+        out = split_addresses(o.address, "ServiceOptions.address");
+        if (out.size() != std::size_t(std::max(o.servers, 1)))
+            throw ConfigError("ServiceOptions.address: " + std::to_string(out.size()) + " address(es) for " +
+                              std::to_string(o.servers) + " servers (ServiceOptions.servers); give one per server");
+        return out;
+    }
+    for (int k = 0; k < std::max(o.servers, 1); ++k) out.push_back("inproc://tether-api-" + std::to_string(counter++));
+    return out;
+}
+
 class Service final : public CenterService {
 public:
     Service(std::vector<float> initial, const ServiceOptions& o)
-        : options_(o), strategy_(build_strategy(o, initial.size())), transport_(make_zmq_transport()),
+        : options_(o), settings_(service_settings(o, initial.size())), transport_(make_zmq_transport()),
           count_(initial.size()) {
-        static std::atomic<unsigned> counter{0};
-        const std::string address = o.address.empty() ? "inproc://tether-api-" + std::to_string(counter++) : o.address;
-        const nlohmann::json agreed = api_agreed_settings(o, count_, *strategy_);
+        const std::vector<std::string> addresses = bind_addresses(o);
         CenterOptions c;
         c.expected_workers = o.workers;
-        c.fingerprint = settings_fingerprint(agreed);
-        c.explain_mismatch = mismatch_explainer(agreed);
         c.quorum = o.quorum;
         c.round_timeout_ms = o.round_timeout_ms;
         c.worker_timeout_ms = o.worker_timeout_ms;
         c.join_timeout_ms = o.join_timeout_ms;
-        // The center never blocks on a send to a peer that stopped reading (as in center_run):
-        // it holds the state lock that snapshot() and stats_json() wait for.
+        c.payload_codec = settings_.payload_codec;
+        c.reply_codec = settings_.reply_codec;
+        c.wire_kinds = settings_.strategy->wire_kinds();
+        c.max_message_bytes = std::max(c.max_message_bytes, max_payload_bytes(c.payload_codec, c.shard_elements) + 8192);
+        // The centers never block on a send to a peer that stopped reading (as in center_run):
+        // they hold the state lock that snapshot() and stats_json() wait for.
         TransportOptions bind_options;
         bind_options.send_timeout_ms = 0;
-        center_ = std::make_unique<Center>(transport_->bind(address, bind_options),
-                                           strategy_->make_center_rule({o.workers, count_}),
-                                           std::move(initial), c);
+        std::vector<GroupMember> members;
+        for (std::size_t k = 0; k < settings_.servers.size(); ++k) {
+            const ServerIdentity& server = settings_.servers[k];
+            CenterOptions mine = c;
+            mine.fingerprint = server.fingerprint;
+            mine.explain_mismatch = mismatch_explainer(server.agreed);
+            mine.ids_from_hello = k > 0;
+            if (settings_.servers.size() > 1) mine.name = "server " + std::to_string(k) + "/" + std::to_string(o.servers);
+            std::vector<float> range(initial.begin() + std::ptrdiff_t(server.range.first),
+                                     initial.begin() + std::ptrdiff_t(server.range.first + server.range.count));
+            members.push_back({std::make_unique<Center>(transport_->bind(addresses[k], bind_options),
+                                                        settings_.strategy->make_center_rule({o.workers, server.range.count}),
+                                                        std::move(range), mine),
+                               k, server.range});
+        }
+        group_ = std::make_unique<ServerGroup>(std::move(members));
         thread_ = std::thread([this] {
-            set_flush_denormals(options_.flush_denormals);  // the center's own thread, not the caller's
+            set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
             try {
-                center_->serve();
+                const bool flush = options_.flush_denormals;
+                group_->serve([flush] { set_flush_denormals(flush); });
             } catch (...) {
                 failure_ = std::current_exception();
             }
@@ -150,35 +143,42 @@ public:
     ~Service() override {
         std::lock_guard<std::mutex> lock(wait_mutex_);
         if (thread_.joinable()) {
-            center_->stop();
+            group_->stop();
             thread_.join();
         }
     }
-    std::string address() const override { return center_->address(); }
+    std::string address() const override {
+        std::string joined;
+        for (const auto& a : group_->addresses()) joined += (joined.empty() ? "" : ",") + a;
+        return joined;
+    }
     std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory) override {
         return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory);
     }
     CenterSnapshot snapshot() const override {
-        CenterState state = center_->snapshot_now();
-        return {std::move(state.x), state.version};
+        // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
+        CenterSnapshot s;
+        s.x.resize(count_);
+        s.version = group_->copy_ranges(s.x.data()).front();
+        return s;
     }
     std::vector<float> wait() override {
         std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
-        return center_->snapshot_now().x;
+        return snapshot().x;
     }
-    std::string stats_json() const override { return center_->stats_now().to_json().dump(); }
+    std::string stats_json() const override { return group_->stats_now().to_json().dump(); }
 
 private:
     ServiceOptions options_;
-    std::shared_ptr<const ConfiguredStrategy> strategy_;
+    ServiceSettings settings_;
     std::shared_ptr<Transport> transport_;
     std::size_t count_;
-    std::unique_ptr<Center> center_;
+    std::unique_ptr<ServerGroup> group_;
     std::mutex wait_mutex_;
     std::thread thread_;
-    std::exception_ptr failure_;  // written by the center's thread before it ends; read after join
+    std::exception_ptr failure_;  // written by the servers' thread before it ends; read after join
 };
 
 }  // namespace

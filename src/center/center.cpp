@@ -4,37 +4,15 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "util/all_finite.hpp"
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
+#include "codec/wire_vector.hpp"
 
 namespace tether {
-
-std::uint64_t CenterStats::rejected_total() const {
-    std::uint64_t total = 0;
-    for (const auto& [reason, count] : rejected) total += count;
-    return total;
-}
-
-nlohmann::json CenterStats::to_json() const {
-    return {{"updates_applied", updates_applied},
-            {"exchanges", exchanges},
-            {"rounds", rounds},
-            {"late_reports", late_reports},
-            {"rejected_messages", rejected_total()},
-            {"rejected_by_reason", rejected},
-            {"workers_joined", workers_joined},
-            {"workers_finished", workers_finished},
-            {"workers_lost", workers_lost},
-            {"live_workers", live_workers()},
-            {"bytes_received", bytes_received},
-            {"bytes_sent", bytes_sent},
-            {"replies_dropped", replies_dropped},
-            {"mean_staleness", staleness_count ? staleness_sum / double(staleness_count) : 0.0},
-            {"max_staleness", staleness_max}};
-}
 
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
@@ -50,49 +28,34 @@ Center::Worker* Center::find(const std::string& peer) {
     return it == by_peer_.end() ? nullptr : it->second;
 }
 
-void Center::resume(const Checkpoint& c) {
-    state_.x = c.x;
-    state_.version = c.version;
-    stats_.updates_applied = c.updates_applied;
-    stats_.exchanges = c.exchanges;
-    stats_.rounds = c.rounds;
-    stats_.total_samples = c.total_samples;
-    next_snapshot_samples_ = options_.samples_per_snapshot
-                                 ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
-                                 : 0;
-    resumed_ = true;
-}
-
-Checkpoint Center::checkpoint() const {
-    Checkpoint c;
-    c.fingerprint = options_.fingerprint;
-    c.version = state_.version;
-    c.updates_applied = stats_.updates_applied;
-    c.exchanges = stats_.exchanges;
-    c.rounds = stats_.rounds;
-    c.total_samples = stats_.total_samples;
-    c.x = state_.x;
-    return c;
-}
-
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
     next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
     std::string peer;
     Frames frames;
+    std::optional<Clock::time_point> done_at;  // the last worker left
     while (!stop_requested_) {
         const bool received = endpoint_->receive(peer, frames, 50);
         std::lock_guard<std::mutex> lock(state_mutex_);
         if (received) handle(peer, frames);
         if (!started_ && Clock::now() > join_deadline)
-            throw std::runtime_error("center at " + address() + ": only " + std::to_string(stats_.workers_joined) +
+            throw std::runtime_error(options_.name + " at " + address() + ": only " + std::to_string(stats_.workers_joined) +
                                      " of " + std::to_string(options_.expected_workers) + " workers joined within " +
                                      std::to_string(options_.join_timeout_ms) +
                                      " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
         check_liveness();
         prune_departed();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
-        if (started_ && stats_.live_workers() == 0) break;
+        if (started_ && stats_.live_workers() == 0) {
+            answer_final_snapshots();
+            if (!options_.await_final_snapshot || final_answered_) break;
+            if (!done_at) done_at = Clock::now();
+            if (Clock::now() > *done_at + std::chrono::milliseconds(options_.join_timeout_ms)) {
+                std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
+                             "worker leaving; is server 0 running?\n", options_.name.c_str(), options_.join_timeout_ms);
+                break;
+            }
+        }
         if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
             on_checkpoint(checkpoint());
             next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
@@ -100,17 +63,7 @@ void Center::serve() {
     }
     std::lock_guard<std::mutex> lock(state_mutex_);
     if (on_checkpoint) on_checkpoint(checkpoint());
-    maybe_snapshot(/*final=*/true);
-}
-
-CenterState Center::snapshot_now() const {
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    return state_;
-}
-
-CenterStats Center::stats_now() const {
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    return stats_;
+    maybe_snapshot(/*final=*/options_.final_snapshot);
 }
 
 void Center::handle(const std::string& peer, Frames& frames) {
@@ -133,6 +86,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         return reject(peer, header->worker_id, "wrong fingerprint", detail);
     }
     if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
+    if (header->type == MessageType::snapshot) return answer_snapshot(peer, *header);  // from anyone: no join
     if (header->type == MessageType::heartbeat && w && w->state == Worker::State::joining) {
         w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
         return answer_heartbeat(*w);
@@ -171,27 +125,39 @@ void Center::welcome(Worker& w) {
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = w.last_exchange = Clock::now();
+    const std::size_t n = state_.x.size(), frame = options_.shard_elements;
+    if (lossy(options_.payload_codec.kind)) {
+        w.from_worker = std::make_unique<WireReceiver>(options_.payload_codec, options_.wire_kinds.payload, n, frame);
+        w.from_worker->reset(state_.x.data());  // the worker's x_i is the x~ it is welcomed with
+    }
+    if (lossy(options_.reply_codec.kind)) {
+        w.to_worker = std::make_unique<WireSender>(options_.reply_codec, options_.wire_kinds.reply, n, frame);
+        w.to_worker->reset(state_.x.data());
+    }
     Payload center = Payload::allocate(state_.x.size() * sizeof(float));
     std::memcpy(center.data(), state_.x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
 }
 
 void Center::release_pending(Worker& w) {
-    // A single-shard exchange is the received frame: let it go now. A reassembly buffer is
-    // kept for the worker's next exchange.
-    if (options_.shard_elements >= state_.x.size()) w.pending = Payload();
+    // A single-shard float32 exchange is the received frame: let it go now. A reassembly (or
+    // decoding) buffer is kept for the worker's next exchange.
+    if (!w.from_worker && options_.shard_elements >= state_.x.size()) w.pending = Payload();
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
     const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    const std::uint32_t shard_count = std::uint32_t((n + shard - 1) / shard);
-    const std::size_t first = std::size_t(h.shard_id) * shard;
-    const std::size_t expected = h.shard_id < shard_count ? std::min(shard, n - first) : 0;
+    const std::uint32_t shard_count = std::uint32_t(frame_count(n, shard));
+    const FrameRange range = h.shard_id < shard_count ? frame_range(n, shard, h.shard_id) : FrameRange{};
+    const std::size_t first = range.first, expected = range.count;
     auto fail = [&](const std::string& reason, const std::string& detail) {
         w.shards_received = 0;  // the partial exchange is dropped whole
         reject(w.peer, w.id, reason, detail);
     };
-    if (h.dtype != Dtype::float32) return fail("wrong dtype", "exchange payloads are float32");
+    const Dtype dtype = dtype_of(options_.payload_codec.kind);
+    if (h.dtype != dtype)
+        return fail("wrong dtype", std::string("exchange payloads of this run are ") + to_string(dtype) +
+                                       " (cluster.codec), got " + to_string(h.dtype));
     if (w.in_round) return fail("exchange in flight", "wait for the reply to the previous exchange");
     if (h.shard_count != shard_count)
         return fail("wrong shard count", "expected " + std::to_string(shard_count) + ", got " + std::to_string(h.shard_count));
@@ -200,19 +166,34 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     if (h.element_count != expected)
         return fail("wrong count", "shard " + std::to_string(h.shard_id) + " holds " + std::to_string(expected) +
                                        " elements, message says " + std::to_string(h.element_count));
-    if (frames.payload.size() != expected * sizeof(float))
-        return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
-                                      std::to_string(expected) + " float32 elements");
-    if (!host::all_finite(frames.payload.floats(), expected))
-        return fail("non-finite payload", "the exchange holds NaN or Inf");
-    if (shard_count == 1) {
-        w.pending = frames.payload;  // adopted: no copy
-    } else {
-        // Reassembly needs one buffer of the whole vector; reuse the last one once ZeroMQ has
-        // sent its reply shards.
+    if (w.from_worker) {
+        if ((h.flags & kFlagChangeFromCopy) != w.from_worker->flags())
+            return fail("wrong encoding", w.from_worker->flags() ? "this run's exchanges are changes from the center's copy (flag bit 1)"
+                                                                 : "this run's exchanges are values, not changes (flag bit 1)");
+        // Decoded into the worker's buffer, reused once no float32 reply written over it is
+        // still queued in ZeroMQ.
         if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
             w.pending = Payload::allocate(n * sizeof(float));
-        std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
+        try {
+            w.from_worker->decode(h.shard_id, frames.payload.data(), frames.payload.size(), w.pending.floats());
+        } catch (const CodecError& e) {
+            return fail("bad encoding", e.what());
+        }
+    } else {
+        if (frames.payload.size() != expected * sizeof(float))
+            return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
+                                          std::to_string(expected) + " float32 elements");
+        if (!host::all_finite(frames.payload.floats(), expected))
+            return fail("non-finite payload", "the exchange holds NaN or Inf");
+        if (shard_count == 1) {
+            w.pending = frames.payload;  // adopted: no copy
+        } else {
+            // Reassembly needs one buffer of the whole vector; reuse the last one once ZeroMQ has
+            // sent its reply shards.
+            if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
+                w.pending = Payload::allocate(n * sizeof(float));
+            std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
+        }
     }
     if (h.shard_id == 0) {
         w.sequence = h.sequence;
@@ -224,6 +205,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         w.shards_received = 0;
         w.last_exchange = Clock::now();
         count_samples(w, samples);
+        if (w.from_worker) w.from_worker->commit(w.pending.floats());
         complete_exchange(w);
     }
 }
@@ -287,70 +269,37 @@ void Center::maybe_close_round(bool deadline_passed) {
     maybe_snapshot(false);
 }
 
-void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
-    if (w.state == Worker::State::lost) return;
+void Center::send_frames(const std::string& peer, Header h, const Payload& data, WireSender* encoder) {
     const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    const std::uint32_t count = std::uint32_t((n + shard - 1) / shard);
-    Header h;
-    h.type = type;
-    h.dtype = Dtype::float32;
-    h.worker_id = w.id;
-    h.sequence = sequence;
+    const std::vector<Payload> encoded = encoder ? encoder->encode(data.floats()) : std::vector<Payload>{};
+    h.dtype = encoder ? encoder->dtype() : Dtype::float32;
     h.center_version = state_.version;
     h.fingerprint = options_.fingerprint;
-    h.shard_count = count;
+    h.shard_count = std::uint32_t(frame_count(n, shard));
+    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
+        const FrameRange r = frame_range(n, shard, s);
+        h.shard_id = s;
+        h.element_count = r.count;
+        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
+        const auto header = encode(h);
+        const Payload frame = encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float));
+        endpoint_->send(peer, header, frame);
+        stats_.bytes_sent += header.size() + frame.size();
+    }
+}
+
+void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
+    if (w.state == Worker::State::lost) return;
+    Header h;
+    h.type = type;
+    h.worker_id = w.id;
+    h.sequence = sequence;
     try {
-        for (std::uint32_t s = 0; s < count; ++s) {
-            const std::size_t first = std::size_t(s) * shard, elements = std::min(shard, n - first);
-            h.shard_id = s;
-            h.element_count = elements;
-            h.flags = s + 1 == count ? kFlagLastShard : 0;
-            const auto header = encode(h);
-            endpoint_->send(w.peer, header, data.slice(first * sizeof(float), elements * sizeof(float)));
-            stats_.bytes_sent += header.size() + elements * sizeof(float);
-        }
+        // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
+        send_frames(w.peer, h, data, type == MessageType::reply ? w.to_worker.get() : nullptr);
     } catch (const DeliveryError& e) {
         lose(w, e.what());
     }
-}
-
-void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
-                    const std::string& detail) {
-    ++stats_.rejected[reason];
-    // Any rejection drops the sender's partly received exchange whole, whichever check failed.
-    if (Worker* w = find(peer)) w->shards_received = 0;
-    const std::string text = reason + ": " + detail;
-    if (rejections_logged_++ < 50)
-        std::fprintf(stderr, "center: rejected a message from worker %u: %s (x~ unchanged)\n", worker_id, text.c_str());
-    Header h;
-    h.type = MessageType::error;
-    h.dtype = Dtype::utf8;
-    h.worker_id = worker_id;
-    h.center_version = state_.version;
-    h.fingerprint = options_.fingerprint;
-    h.element_count = text.size();
-    try {
-        const auto header = encode(h);
-        endpoint_->send(peer, header, text.data(), text.size());
-        stats_.bytes_sent += header.size() + text.size();
-    } catch (const DeliveryError&) {
-        // Gone, or not reading (the center's sends never wait): counted, never retried.
-        ++stats_.replies_dropped;
-    }
-}
-
-void Center::maybe_snapshot(bool final) {
-    const std::uint64_t total = stats_.total_samples;
-    live_samples_.store(total, std::memory_order_relaxed);
-    live_version_.store(state_.version, std::memory_order_relaxed);
-    if (!on_snapshot) return;
-    const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
-    // The last periodic snapshot often is the final state already; evaluate it once.
-    const bool unchanged = total == last_snapshot_.first && state_.version == last_snapshot_.second;
-    if (!due && !(final && !unchanged)) return;
-    last_snapshot_ = {total, state_.version};
-    if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
-    on_snapshot(Snapshot{state_.x, state_.version, stats_});
 }
 
 }  // namespace tether

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <tether/strategy.hpp>
+#include "codec/codec.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
@@ -42,6 +43,23 @@ struct CenterOptions {
     // the first setting that differs; unset: a generic message.
     std::function<std::string(const std::string& worker_settings)> explain_mismatch;
     int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
+    // The codecs of exchanges (worker -> center) and replies (center -> worker), and what the
+    // strategy's vectors are. A lossy codec costs up to two vectors per worker here (the
+    // receiver's copy of a state, the residual of an update; codec/wire_vector.hpp), freed
+    // when the worker leaves. Welcomes are always float32: both ends start from the same x~.
+    CodecOptions payload_codec, reply_codec;
+    WireKinds wire_kinds;
+    // Server k > 0 of several (cluster.servers): server 0 gives the worker ids, and a hello here
+    // asks for the one it gave; it is taken as it is (a peer still holding it is replaced).
+    bool ids_from_hello = false;
+    // After the last worker left, stay until a `snapshot` request with kFlagFinal has been
+    // answered (at most join_timeout_ms): a lead server in another process assembles the final
+    // x~ from every key range.
+    bool await_final_snapshot = false;
+    std::string name = "center";  // in log lines ("server 2/4")
+    // Snapshot x~ once more when serve() ends (unless unchanged since the last one). Off where
+    // the caller assembles the final x~ of several servers itself, once all are done.
+    bool final_snapshot = true;
 };
 
 struct CenterStats {
@@ -79,6 +97,7 @@ struct Snapshot {
 };
 
 struct Checkpoint;  // center/checkpoint.hpp
+class WireSender;   // codec/wire_vector.hpp
 
 class Center {
 public:
@@ -125,8 +144,15 @@ private:
     void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
     void complete_exchange(Worker& w);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
-    // Sends `data` (x~'s size) in shards, without copying it.
+    // Sends `data` (x~'s size) in shards, without copying it (through `encoder` when given);
+    // `h` gives type, worker id and sequence. Throws DeliveryError.
+    void send_frames(const std::string& peer, Header h, const Payload& data, WireSender* encoder);
+    // send_frames to a worker, whose place a failed delivery costs.
     void send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence);
+    // center_snapshots.cpp: a `snapshot` request, answered now or (kFlagFinal) when every
+    // worker has finished.
+    void answer_snapshot(const std::string& peer, const Header& request);
+    void answer_final_snapshots();
     void release_pending(Worker& w);
     void welcome(Worker& w);
     void maybe_close_round(bool deadline_passed);
@@ -162,6 +188,8 @@ private:
     std::pair<std::uint64_t, std::uint64_t> last_snapshot_{~0ull, ~0ull};  // samples, version
     Payload round_reply_;  // a synchronous round's one reply
     int rejections_logged_ = 0;
+    std::vector<std::pair<std::string, Header>> final_requests_;  // peer, request
+    bool final_answered_ = false;
 };
 
 }  // namespace tether

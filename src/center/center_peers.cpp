@@ -2,6 +2,7 @@
 // answers that keep a worker's waits bounded. State for a peer lives from its hello to its bye,
 // loss or refusal, and no longer; the number of peers held at once is capped.
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "center/center.hpp"
@@ -14,6 +15,12 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
         return reject(peer, 0, "wrong count",
                       "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(state_.x.size()));
     if (find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
+    if (options_.ids_from_hello) {  // server 0 gave this id to the peer saying hello: it is no one else's
+        Worker* holder = nullptr;
+        for (const auto& [other, w] : by_peer_)
+            if (w->id == h.worker_id) holder = w;
+        if (holder) lose(*holder, "replaced by a new peer that server 0 gave its worker id");
+    }
     if (by_peer_.size() >= options_.max_peers)
         return reject(peer, 0, "too many peers",
                       "the center holds " + std::to_string(by_peer_.size()) + " peers (cluster.max_peers)");
@@ -24,7 +31,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
                       "all " + std::to_string(options_.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
     auto w = std::make_unique<Worker>();
     w->peer = peer;
-    w->id = free_worker_id(h.worker_id);
+    w->id = options_.ids_from_hello ? h.worker_id : free_worker_id(h.worker_id);
     w->last_seen = Clock::now();
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
@@ -69,9 +76,37 @@ void Center::answer_heartbeat(Worker& w) {
     }
 }
 
+void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
+                    const std::string& detail) {
+    ++stats_.rejected[reason];
+    // Any rejection drops the sender's partly received exchange whole, whichever check failed.
+    if (Worker* w = find(peer)) w->shards_received = 0;
+    const std::string text = reason + ": " + detail;
+    if (rejections_logged_++ < 50)
+        std::fprintf(stderr, "%s: rejected a message from worker %u: %s (x~ unchanged)\n", options_.name.c_str(), worker_id,
+                     text.c_str());
+    Header h;
+    h.type = MessageType::error;
+    h.dtype = Dtype::utf8;
+    h.worker_id = worker_id;
+    h.center_version = state_.version;
+    h.fingerprint = options_.fingerprint;
+    h.element_count = text.size();
+    try {
+        const auto header = encode(h);
+        endpoint_->send(peer, header, text.data(), text.size());
+        stats_.bytes_sent += header.size() + text.size();
+    } catch (const DeliveryError&) {
+        // Gone, or not reading (the center's sends never wait): counted, never retried.
+        ++stats_.replies_dropped;
+    }
+}
+
 void Center::forget(Worker& w) {
     by_peer_.erase(w.peer);
     w.pending = Payload();
+    w.from_worker.reset();
+    w.to_worker.reset();
 }
 
 void Center::check_liveness() {
@@ -109,7 +144,7 @@ void Center::lose(Worker& w, const std::string& why) {
     rule_->on_leave(w.id);
     forget(w);
     ++stats_.workers_lost;
-    std::fprintf(stderr, "center: worker %u lost: %s; continuing with %d live workers\n", w.id, why.c_str(),
+    std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
                  stats_.live_workers());
     if (!round_.empty()) maybe_close_round(false);
 }

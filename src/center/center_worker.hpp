@@ -3,6 +3,7 @@
 #pragma once
 
 #include "center/center.hpp"
+#include "codec/wire_vector.hpp"
 
 namespace tether {
 
@@ -18,6 +19,9 @@ struct Center::Worker {
     std::uint32_t shards_received = 0;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
     bool in_round = false;
+    // Lossy codecs only (else null): the decoder of its exchanges, the encoder of its replies.
+    std::unique_ptr<WireReceiver> from_worker;
+    std::unique_ptr<WireSender> to_worker;
     Clock::time_point last_exchange;  // or the welcome: a round waits on it at most the heartbeat timeout
 };
 

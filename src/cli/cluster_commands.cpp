@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 
 #include "backend/cpu_backend.hpp"
@@ -24,7 +25,7 @@ namespace tether::cli {
 namespace {
 
 struct Common {
-    std::string config_path, address, out, resume;
+    std::string config_path, address, out, resume, shard, servers;
     std::vector<std::string> overrides;
 };
 
@@ -39,7 +40,12 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
                                                         : "run directory when this process is rank 0 under a launcher");
     if (std::string(address_flag) == "bind")
         options.add_options()("resume", po::value(&c.resume),
-                              "go on from RUN_DIR/checkpoint.bin (config from RUN_DIR/config.json unless --config)");
+                              "go on from RUN_DIR/checkpoint.bin (config from RUN_DIR/config.json unless --config)")(
+            "shard", po::value(&c.shard),
+            "K/S: run server K of the S = cluster.servers servers of x~ (its key range) only; one --bind address")(
+            "other-servers", po::value(&c.servers),
+            "with --shard 0/S: the addresses of servers 1..S-1, in order, separated by ',' (server 0 fetches their "
+            "ranges of x~ to evaluate it)");
     po::variables_map vm;
     po::store(po::command_line_parser(arguments).options(options).run(), vm);
     po::notify(vm);
@@ -65,21 +71,69 @@ std::string bind_address_for(const std::string& connect) {
     return "tcp://*" + connect.substr(colon);
 }
 
+// The servers this process runs: all of cluster.servers (one --bind address each), or server K
+// of S with --shard K/S.
+ServerPlan plan_from(const Common& c, const RunConfig& config) {
+    ServerPlan plan;
+    plan.bind = split_addresses(c.address, "--bind");
+    const std::size_t servers = std::size_t(config.cluster.servers);
+    if (c.shard.empty()) {
+        if (!c.servers.empty()) throw ConfigError("--other-servers: only with --shard 0/S (server 0 run alone)");
+        if (plan.bind.size() != servers)
+            throw ConfigError("--bind " + c.address + ": cluster.servers is " + std::to_string(servers) + "; give one address per "
+                              "server (all in this process), separated by ',', or run each with --shard K/" + std::to_string(servers));
+        return plan;
+    }
+    std::size_t k = 0, s = 0;
+    char slash = 0;
+    std::istringstream in(c.shard);
+    if (!(in >> k >> slash >> s) || slash != '/' || !in.eof() || s == 0 || k >= s)
+        throw ConfigError("--shard " + c.shard + ": expected K/S with 0 <= K < S, e.g. --shard 1/3");
+    if (s != servers)
+        throw ConfigError("--shard " + c.shard + ": cluster.servers is " + std::to_string(servers) + " in " + c.config_path +
+                          "; use --shard K/" + std::to_string(servers) + " or --set cluster.servers=" + std::to_string(s));
+    if (plan.bind.size() != 1) throw ConfigError("--bind " + c.address + ": --shard runs one server; give one address");
+    plan.first = k;
+    if (k > 0) {
+        if (!c.servers.empty())
+            throw ConfigError("--other-servers: only server 0 (--shard 0/S) fetches the other servers' ranges");
+        return plan;
+    }
+    if (s > 1) {
+        if (c.servers.empty())
+            throw ConfigError("--shard 0/" + std::to_string(s) + ": server 0 evaluates x~ and needs the other servers' "
+                              "addresses: --other-servers A1,...,A" + std::to_string(s - 1));
+        plan.remote = split_addresses(c.servers, "--other-servers");
+        if (plan.remote.size() != s - 1)
+            throw ConfigError("--other-servers " + c.servers + ": " + std::to_string(plan.remote.size()) + " address(es); servers 1.." +
+                              std::to_string(s - 1) + " are " + std::to_string(s - 1));
+    }
+    return plan;
+}
+
 int serve(const Common& c) {
     const RunConfig config = load_config(c.config_path, c.overrides);
     if (!config.strategy.rule->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
+    const ServerPlan plan = plan_from(c, config);
     set_blas_threads(1, config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
-    CenterRun center(config, data, *transport, c.address, directory, !c.resume.empty());
+    CenterRun center(config, data, *transport, plan, directory, !c.resume.empty());
     std::printf("center listening at %s, waiting for %lld workers\n", center.address().c_str(),
                 static_cast<long long>(config.cluster.workers));
     std::fflush(stdout);
     nlohmann::json summary = center.serve();
     judge_run(summary, config.cluster, {});
     write_json_file(directory + "/summary.json", summary);
+    if (plan.first > 0) {
+        std::printf("server %zu of %lld done: version %llu, %d workers lost, %llu messages rejected; run directory %s\n",
+                    plan.first, static_cast<long long>(config.cluster.servers),
+                    static_cast<unsigned long long>(summary.value("center_version", 0ull)), summary.value("workers_lost", 0),
+                    static_cast<unsigned long long>(summary.value("rejected_messages", 0ull)), directory.c_str());
+        return report_verdict(summary);
+    }
     std::printf("final %s; %d workers lost, %llu messages rejected; run directory %s\n",
                 accuracy_line(summary).c_str(), summary.value("workers_lost", 0), static_cast<unsigned long long>(summary.value("rejected_messages", 0ull)),
                 directory.c_str());
@@ -90,20 +144,25 @@ int serve(const Common& c) {
 
 int server_command(const std::vector<std::string>& arguments) {
     Common c;
-    if (!parse(arguments, "tether server --config C --bind tcp://*:PORT [--out DIR] [--resume RUN_DIR] [--set K=V]...", "bind",
-               "address to bind, e.g. tcp://*:5555 (tcp://127.0.0.1:* lets the OS pick a port)", c))
+    if (!parse(arguments,
+               "tether server --config C --bind tcp://*:PORT[,...] [--shard K/S [--other-servers A1,...]] [--out DIR] "
+               "[--resume RUN_DIR] [--set K=V]...",
+               "bind", "address to bind, e.g. tcp://*:5555 (tcp://127.0.0.1:* lets the OS pick a port); one per server", c))
         return 0;
     return serve(c);
 }
 
 int worker_command(const std::vector<std::string>& arguments) {
     Common c;
-    if (!parse(arguments, "tether worker --config C --connect tcp://HOST:PORT [--set K=V]...", "connect",
-               "the center's address; under mpirun/srun rank 0 binds it and serves", c))
+    if (!parse(arguments, "tether worker --config C --connect tcp://HOST:PORT[,...] [--set K=V]...", "connect",
+               "the center's address (with cluster.servers > 1: every server's, server 0 first, separated by ','); "
+               "under mpirun/srun rank 0 binds it and serves", c))
         return 0;
     if (const auto rank = launcher_rank(); rank && *rank == 0) {
         Common server = c;
-        server.address = bind_address_for(c.address);
+        server.address.clear();  // every server's port, all served by rank 0
+        for (const std::string& a : split_addresses(c.address, "--connect"))
+            server.address += (server.address.empty() ? "" : ",") + bind_address_for(a);
         return serve(server);
     }
     const RunConfig config = load_config(c.config_path, c.overrides);

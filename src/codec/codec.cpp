@@ -35,26 +35,70 @@ class Float32Codec final : public Codec {
 public:
     CodecKind kind() const override { return CodecKind::float32; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return 4 * n; }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         std::memcpy(out, x, 4 * n);
         return 4 * n;
     }
     void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
         expect_bytes(bytes, 4 * n, "float32", n);
-        std::vector<float> values(n);
-        std::memcpy(values.data(), in, bytes);
-        require_finite(values.data(), n, "float32");
-        std::copy(values.begin(), values.end(), out);
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint32_t b;
+            std::memcpy(&b, in + 4 * i, 4);
+            if ((b & 0x7f800000u) == 0x7f800000u) throw CodecError("float32: element " + std::to_string(i) + " is not finite");
+        }
+        std::memcpy(out, in, bytes);
     }
 };
 
-// fp16 and bf16: two bytes per element through a conversion pair.
-template <std::uint16_t (*Encode)(float), float (*Decode)(std::uint16_t), CodecKind Kind>
+// IEEE binary16 with round to nearest even; overflow goes to infinity, tiny values to
+// subnormal halves or zero, NaN to a quiet NaN. Branch-free (each case computed, one kept), so
+// the codec's loops vectorize: updates are small, and a branchy subnormal path cost ~15 ns an
+// element. The subnormal case rounds through a float addition, f + 0.5, whose result is a
+// normal float, so flush-to-zero does not change it (F. Giesen's float_to_half_fast3_rtne).
+// first ? a : second ? b : c, with masks: the compiler keeps conditional moves and vector
+// blends, where a branch mispredicts on data that mixes the cases (small updates do).
+inline std::uint32_t select3(bool first, std::uint32_t a, bool second, std::uint32_t b, std::uint32_t c) {
+    const std::uint32_t take_a = 0u - std::uint32_t(first), take_b = ~take_a & (0u - std::uint32_t(second));
+    return (a & take_a) | (b & take_b) | (c & ~(take_a | take_b));
+}
+
+inline std::uint16_t to_half(float x) {
+    const std::uint32_t bits = bits_of(x);
+    const std::uint32_t sign = (bits >> 16) & 0x8000u;
+    const std::uint32_t f = bits & 0x7fffffffu;
+    const std::uint32_t special = f > 0x7f800000u ? 0x7e00u : 0x7c00u;           // NaN, or Inf and overflow
+    const std::uint32_t subnormal = bits_of(float_of(f) + 0.5f) - 0x3f000000u;    // below 2^-14: rounded by the FPU
+    const std::uint32_t normal = (f - 0x38000000u + 0xfffu + ((f >> 13) & 1u)) >> 13;  // exponent 127 -> 15, rounded to even
+    return std::uint16_t(sign | select3(f >= 0x47800000u, special, f < 0x38800000u, subnormal, normal));
+}
+
+inline float from_half(std::uint16_t h) {
+    const std::uint32_t shifted = std::uint32_t(h & 0x7fffu) << 13;
+    const std::uint32_t exponent = shifted & 0x0f800000u;
+    const std::uint32_t rebased = shifted + 0x38000000u;                          // exponent 15 -> 127
+    const std::uint32_t special = rebased + 0x38000000u;                          // Inf and NaN: exponent 255
+    const std::uint32_t subnormal = bits_of(float_of(rebased + 0x00800000u) - 6.103515625e-05f);  // m * 2^-24, a normal float
+    const std::uint32_t magnitude = select3(exponent == 0x0f800000u, special, exponent == 0, subnormal, rebased);
+    return float_of(magnitude | (std::uint32_t(h & 0x8000u) << 16));
+}
+
+inline std::uint16_t to_bfloat16(float x) {
+    const std::uint32_t f = bits_of(x);
+    if ((f & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((f >> 16) | 0x40u);  // NaN stays NaN
+    return std::uint16_t((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+
+inline float from_bfloat16(std::uint16_t b) { return float_of(std::uint32_t(b) << 16); }
+
+// fp16 and bf16: two bytes per element through a conversion pair. `special` is the exponent
+// mask of Inf and NaN, checked on the input before anything is written (no scratch copy: a
+// vector of n floats per message cost a page-faulting allocation each time).
+template <std::uint16_t (*Encode)(float), float (*Decode)(std::uint16_t), std::uint16_t special, CodecKind Kind>
 class HalfWidthCodec final : public Codec {
 public:
     CodecKind kind() const override { return Kind; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return 2 * n; }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint16_t h = Encode(x[i]);
             out[2 * i] = std::uint8_t(h);
@@ -64,11 +108,17 @@ public:
     }
     void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
         expect_bytes(bytes, 2 * n, to_string(Kind), n);
-        std::vector<float> values(n);
-        for (std::size_t i = 0; i < n; ++i) values[i] = Decode(std::uint16_t(in[2 * i] | (in[2 * i + 1] << 8)));
-        require_finite(values.data(), n, to_string(Kind));
-        std::copy(values.begin(), values.end(), out);
+        std::uint32_t any_special = 0;
+        for (std::size_t i = 0; i < n; ++i) any_special |= (half_at(in, i) & special) == special;
+        if (any_special)
+            for (std::size_t i = 0; i < n; ++i)
+                if ((half_at(in, i) & special) == special)
+                    throw CodecError(std::string(to_string(Kind)) + ": element " + std::to_string(i) + " is not finite");
+        for (std::size_t i = 0; i < n; ++i) out[i] = Decode(half_at(in, i));
     }
+
+private:
+    static std::uint16_t half_at(const std::uint8_t* in, std::size_t i) { return std::uint16_t(in[2 * i] | (in[2 * i + 1] << 8)); }
 };
 
 // Layout: one float32 scale per block of 256, then one int8 per element.
@@ -77,7 +127,7 @@ public:
     static constexpr std::size_t kBlock = 256;
     CodecKind kind() const override { return CodecKind::int8; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return blocks(n) * 4 + n; }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         std::int8_t* q = reinterpret_cast<std::int8_t*>(out + blocks(n) * 4);
         for (std::size_t b = 0; b < blocks(n); ++b) {
             const std::size_t first = b * kBlock, last = std::min(n, first + kBlock);
@@ -86,8 +136,13 @@ public:
             const float scale = peak / 127.f;
             std::memcpy(out + 4 * b, &scale, 4);
             const float inverse = scale > 0.f ? 1.f / scale : 0.f;
-            for (std::size_t i = first; i < last; ++i)
-                q[i] = std::int8_t(std::clamp(std::lround(x[i] * inverse), -127l, 127l));
+            // Round half away from zero, as lround, but inline: |x| * inverse <= 127 (a hair
+            // more by rounding), so the clamp only guards that hair; the loop vectorizes.
+            for (std::size_t i = first; i < last; ++i) {
+                const float scaled = x[i] * inverse;
+                const float rounded = std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f));
+                q[i] = std::int8_t(std::clamp(rounded, -127.f, 127.f));
+            }
         }
         return max_encoded_bytes(n);
     }
@@ -105,28 +160,25 @@ private:
 };
 
 // Layout: uint32 element count n (top-k alone could not tell a shorter vector from a longer
-// one), uint32 count k, then k uint32 indices, then k float32 values.
+// one), uint32 count k, then k uint32 indices (ascending), then k float32 values.
 class TopKCodec final : public Codec {
 public:
     explicit TopKCodec(double ratio) : ratio_(ratio) {}
     CodecKind kind() const override { return CodecKind::topk; }
     std::size_t max_encoded_bytes(std::size_t n) const override { return 8 + 8 * kept(n); }
-    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) override {
-        if (residual_.size() != n) residual_.assign(n, 0.f);
-        for (std::size_t i = 0; i < n; ++i) residual_[i] += x[i];  // v = x + residual
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
         const std::size_t k = kept(n);
-        order_.resize(n);
-        std::iota(order_.begin(), order_.end(), 0u);
-        std::nth_element(order_.begin(), order_.begin() + std::ptrdiff_t(k), order_.end(),
-                         [&](std::uint32_t a, std::uint32_t b) { return std::fabs(residual_[a]) > std::fabs(residual_[b]); });
-        std::sort(order_.begin(), order_.begin() + std::ptrdiff_t(k));  // ascending indices: cache-friendly decode
+        std::vector<std::uint32_t> order(n);
+        std::iota(order.begin(), order.end(), 0u);
+        std::nth_element(order.begin(), order.begin() + std::ptrdiff_t(k), order.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+        std::sort(order.begin(), order.begin() + std::ptrdiff_t(k));  // ascending indices: cache-friendly decode
         const std::uint32_t header[2] = {std::uint32_t(n), std::uint32_t(k)};
         std::memcpy(out, header, 8);
         for (std::size_t j = 0; j < k; ++j) {
-            const std::uint32_t i = order_[j];
+            const std::uint32_t i = order[j];
             std::memcpy(out + 8 + 4 * j, &i, 4);
-            std::memcpy(out + 8 + 4 * k + 4 * j, &residual_[i], 4);
-            residual_[i] = 0.f;  // sent: what remains is the error fed back next time
+            std::memcpy(out + 8 + 4 * k + 4 * j, &x[i], 4);
         }
         return 8 + 8 * k;
     }
@@ -154,48 +206,14 @@ private:
         return n == 0 ? 0 : std::max<std::size_t>(1, std::min(n, std::size_t(std::ceil(ratio_ * double(n)))));
     }
     double ratio_;
-    std::vector<float> residual_;
-    std::vector<std::uint32_t> order_;
 };
 
 }  // namespace
 
-// IEEE binary16 with round to nearest even; overflow goes to infinity, tiny values to
-// subnormal halves or zero.
-std::uint16_t float_to_half(float x) {
-    const std::uint32_t f = bits_of(x);
-    const std::uint16_t sign = std::uint16_t((f >> 16) & 0x8000u);
-    const std::uint32_t magnitude = f & 0x7fffffffu;
-    if (magnitude >= 0x7f800000u)  // Inf or NaN (NaN keeps a mantissa bit)
-        return std::uint16_t(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
-    if (magnitude >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);  // rounds past 65504
-    if (magnitude < 0x38800000u) {  // below the smallest normal half: a subnormal half or 0
-        if (magnitude < 0x33000000u) return sign;
-        const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
-        const int shift = 126 - int(magnitude >> 23);  // 14..24
-        const std::uint32_t half = mantissa >> shift;
-        const std::uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-        return std::uint16_t(sign | (half + (rest > halfway || (rest == halfway && (half & 1u)))));
-    }
-    const std::uint32_t rebased = magnitude - 0x38000000u;  // exponent 127 -> 15
-    const std::uint32_t half = rebased >> 13, rest = rebased & 0x1fffu;
-    return std::uint16_t(sign | (half + (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))));
-}
-
-float half_to_float(std::uint16_t h) {
-    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-    if (exponent == 0x1fu) return float_of(sign | 0x7f800000u | (mantissa << 13));
-    if (exponent == 0) return (sign ? -1.f : 1.f) * std::ldexp(float(mantissa), -24);
-    return float_of(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
-
-std::uint16_t float_to_bfloat16(float x) {
-    const std::uint32_t f = bits_of(x);
-    if ((f & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((f >> 16) | 0x40u);  // NaN stays NaN
-    return std::uint16_t((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-}
-
-float bfloat16_to_float(std::uint16_t b) { return float_of(std::uint32_t(b) << 16); }
+std::uint16_t float_to_half(float x) { return to_half(x); }
+float half_to_float(std::uint16_t h) { return from_half(h); }
+std::uint16_t float_to_bfloat16(float x) { return to_bfloat16(x); }
+float bfloat16_to_float(std::uint16_t b) { return from_bfloat16(b); }
 
 const char* to_string(CodecKind kind) {
     switch (kind) {
@@ -217,9 +235,9 @@ CodecKind codec_kind(const std::string& name) {
 std::unique_ptr<Codec> make_codec(const CodecOptions& o) {
     switch (o.kind) {
         case CodecKind::float32: return std::make_unique<Float32Codec>();
-        case CodecKind::fp16: return std::make_unique<HalfWidthCodec<float_to_half, half_to_float, CodecKind::fp16>>();
+        case CodecKind::fp16: return std::make_unique<HalfWidthCodec<to_half, from_half, 0x7c00, CodecKind::fp16>>();
         case CodecKind::bf16:
-            return std::make_unique<HalfWidthCodec<float_to_bfloat16, bfloat16_to_float, CodecKind::bf16>>();
+            return std::make_unique<HalfWidthCodec<to_bfloat16, from_bfloat16, 0x7f80, CodecKind::bf16>>();
         case CodecKind::int8: return std::make_unique<Int8Codec>();
         case CodecKind::topk:
             if (!(o.topk_ratio > 0.0 && o.topk_ratio <= 1.0))

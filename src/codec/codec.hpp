@@ -5,9 +5,10 @@
 //   fp16     IEEE binary16, round to nearest even                2
 //   bf16     the upper half of float32, round to nearest even    2
 //   int8     per block of 256: scale = max|x| / 127, q = round(x / scale)   1 + 4/256
-//   topk     the k largest |v| of v = x + residual as (index, value) pairs, with error
-//            feedback: the sender keeps residual = v - sent, so nothing is lost, only late
-//            (Stich et al., "Sparsified SGD with Memory", NeurIPS 2018)   8 per kept element, + 8
+//   topk     the k = ceil(ratio n) largest |x| as (index, value) pairs     8 per kept element, + 8
+// A codec is stateless: what compression leaves out is kept by its caller (codec/wire_vector.hpp:
+// error feedback for updates, the receiver's copy for states; Stich et al., "Sparsified SGD
+// with Memory", NeurIPS 2018), so nothing is lost, only late.
 // decode() never trusts its input: a size that does not match the element count, an index
 // out of range or a non-finite value is an error, and `out` is then left untouched.
 #pragma once
@@ -38,9 +39,8 @@ public:
     virtual CodecKind kind() const = 0;
     // The most bytes encode() writes for n elements.
     virtual std::size_t max_encoded_bytes(std::size_t n) const = 0;
-    // Encodes x[0, n) into `out` (max_encoded_bytes(n) long); returns the bytes written. Not
-    // const: top-k updates its residual. One Codec per sender and vector.
-    virtual std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) = 0;
+    // Encodes x[0, n) into `out` (max_encoded_bytes(n) long); returns the bytes written.
+    virtual std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const = 0;
     // Decodes `bytes` bytes holding n elements into out[0, n); throws CodecError when they do
     // not (wrong size, index out of range, non-finite value).
     virtual void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const = 0;
@@ -52,6 +52,8 @@ struct CodecOptions {
 };
 
 std::unique_ptr<Codec> make_codec(const CodecOptions& options);
+// float32 is the one codec that loses nothing.
+inline bool lossy(CodecKind kind) { return kind != CodecKind::float32; }
 
 // Element conversions, exposed for tests and for rules that want them.
 std::uint16_t float_to_half(float x);

@@ -108,6 +108,10 @@ ClusterConfig parse_cluster(JsonReader r) {
     k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
     k.elastic = r.boolean("elastic", k.elastic);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
+    k.servers = r.integer("servers", k.servers, 1, 256);
+    k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "topk"});
+    k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "topk"});
+    k.topk_ratio = r.number("topk_ratio", k.topk_ratio, 0.0, 1.0, true);
     if (k.step_delay_ms.size() > std::size_t(k.workers))
         throw ConfigError("cluster.step_delay_ms: " + std::to_string(k.step_delay_ms.size()) + " delays for " +
                           std::to_string(k.workers) + " workers (cluster.workers); give at most one per worker");
@@ -147,6 +151,17 @@ void check_strategy_against_run(const RunConfig& c) {
         throw ConfigError("cluster.workers: " + std::to_string(c.cluster.workers) +
                           " workers with strategy.name \"sequential\"; sequential training uses exactly 1 worker "
                           "(pick a distributed strategy such as \"adag\" or \"aeasgd\" for more)");
+    const WireKinds kinds = c.strategy.rule->wire_kinds();
+    const auto check_codec = [&](const char* key, CodecKind codec, WireVector kind, const char* vector) {
+        if (lossy(codec) && kind == WireVector::unknown && c.strategy.rule->uses_center())
+            throw ConfigError(std::string("cluster.") + key + ": \"" + to_string(codec) + "\" compresses the " + vector +
+                              ", but strategy \"" + name + "\" does not say whether it is a state or an update "
+                              "(Strategy::wire_kinds in <tether/strategy.hpp>), and a lossy codec must know; use "
+                              "\"float32\", or declare wire_kinds() in the strategy");
+    };
+    check_codec("codec", c.cluster.payload_codec().kind, kinds.payload, "workers' exchanges");
+    check_codec(c.cluster.reply_codec == "same" ? "codec" : "reply_codec", c.cluster.reply_codec_options().kind, kinds.reply,
+                "center's replies");
     if (name == "eamsgd" && c.training.optimizer.name != "nesterov")
         throw ConfigError("strategy.name: \"eamsgd\" runs Nesterov momentum locally, but training.optimizer.name is \"" +
                           c.training.optimizer.name +

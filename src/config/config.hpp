@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/codec.hpp"
 #include "config/json_reader.hpp"
 #include "strategy/configured_strategy.hpp"
 
@@ -92,6 +93,14 @@ struct ClusterConfig {
     std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
     bool elastic = false;                  // workers beyond cluster.workers may join mid-run
     std::int64_t max_peers = 256;          // identities the center keeps state for at once
+    std::int64_t servers = 1;              // centers that split x~ into key ranges (protocol/key_ranges.hpp)
+    // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
+    // ("same": as codec); topk keeps this share of the elements.
+    std::string codec = "float32";
+    std::string reply_codec = "same";
+    double topk_ratio = 0.01;
+    CodecOptions payload_codec() const { return {codec_kind(codec), topk_ratio}; }
+    CodecOptions reply_codec_options() const { return {codec_kind(reply_codec == "same" ? codec : reply_codec), topk_ratio}; }
 };
 
 // CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when

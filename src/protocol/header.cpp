@@ -11,6 +11,20 @@ const char* to_string(MessageType type) {
         case MessageType::heartbeat: return "heartbeat";
         case MessageType::bye: return "bye";
         case MessageType::error: return "error";
+        case MessageType::snapshot: return "snapshot";
+    }
+    return "unknown";
+}
+
+const char* to_string(Dtype dtype) {
+    switch (dtype) {
+        case Dtype::none: return "none";
+        case Dtype::float32: return "float32";
+        case Dtype::utf8: return "utf8";
+        case Dtype::fp16: return "fp16";
+        case Dtype::bf16: return "bf16";
+        case Dtype::int8: return "int8";
+        case Dtype::topk: return "topk";
     }
     return "unknown";
 }
@@ -87,13 +101,13 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::error)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::snapshot)) {
         reason = "unknown type";
         return std::nullopt;
     }
     h.type = MessageType(type);
     const auto dtype = r.get<std::uint8_t>();
-    if (dtype > std::uint8_t(Dtype::utf8)) {
+    if (dtype > kLastDtype) {
         reason = "unknown dtype";
         return std::nullopt;
     }

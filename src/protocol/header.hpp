@@ -22,13 +22,22 @@ enum class MessageType : std::uint8_t {
     heartbeat = 5,  // worker -> center: still alive between exchanges
     bye = 6,        // worker -> center: finished; payload empty
     error = 7,      // center -> worker: payload is a UTF-8 reason
+    snapshot = 8,   // to a center: "send me your x~"; from it: x~ of its key range (no join needed)
 };
 const char* to_string(MessageType type);
 
-enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2 };
+// What the payload holds. fp16 ... topk are the lossy codecs of codec/codec.hpp (cluster.codec).
+enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2, fp16 = 3, bf16 = 4, int8 = 5, topk = 6 };
+constexpr std::uint8_t kLastDtype = 6;
+const char* to_string(Dtype dtype);
 
 // Set on the last shard of a multi-shard exchange, reply or welcome.
 constexpr std::uint32_t kFlagLastShard = 1u << 0;
+// Set when a compressed payload is the change from the receiver's copy of a state vector (x_i,
+// x~; codec/wire_vector.hpp) rather than the values themselves.
+constexpr std::uint32_t kFlagChangeFromCopy = 1u << 1;
+// On a snapshot request: answer once every worker has finished (the final x~), not now.
+constexpr std::uint32_t kFlagFinal = 1u << 2;
 
 struct Header {
     MessageType type = MessageType::heartbeat;

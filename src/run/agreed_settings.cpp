@@ -73,10 +73,23 @@ nlohmann::json agreed_settings(const RunConfig& config, const std::vector<std::s
     nlohmann::json strategy = config.strategy.rule->describe();
     strategy["name"] = config.strategy.name;
     strategy["communication_window"] = config.strategy.rule->communication_window();
+    const ClusterConfig& k = config.cluster;
+    nlohmann::json cluster = {{"workers", k.workers},
+                              {"servers", k.servers},
+                              {"shard_elements", k.shard_elements},
+                              {"codec", to_string(k.payload_codec().kind)},
+                              {"reply_codec", to_string(k.reply_codec_options().kind)}};
+    if (k.payload_codec().kind == CodecKind::topk || k.reply_codec_options().kind == CodecKind::topk)
+        cluster["topk_ratio"] = k.topk_ratio;
     return {{"strategy", strategy},
-            {"cluster", {{"workers", config.cluster.workers}, {"shard_elements", config.cluster.shard_elements}}},
+            {"cluster", cluster},
             {"model", {{"layer_sizes", layer_sizes}, {"parameters", num_parameters}}},
             {"data", data_identity(config.data, config.training.seed)}};
+}
+
+nlohmann::json server_settings(nlohmann::json agreed, std::size_t server) {
+    agreed["cluster"]["server"] = server;
+    return agreed;
 }
 
 std::uint64_t settings_fingerprint(const nlohmann::json& settings) {

@@ -18,6 +18,10 @@ namespace tether {
 nlohmann::json agreed_settings(const RunConfig& config, const std::vector<std::size_t>& layer_sizes,
                                std::size_t num_parameters);
 
+// What server k of cluster.servers agrees with its workers: the run's settings and k, so that a
+// worker that mixes up the servers' addresses is refused ("cluster.server: center 1, worker 0").
+nlohmann::json server_settings(nlohmann::json agreed, std::size_t server);
+
 // FNV-1a over the canonical dump (nlohmann sorts object keys), so equal settings give equal
 // fingerprints on every host.
 std::uint64_t settings_fingerprint(const nlohmann::json& settings);

@@ -1,32 +1,45 @@
 // The center side of a distributed run, shared by embedded and local runs and by
-// `tether server`: the Center on its endpoint, an evaluation thread that scores snapshots of
-// x~ (the first at t = 0) on the validation split, one evaluation of the final x~ on the test
-// set, and the run directory.
+// `tether server`: the servers of x~ this process runs (center/server_group.hpp), an
+// evaluation thread that scores snapshots of x~ (the first at t = 0) on the validation split,
+// one evaluation of the final x~ on the test set, and the run directory.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "data/dataset.hpp"
+#include "run/model_identity.hpp"
 #include "transport/transport.hpp"
 
 namespace tether {
 
+// Which of the S = cluster.servers servers of x~ this process runs, and where the others are.
+struct ServerPlan {
+    std::vector<std::string> bind;    // one address per server run here, servers first, first + 1, ...
+    std::size_t first = 0;            // K with `tether server --shard K/S`, else 0
+    std::vector<std::string> remote;  // server 0 alone here (--shard 0/S): the addresses of servers 1..S-1
+};
+
 class CenterRun {
 public:
-    // Binds `address` on `transport`; the address workers should use is address().
-    // Writes directory/checkpoint.bin every cluster.checkpoint_seconds and at the end; with
-    // `resume`, starts from the checkpoint already there (x~, version, counters).
-    CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport, const std::string& address,
+    // Binds the plan's addresses on `transport`; the addresses workers should use are
+    // addresses(). Server 0 evaluates x~ (fetching the ranges served elsewhere); a server K > 0
+    // run alone only serves, and writes its own statistics. Checkpoints: checkpoint.bin (one
+    // server) or checkpoint-server-K.bin in `directory`, every cluster.checkpoint_seconds and at
+    // the end; with `resume`, every server starts from its own.
+    CenterRun(const RunConfig& config, const TrainTestSplit& data, Transport& transport, ServerPlan plan,
               const std::string& directory, bool resume = false);
     ~CenterRun();
 
+    std::vector<std::string> addresses() const;
+    // The addresses joined by ',', as `tether worker --connect` takes them.
     std::string address() const;
-    // Serves until all workers are done, evaluates x~ a last time, writes summary.json and
-    // returns it.
+    // Serves until all workers are done, evaluates x~ a last time (server 0), writes
+    // summary.json and returns it.
     nlohmann::json serve();
     // Asks serve() to stop early (thread-safe).
     void stop();
@@ -36,16 +49,7 @@ private:
     std::unique_ptr<State> state_;
 };
 
-// What the model of a config looks like to the protocol: its size, the settings both sides
-// must agree on and their fingerprint, and the seeded starting point x~(0) that every worker
-// also starts from.
-struct ModelIdentity {
-    std::size_t num_parameters = 0;
-    nlohmann::json agreed;  // run/agreed_settings.hpp
-    std::uint64_t fingerprint = 0;
-    std::vector<float> initial;
-    std::string description;
-};
-ModelIdentity model_identity(const RunConfig& config, const Dataset& train);
+// "tcp://a:1,tcp://a:2" -> its addresses; throws ConfigError naming `what` for an empty entry.
+std::vector<std::string> split_addresses(const std::string& list, const std::string& what);
 
 }  // namespace tether

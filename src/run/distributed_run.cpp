@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -35,6 +36,22 @@ std::string unique_inproc_address() {
     return "inproc://tether-center-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
+// Where the cluster.servers servers of a run bind: cluster.endpoint (one address per server,
+// separated by ','), or `fallback()` for each.
+ServerPlan plan_servers(const RunConfig& config, const std::function<std::string()>& fallback) {
+    ServerPlan plan;
+    const std::size_t servers = std::size_t(config.cluster.servers);
+    if (config.cluster.endpoint.empty()) {
+        for (std::size_t k = 0; k < servers; ++k) plan.bind.push_back(fallback());
+        return plan;
+    }
+    plan.bind = split_addresses(config.cluster.endpoint, "cluster.endpoint");
+    if (plan.bind.size() != servers)
+        throw ConfigError("cluster.endpoint: " + std::to_string(plan.bind.size()) + " address(es) for cluster.servers " +
+                          std::to_string(servers) + "; give one per server, separated by ',', or \"\" for the default");
+    return plan;
+}
+
 nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
@@ -43,8 +60,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
                 workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    const std::string address = config.cluster.endpoint.empty() ? unique_inproc_address() : config.cluster.endpoint;
-    CenterRun center(config, data, *transport, address, directory, resume);
+    CenterRun center(config, data, *transport, plan_servers(config, unique_inproc_address), directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
@@ -94,8 +110,8 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory, 
     const int workers = int(config.cluster.workers);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    const std::string address = config.cluster.endpoint.empty() ? "tcp://127.0.0.1:*" : config.cluster.endpoint;
-    CenterRun center(config, data, *transport, address, directory, resume);  // writes directory/config.json
+    CenterRun center(config, data, *transport, plan_servers(config, [] { return std::string("tcp://127.0.0.1:*"); }), directory,
+                     resume);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";
     // The children share this host: each takes its share of the cores. A launcher's rank

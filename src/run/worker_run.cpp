@@ -7,7 +7,7 @@
 #include "backend/device_choice.hpp"
 #include "run/center_run.hpp"
 #include "train/local_trainer.hpp"
-#include "transport/curve_keys.hpp"
+#include "run/center_security.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -19,30 +19,32 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     std::unique_ptr<Backend> backend;
     const ModelIdentity model = model_identity(config, *data.train);
     WorkerOptions options;
-    options.fingerprint = model.fingerprint;
     options.shard_elements = std::size_t(k.shard_elements);
+    options.payload_codec = k.payload_codec();
+    options.reply_codec = k.reply_codec_options();
+    options.wire_kinds = config.strategy.rule->wire_kinds();
     options.join_timeout_ms = int(k.join_timeout_ms);
     options.reply_timeout_ms = int(k.reply_timeout_ms);
     options.heartbeat_ms = int(k.heartbeat_ms);
     options.center_timeout_ms = int(k.worker_timeout_ms);
-    options.agreed_settings = model.agreed.dump();
     options.epochs = std::size_t(config.training.epochs);
     options.step_delay_ms = k.step_delay_ms;
     options.communication_window = config.strategy.rule->communication_window();
-    options.center_address = address;
     TransportOptions transport_options;
     transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
     transport_options.send_timeout_ms = int(k.worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
-    const SecurityConfig& sec = config.security;
-    if (sec.enabled() && address.rfind("inproc://", 0) != 0) {
-        if (sec.worker_public_key.empty() || sec.worker_secret_key.empty())
-            throw ConfigError("security.worker_public_key / security.worker_secret_key: a worker needs its own key pair "
-                              "when security.center_public_key is set (tether keygen writes one)");
-        transport_options.curve_server_public = read_curve_key(sec.center_public_key, "security.center_public_key");
-        transport_options.curve_client_public = read_curve_key(sec.worker_public_key, "security.worker_public_key");
-        transport_options.curve_client_secret = read_curve_key(sec.worker_secret_key, "security.worker_secret_key");
+    std::vector<ServerLink> links;
+    const std::vector<std::string> addresses = split_addresses(address, "--connect");
+    if (addresses.size() != model.servers.size())
+        throw ConfigError("--connect " + address + ": " + std::to_string(addresses.size()) + " address(es), but cluster.servers is " +
+                          std::to_string(model.servers.size()) + "; give every server's address, server 0 first, separated by ','");
+    for (std::size_t k = 0; k < addresses.size(); ++k) {
+        TransportOptions server_options = transport_options;
+        secure_client(config, addresses[k], server_options);
+        links.push_back({transport.connect(addresses[k], identity, server_options), model.servers[k].fingerprint,
+                         model.servers[k].agreed.dump(), addresses[k]});
     }
-    WorkerNode node(transport.connect(address, identity, transport_options), options, model.num_parameters);
+    WorkerNode node(std::move(links), options, model.num_parameters);
     const Welcome welcome = node.join();
     // One GPU per worker: under a launcher the ranks of a host share its GPUs by local rank;
     // otherwise (local and embedded runs) by worker index.

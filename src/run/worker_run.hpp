@@ -11,8 +11,9 @@
 
 namespace tether {
 
-// Joins the center at `address`, takes shard (worker id mod N) of the training set, trains
-// and returns what it did. `threads` is this worker's share of the CPU cores.
+// Joins the servers at `address` (cluster.servers addresses separated by ',', server 0 first),
+// takes shard (worker id mod N) of the training set, trains and returns what it did.
+// `threads` is this worker's share of the CPU cores.
 WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
                         const std::string& address, const std::string& identity, int threads);
 

@@ -26,6 +26,7 @@ public:
     nlohmann::json describe() const { return description_; }
 
     int communication_window() const override { return strategy_ ? strategy_->communication_window() : 0; }
+    WireKinds wire_kinds() const override { return strategy_ ? strategy_->wire_kinds() : WireKinds{}; }
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override {
         return checked().make_worker_rule(context);
     }

@@ -222,7 +222,14 @@ public:
         send_message(header, body);
     }
 
-    void abandon() override { socket_.set(zmq::sockopt::linger, 0); }
+    void abandon() override {
+        try {
+            socket_.set(zmq::sockopt::linger, 0);
+        } catch (const zmq::error_t&) {
+            // The transport was shut down (ETERM): nothing queued survives that anyway. Called
+            // from destructors, so it must not throw.
+        }
+    }
 
     bool receive(Frames& frames, int timeout_ms) override {
         if (monitor_) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "codec/wire_vector.hpp"
+
 namespace tether {
 
 namespace {
@@ -13,7 +15,14 @@ struct CenterForgotThisWorker {};
 }  // namespace
 
 CenterSession::CenterSession(std::unique_ptr<Channel> channel, SessionOptions options, std::size_t num_parameters)
-    : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters) {}
+    : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters) {
+    if (lossy(options_.payload_codec.kind))
+        payload_sender_ = std::make_unique<WireSender>(options_.payload_codec, options_.wire_kinds.payload, num_parameters_,
+                                                       options_.shard_elements);
+    if (lossy(options_.reply_codec.kind))
+        reply_receiver_ = std::make_unique<WireReceiver>(options_.reply_codec, options_.wire_kinds.reply, num_parameters_,
+                                                         options_.shard_elements);
+}
 
 CenterSession::~CenterSession() {
     if (!said_bye_ && channel_) channel_->abandon();
@@ -88,6 +97,7 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
                     last_note = now;
                 }
                 heartbeat_locked();
+                if (while_waiting) while_waiting();
                 continue;
             }
             throw std::runtime_error(std::string("no ") + to_string(type) + " from the center at " +
@@ -116,10 +126,28 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
         const std::size_t n = num_parameters_, first = std::size_t(h->shard_id) * options_.shard_elements;
         const bool last = next_shard + 1 == h->shard_count;
-        if (h->shard_id != next_shard || h->dtype != Dtype::float32 || first + h->element_count > n ||
-            (last && first + h->element_count != n) || frames.payload.size() != h->element_count * sizeof(float))
-            throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " shard from the center");
-        if (h->shard_count == 1) {
+        // Replies come through the reply codec; a welcome is float32.
+        WireReceiver* decoder = type == MessageType::reply ? reply_receiver_.get() : nullptr;
+        const Dtype dtype = decoder ? decoder->dtype() : Dtype::float32;
+        const std::uint32_t encoding = decoder ? decoder->flags() : 0;
+        if (h->shard_id != next_shard || h->dtype != dtype || (h->flags & kFlagChangeFromCopy) != encoding ||
+            first + h->element_count > n || (last && first + h->element_count != n) ||
+            (!decoder && frames.payload.size() != h->element_count * sizeof(float)))
+            throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " shard from the center (" +
+                                     to_string(h->dtype) + ", expected " + to_string(dtype) + ")");
+        if (decoder) {
+            if (next_shard == 0) {
+                // Reused once the worker has let go of the last reply.
+                if (!(decoded_.unique() && decoded_.size() == n * sizeof(float))) decoded_ = Payload::allocate(n * sizeof(float));
+                out = decoded_;
+            }
+            try {
+                decoder->decode(h->shard_id, frames.payload.data(), frames.payload.size(), out.floats());
+            } catch (const CodecError& e) {
+                throw std::runtime_error(std::string("malformed ") + to_string(type) + " from the center: " + e.what());
+            }
+            if (last) decoder->commit(out.floats());
+        } else if (h->shard_count == 1) {
             out = frames.payload;  // adopted: no copy
         } else {
             if (next_shard == 0) out = Payload::allocate(n * sizeof(float));
@@ -146,29 +174,28 @@ Welcome CenterSession::join_locked() {
     welcome.worker_id = h.worker_id;
     welcome.version = h.center_version;
     worker_id_ = h.worker_id;
+    pull_version_ = h.center_version;
+    // Both ends of each compressed direction start again from this x~.
+    if (payload_sender_) payload_sender_->reset(welcome.center.data());
+    if (reply_receiver_) reply_receiver_->reset(welcome.center.data());
     return welcome;
 }
 
-ExchangeOutcome CenterSession::exchange(const Payload& payload, const Progress& at) {
+void CenterSession::send_exchange(const Payload& payload, const Progress& at) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++sequence_;
-    const std::size_t n = num_parameters_, shard = options_.shard_elements;
     Header h = base_header(MessageType::exchange);
     h.local_step = at.steps;  // the snapshot's, which an overlapped exchange's training thread has left behind
     h.samples = at.samples;
-    h.center_version = at.pull_version;
-    h.dtype = Dtype::float32;
-    h.shard_count = std::uint32_t((n + shard - 1) / shard);
-    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
-        const std::size_t first = std::size_t(s) * shard, elements = std::min(shard, n - first);
-        h.shard_id = s;
-        h.element_count = elements;
-        h.flags = s + 1 == h.shard_count ? kFlagLastShard : 0;
-        send(h, payload.slice(first * sizeof(float), elements * sizeof(float)));
-    }
-    ExchangeOutcome outcome;
+    send_frames(h, payload);
+}
+
+ServerReply CenterSession::receive_reply() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ServerReply outcome;
     try {
         outcome.version = receive_vector(MessageType::reply, outcome.reply, options_.reply_timeout_ms, sequence_).center_version;
+        pull_version_ = outcome.version;
     } catch (const CenterForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the center at %s does not know this worker any more (restarted?); joining again\n",
                      unsigned(worker_id_), options_.center_address.c_str());
@@ -178,6 +205,20 @@ ExchangeOutcome CenterSession::exchange(const Payload& payload, const Progress& 
         ++rejoins_;
     }
     return outcome;
+}
+
+void CenterSession::send_frames(Header h, const Payload& payload) {
+    const std::size_t n = num_parameters_, shard = options_.shard_elements;
+    const std::vector<Payload> encoded = payload_sender_ ? payload_sender_->encode(payload.floats()) : std::vector<Payload>{};
+    h.dtype = payload_sender_ ? payload_sender_->dtype() : Dtype::float32;
+    h.shard_count = std::uint32_t(frame_count(n, shard));
+    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
+        const FrameRange r = frame_range(n, shard, s);
+        h.shard_id = s;
+        h.element_count = r.count;
+        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (payload_sender_ ? payload_sender_->flags() : 0);
+        send(h, payload_sender_ ? encoded[s] : payload.slice(r.first * sizeof(float), r.count * sizeof(float)));
+    }
 }
 
 void CenterSession::heartbeat_locked() {

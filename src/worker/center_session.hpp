@@ -1,6 +1,7 @@
-// A worker's conversation with the center over its one Channel: hello/welcome, exchanges
-// (sharded vectors out, a reply back), heartbeats, bye. It knows the protocol, not the
-// strategy: payloads are host vectors made and applied by WorkerNode.
+// A worker's conversation with one center (one server of x~) over its one Channel:
+// hello/welcome, exchanges (sharded vectors out, a reply back), heartbeats, bye. It knows the
+// protocol, not the strategy: payloads are host vectors made and applied by WorkerNode. A
+// worker of S servers holds S of these (worker/sharded_session.hpp).
 //
 // Two threads use it: the training thread (join, blocking exchanges, bye) and the worker's own
 // background thread (heartbeats while the training loop pauses, overlapped exchanges). A
@@ -14,16 +15,23 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <tether/strategy.hpp>
+
+#include "codec/codec.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
 namespace tether {
+
+class WireSender;
+class WireReceiver;
 
 struct SessionOptions {
     std::uint64_t fingerprint = 0;
@@ -35,6 +43,10 @@ struct SessionOptions {
     int center_timeout_ms = 10000;
     std::string agreed_settings;  // sent in the hello, so the center can name a setting that differs
     std::string center_address;   // for messages only
+    // The codecs of exchanges (worker -> center) and replies, and what the strategy's vectors
+    // are (codec/wire_vector.hpp); the center uses the same, as the fingerprint makes sure.
+    CodecOptions payload_codec, reply_codec;
+    WireKinds wire_kinds;
 };
 
 // What the center told a worker on joining.
@@ -44,19 +56,19 @@ struct Welcome {
     std::vector<float> center;  // x~ at join time
 };
 
-// The center's answer to one exchange: the reply vector and the version after it, or, when the
+// One center's answer to one exchange: the reply vector and the version after it, or, when the
 // center no longer knew this worker (it restarted, or counted the worker lost), the welcome of
 // joining again.
-struct ExchangeOutcome {
+struct ServerReply {
     Payload reply;
     std::uint64_t version = 0;
     std::optional<Welcome> rejoined;
 };
 
-// What every header says of the worker's progress: local steps, samples, and the center
-// version of its last pull.
+// What every header says of the worker's progress: local steps and samples. (The center
+// version of its last pull the session keeps itself, from the welcome and each reply.)
 struct Progress {
-    std::uint64_t steps = 0, samples = 0, pull_version = 0;
+    std::uint64_t steps = 0, samples = 0;
 };
 
 // Thrown by a wait that close() interrupted.
@@ -68,12 +80,17 @@ public:
     // A session that did not say bye drops what it still had queued instead of lingering on it.
     ~CenterSession();
 
-    // Says hello and waits for the welcome.
+    // Says hello, asking for the worker id last held (set_worker_id), and waits for the welcome.
     Welcome join();
-    // Sends `payload` (num_parameters floats) as the next exchange, made at `at`, and waits for
-    // the reply; joins again when the center has forgotten this worker. Throws on an error
-    // from the center, a timeout or a silent center.
-    ExchangeOutcome exchange(const Payload& payload, const Progress& at);
+    // Sends `payload` (num_parameters floats) as the next exchange, made at `at`.
+    void send_exchange(const Payload& payload, const Progress& at);
+    // Waits for the reply to the exchange sent last; joins again when the center has forgotten
+    // this worker. Throws on an error from the center, a timeout or a silent center.
+    ServerReply receive_reply();
+    ServerReply exchange(const Payload& payload, const Progress& at) {
+        send_exchange(payload, at);
+        return receive_reply();
+    }
     // A heartbeat when nothing was sent for heartbeat_ms, unless another thread is using the
     // channel (it then heartbeats while it waits); reads the center's answers. Never blocks.
     void heartbeat_if_idle();
@@ -82,8 +99,15 @@ public:
     void close() { closed_ = true; }
 
     // The progress heartbeats and the bye carry: set by the training thread, read by either.
-    void set_progress(const Progress& p) { steps_ = p.steps, samples_ = p.samples, pull_version_ = p.pull_version; }
+    void set_progress(const Progress& p) { steps_ = p.steps, samples_ = p.samples; }
     std::uint32_t worker_id() const { return worker_id_; }
+    // The id the next hello asks for (a follower server is told the one server 0 gave).
+    void set_worker_id(std::uint32_t id) { worker_id_ = id; }
+    // The center version of the last welcome or reply: sent with every exchange (staleness).
+    std::uint64_t pull_version() const { return pull_version_; }
+    // Called on every heartbeat slice of a wait, with this session's lock held: a worker of
+    // several servers keeps the others alive while one answers slowly. It must not block.
+    std::function<void()> while_waiting;
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }
     std::size_t rejoins() const { return rejoins_; }
@@ -99,12 +123,18 @@ private:
     // Receives a full vector (all shards) of `type` into `out`: the received frame itself when
     // it came as one shard, else reassembled; returns the last header.
     Header receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence);
+    // Sends `payload` as the exchange's frames, through the payload codec when it is lossy.
+    void send_frames(Header h, const Payload& payload);
 
     std::mutex mutex_;  // every use of channel_ and of the fields below it
     std::unique_ptr<Channel> channel_;
     SessionOptions options_;
     std::size_t num_parameters_;
     std::deque<Frames> stash_;  // what heartbeat_if_idle read that was not a heartbeat answer
+    // Lossy codecs only (else null); reset by every welcome.
+    std::unique_ptr<WireSender> payload_sender_;
+    std::unique_ptr<WireReceiver> reply_receiver_;
+    Payload decoded_;  // the last decoded reply's buffer
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;

@@ -6,7 +6,7 @@
 
 namespace tether {
 
-SessionThread::SessionThread(CenterSession& session, int heartbeat_ms)
+SessionThread::SessionThread(ShardedSession& session, int heartbeat_ms)
     : session_(session), heartbeat_(std::max(heartbeat_ms, 0)), thread_([this] { run(); }) {}
 
 SessionThread::~SessionThread() {

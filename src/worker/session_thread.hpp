@@ -13,14 +13,14 @@
 #include <optional>
 #include <thread>
 
-#include "worker/center_session.hpp"
+#include "worker/sharded_session.hpp"
 
 namespace tether {
 
 class SessionThread {
 public:
     // heartbeat_ms <= 0: no heartbeats from here (the training thread's own only).
-    SessionThread(CenterSession& session, int heartbeat_ms);
+    SessionThread(ShardedSession& session, int heartbeat_ms);
     // Interrupts a posted exchange that is still waiting, and joins.
     ~SessionThread();
     SessionThread(const SessionThread&) = delete;
@@ -35,7 +35,7 @@ public:
 private:
     void run();
 
-    CenterSession& session_;
+    ShardedSession& session_;
     const std::chrono::milliseconds heartbeat_;
     std::mutex mutex_;
     std::condition_variable changed_;

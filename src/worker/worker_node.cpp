@@ -14,11 +14,32 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// Every server welcomed the worker again: the reply is x~ whole.
+Welcome welcome_of(const ExchangeOutcome& outcome) {
+    Welcome w;
+    w.version = outcome.version;
+    w.center.assign(outcome.reply.floats(), outcome.reply.floats() + outcome.reply.size() / sizeof(float));
+    return w;
+}
+
 }  // namespace
 
-WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
+namespace {
+
+std::vector<ServerLink> one_server(std::unique_ptr<Channel> channel, const SessionOptions& o) {
+    std::vector<ServerLink> links;
+    links.push_back({std::move(channel), o.fingerprint, o.agreed_settings, o.center_address});
+    return links;
+}
+
+}  // namespace
+
+WorkerNode::WorkerNode(std::vector<ServerLink> servers, WorkerOptions options, std::size_t num_parameters)
     : options_(std::move(options)), num_parameters_(num_parameters),
-      session_(std::move(channel), options_, num_parameters) {}
+      session_(std::move(servers), options_, num_parameters) {}
+
+WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
+    : WorkerNode(one_server(std::move(channel), options), options, num_parameters) {}
 
 WorkerNode::~WorkerNode() = default;
 
@@ -56,8 +77,20 @@ void WorkerNode::take_welcome(const Welcome& welcome) {
     backend_->synchronize();
 }
 
-Progress WorkerNode::progress() const {
-    return {result_.steps, result_.samples, rule_ ? rule_->pull_version() : 0};
+Progress WorkerNode::progress() const { return {result_.steps, result_.samples}; }
+
+bool WorkerNode::rejoined_everywhere(const ExchangeOutcome& outcome) const {
+    return outcome.rejoined.size() == session_.servers();
+}
+
+void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
+    for (const KeyRange& r : outcome.rejoined)
+        backend_->copy_from_host(layout_->x() + r.first, outcome.reply.floats() + r.first, r.count * sizeof(float));
+    // The rule's own state (x_pull, ...) starts again from x, as on joining: its other ranges
+    // hold what the rule just made of their replies, these ranges x~.
+    std::vector<float> x(num_parameters_);
+    backend_->copy_to_host(x.data(), layout_->x(), x.size() * sizeof(float));
+    rule_->on_join(*backend_, layout_->x(), x.data(), outcome.version);
 }
 
 Payload WorkerNode::make_payload() {
@@ -78,10 +111,11 @@ void WorkerNode::exchange() {
     const auto started = Clock::now();
     const ExchangeOutcome outcome = session_.exchange(payload, progress());
     result_.seconds_waiting += seconds_since(started);
-    if (outcome.rejoined) {
-        take_welcome(*outcome.rejoined);  // this window's work is replaced by x~ from the center
+    if (rejoined_everywhere(outcome)) {
+        take_welcome(welcome_of(outcome));  // this window's work is replaced by x~ from the center
     } else {
         rule_->apply_reply(*backend_, layout_->x(), outcome.reply.floats(), outcome.version);
+        if (!outcome.rejoined.empty()) take_partial_welcome(outcome);
         if (layout_->staged()) layout_->scatter();
         backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
         ++result_.exchanges;
@@ -101,14 +135,15 @@ void WorkerNode::complete_posted() {
     const auto started = Clock::now();
     const ExchangeOutcome outcome = thread_->wait();
     result_.seconds_waiting += seconds_since(started);
-    if (outcome.rejoined) {
-        take_welcome(*outcome.rejoined);  // as in a blocking exchange: x~ replaces the work since
+    if (rejoined_everywhere(outcome)) {
+        take_welcome(welcome_of(outcome));  // as in a blocking exchange: x~ replaces the work since
     } else {
         // The reply moves the snapshot x_k to x_k'; the buffers, which trained on to x_k + d,
         // become x_k' + d: the rule's change lands one window late and the local steps of that
         // window are kept.
         layout_->subtract_x();
         rule_->apply_reply(*backend_, layout_->x(), outcome.reply.floats(), outcome.version);
+        if (!outcome.rejoined.empty()) take_partial_welcome(outcome);  // the window's steps kept there too
         layout_->add_x();
         backend_->synchronize();
         ++result_.exchanges;

@@ -18,7 +18,7 @@
 #include "backend/backend.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
-#include "worker/center_session.hpp"
+#include "worker/sharded_session.hpp"
 #include "worker/parameter_layout.hpp"
 #include "worker/session_thread.hpp"
 
@@ -48,6 +48,10 @@ struct WorkerResult {
 
 class WorkerNode {
 public:
+    // One server per link (cluster.servers), in order; options.fingerprint, agreed_settings and
+    // center_address are taken from the links.
+    WorkerNode(std::vector<ServerLink> servers, WorkerOptions options, std::size_t num_parameters);
+    // One server, as the options describe it.
     WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters);
     ~WorkerNode();
     // Says hello and waits for the welcome (its worker id picks the worker's shard).
@@ -76,12 +80,16 @@ private:
     void post_exchange();     // overlapped: snapshot, payload, hand to the thread
     void complete_posted();   // overlapped: wait for the reply and apply it to the snapshot
     void take_welcome(const Welcome& welcome);  // x <- x~ (joining, or joining again)
+    // After the rule applied a reply of which some servers' ranges are welcomes (they had
+    // forgotten this worker): x <- x~ there, and the rule starts again from x.
+    void take_partial_welcome(const ExchangeOutcome& outcome);
+    bool rejoined_everywhere(const ExchangeOutcome& outcome) const;
     Progress progress() const;
     void publish_progress() { session_.set_progress(progress()); }
 
     WorkerOptions options_;
     std::size_t num_parameters_;
-    CenterSession session_;
+    ShardedSession session_;
     Backend* backend_ = nullptr;
     std::optional<ParameterLayout> layout_;
     std::unique_ptr<WorkerRule> rule_;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -108,4 +109,32 @@ TEST_CASE("a distributed run evaluates x~(0) at t = 0, the validation split as i
     CHECK(summary["best_validation_accuracy"].get<double>() >= 0.9);
     CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
     CHECK(summary["test_samples"] == 300);
+}
+
+TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and a state-out one (aeasgd)") {
+    for (const std::string strategy : {"adag", "aeasgd"}) {
+        std::map<std::string, double> bytes_to_center, bytes_to_workers;
+        for (const std::string codec : {"float32", "fp16", "bf16", "int8", "topk"}) {
+            CAPTURE(strategy);
+            CAPTURE(codec);
+            json document = embedded_config(strategy, 2);
+            document["cluster"]["codec"] = codec;
+            document["cluster"]["topk_ratio"] = 0.25;
+            TempDir dir;
+            const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
+            check_distributed_summary(summary, strategy, 2);
+            bytes_to_center[codec] = summary["bytes_to_center"].get<double>();
+            bytes_to_workers[codec] = summary["bytes_to_workers"].get<double>();
+        }
+        CAPTURE(strategy);
+        // The model has 195 parameters: a 72-byte header weighs on every message, and every
+        // welcome is float32, so the ratios sit above 1/2, 1/4 and 2 x 1/4.
+        for (auto* bytes : {&bytes_to_center, &bytes_to_workers}) {
+            CHECK((*bytes)["fp16"] == (*bytes)["bf16"]);
+            CHECK((*bytes)["bf16"] < 0.6 * (*bytes)["float32"]);
+            CHECK((*bytes)["int8"] < 0.4 * (*bytes)["float32"]);
+            CHECK((*bytes)["int8"] < (*bytes)["bf16"]);
+            CHECK((*bytes)["topk"] < 0.7 * (*bytes)["float32"]);
+        }
+    }
 }

@@ -126,6 +126,11 @@ TEST_CASE("a worker whose settings differ is refused at join, naming the setting
     REQUIRE(wider.wait(30000).has_value());
     CAPTURE(wider.err());
     CHECK(contains(wider.err(), "cluster.shard_elements: center 1048576, worker 100"));
+    Process compressing({"worker", "--config", config, "--connect", address, "--set", "cluster.codec=bf16"},
+                        dir.file("z.out"), dir.file("z.err"));
+    REQUIRE(compressing.wait(30000).has_value());
+    CAPTURE(compressing.err());
+    CHECK(contains(compressing.err(), "cluster.codec: center \"float32\", worker \"bf16\""));
     Process good({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
     CHECK(good.wait(60000) == std::optional<int>(0));
     CHECK(server.wait(30000) == std::optional<int>(0));

@@ -1,5 +1,5 @@
-// The codecs (src/codec/codec.hpp): round-trip error within each format's bound, error feedback
-// that loses nothing over time, and decoders that refuse malformed input without writing.
+// The codecs (src/codec/codec.hpp): round-trip error within each format's bound, and decoders
+// that refuse malformed input without writing. Error feedback: wire_vector_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -32,12 +32,6 @@ Vec round_trip(Codec& codec, const Vec& x, std::size_t* bytes = nullptr) {
     Vec out(x.size());
     codec.decode(wire.data(), used, x.size(), out.data());
     return out;
-}
-
-double norm(const Vec& v) {
-    double s = 0;
-    for (float x : v) s += double(x) * x;
-    return std::sqrt(s);
 }
 
 }  // namespace
@@ -84,7 +78,7 @@ TEST_CASE("int8 with a scale per block of 256: error at most half a step, a quar
     for (std::size_t i = 256; i < 512; ++i) CHECK(y[i] == 0.f);
 }
 
-TEST_CASE("top-k sends the k largest magnitudes, and error feedback loses nothing over time") {
+TEST_CASE("top-k sends the k largest magnitudes and nothing else") {
     auto codec = make_codec({CodecKind::topk, 0.05});
     const std::size_t n = 2000;
     // One step: exactly the 5% largest |x| arrive, the rest is zero.
@@ -105,24 +99,9 @@ TEST_CASE("top-k sends the k largest magnitudes, and error feedback loses nothin
     }
     CHECK(nonzero == 100);
     CHECK(smallest_sent >= largest_kept);
-    // Many steps of a fresh codec: the sum of what arrived differs from the sum of the true
-    // updates by exactly the residual, which stays bounded while the sums grow.
-    auto fed_back = make_codec({CodecKind::topk, 0.05});
-    Vec true_sum(n, 0.f), sent_sum(n, 0.f);
-    double gap_at_10 = 0, gap_at_400 = 0;
-    for (int t = 1; t <= 400; ++t) {
-        Vec g = random_vector(n, 100 + t, 0.1f);
-        for (std::size_t i = 0; i < n; ++i) g[i] += 0.05f;  // a shared direction, as gradients have
-        const Vec arrived = round_trip(*fed_back, g);
-        for (std::size_t i = 0; i < n; ++i) true_sum[i] += g[i], sent_sum[i] += arrived[i];
-        Vec gap(n);
-        for (std::size_t i = 0; i < n; ++i) gap[i] = true_sum[i] - sent_sum[i];
-        const double relative = norm(gap) / norm(true_sum);
-        if (t == 10) gap_at_10 = relative;
-        if (t == 400) gap_at_400 = relative;
-    }
-    CHECK(gap_at_400 < 0.5 * gap_at_10);
-    CHECK(gap_at_400 < 0.2);
+    // Stateless: the same input gives the same message (error feedback is the caller's,
+    // codec/wire_vector.hpp).
+    CHECK(round_trip(*codec, x) == sent);
 }
 
 TEST_CASE("decoders refuse malformed input and leave the output untouched") {

@@ -61,13 +61,13 @@ TEST_CASE("the fingerprint covers the layer list") {
     spec.features = 12;
     const auto data = make_synthetic(spec);
     auto fingerprint_of = [&](json layers) {
-        return model_identity(parse_config({{"model", {{"layers", layers}}}}), *data.train).fingerprint;
+        return model_identity(parse_config({{"model", {{"layers", layers}}}}), *data.train).fingerprint();
     };
     const auto base = fingerprint_of({"dense 8", "relu", "dense 4"});
     CHECK(base == fingerprint_of({"dense 8", "relu", "dense 4"}));
     CHECK(base != fingerprint_of({"dense 8", "dense 4"}));            // same parameters, no ReLU
     CHECK(base != fingerprint_of({"dense 8", "relu", "dropout 0.5", "dense 4"}));
-    CHECK(base != model_identity(parse_config({{"model", {{"hidden_layers", {8}}}}}), *data.train).fingerprint);
+    CHECK(base != model_identity(parse_config({{"model", {{"hidden_layers", {8}}}}}), *data.train).fingerprint());
 }
 
 TEST_CASE("a layer model with dropout trains through the LocalTrainer") {

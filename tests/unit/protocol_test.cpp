@@ -135,14 +135,18 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
         auto bytes = good;
         bytes[kTypeAt] = 0;
         CHECK(decode_reason(bytes) == "unknown type");
-        bytes[kTypeAt] = std::uint8_t(MessageType::error) + 1;
+        bytes[kTypeAt] = std::uint8_t(MessageType::snapshot) + 1;
         CHECK(decode_reason(bytes) == "unknown type");
         bytes[kTypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown type");
     }
     SUBCASE("unknown dtype") {
         auto bytes = good;
-        bytes[kDtypeAt] = std::uint8_t(Dtype::utf8) + 1;
+        bytes[kDtypeAt] = std::uint8_t(Dtype::topk);  // the last one known: the codecs
+        CHECK(decode_reason(bytes).empty());
+        bytes[kDtypeAt] = std::uint8_t(Dtype::topk) + 1;
+        CHECK(decode_reason(bytes) == "unknown dtype");
+        bytes[kDtypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown dtype");
     }
     SUBCASE("bad shard") {

@@ -88,6 +88,11 @@ TEST_CASE("a registered strategy works from a config file, in a whole embedded r
     CHECK(parsed.strategy.rule->communication_window() == 4);
     CHECK(contains(tether::testing::parse_error({{"strategy", {{"name", "damped-sum"}, {"scael", 1}}}}),
                    "strategy.scael: unknown key; did you mean strategy.scale?"));
+    // It does not say what its vectors are (Strategy::wire_kinds): float32 only.
+    CHECK(contains(tether::testing::parse_error({{"strategy", strategy}, {"cluster", {{"codec", "int8"}}}}),
+                   "cluster.codec: \"int8\" compresses the workers' exchanges, but strategy \"damped-sum\" does not say"));
+    CHECK(contains(tether::testing::parse_error({{"strategy", strategy}, {"cluster", {{"reply_codec", "topk"}}}}),
+                   "cluster.reply_codec: \"topk\" compresses the center's replies"));
 
     json document = json::parse(R"({
         "name": "user-strategy",

@@ -1,0 +1,45 @@
+// The key ranges of x~ that other processes serve (`tether server --shard K/S`, K > 0), as
+// server 0 fetches them to evaluate x~: one DEALER per server, a `snapshot` request to each
+// (all sent before any answer is awaited), answered with its range of x~ in float32 shards.
+// A final fetch asks each server for x~ once its workers have all finished.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/key_ranges.hpp"
+#include "transport/transport.hpp"
+
+namespace tether {
+
+struct RemoteServer {
+    std::size_t index = 0;  // server k of S
+    KeyRange range;
+    std::string address;
+    std::uint64_t fingerprint = 0;  // that server's (its agreed settings name its index)
+};
+
+class RemoteRanges {
+public:
+    RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
+                 std::size_t shard_elements, int timeout_ms);
+    ~RemoteRanges();
+    bool empty() const { return servers_.empty(); }
+    // Writes every remote range into x (x~'s full size). `final`: each server answers once all
+    // its workers are done. Throws naming the server and its address when one does not answer
+    // within the timeout, or answers what it should not.
+    void fetch(float* x, bool final);
+
+private:
+    void receive(std::size_t i, float* x, int timeout_ms);
+
+    std::vector<RemoteServer> servers_;
+    std::vector<std::unique_ptr<Channel>> channels_;
+    std::size_t shard_elements_;
+    int timeout_ms_;
+    std::uint64_t sequence_ = 0;
+};
+
+}  // namespace tether

@@ -1,0 +1,104 @@
+#include "run/snapshot_evaluator.hpp"
+
+#include <cstdio>
+
+#include "backend/device_choice.hpp"
+#include "backend/float_mode.hpp"
+
+namespace tether {
+
+SnapshotEvaluator::SnapshotEvaluator(const RunConfig& config, const TrainTestSplit& data, RunRecorder& recorder,
+                                     Progress& progress, std::unique_ptr<RemoteRanges> remote)
+    : config_(config), data_(data), recorder_(recorder), progress_(progress), remote_(std::move(remote)) {
+    backend_ = make_backend(choose_backend(config.training.eval_device, 1, 0));
+    const CurveSet curve = curve_set(config, data);
+    curve_ = std::make_unique<Evaluator>(config, *backend_, curve.data, curve.limit);
+    // The center's training loss is measured on a fixed slice of the training set.
+    train_ = std::make_unique<Evaluator>(config, *backend_, data.train, 2000);
+}
+
+SnapshotEvaluator::~SnapshotEvaluator() {
+    if (thread_.joinable()) finish();
+}
+
+void SnapshotEvaluator::start() {
+    thread_ = std::thread([this] {
+        set_flush_denormals(config_.training.flush_denormals);
+        backend_->use_on_this_thread();  // training.eval_device may name any GPU
+        loop();
+    });
+}
+
+void SnapshotEvaluator::push(PendingSnapshot snapshot) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(snapshot));
+    ready_.notify_one();
+}
+
+std::vector<float> SnapshotEvaluator::finish() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_ = true;
+        ready_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    if (failure_) std::rethrow_exception(failure_);
+    return final_x_;
+}
+
+void SnapshotEvaluator::loop() {
+    while (true) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [&] { return done_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        PendingSnapshot s = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        if (remote_ && !remote_->empty()) {
+            try {
+                remote_->fetch(s.x.data(), s.final);
+            } catch (const std::exception& e) {
+                if (s.final) {
+                    failure_ = std::current_exception();
+                    continue;
+                }
+                std::fprintf(stderr, "server 0: evaluation at %.1f s skipped: %s\n", s.wall_seconds, e.what());
+                continue;
+            }
+        }
+        if (s.record) score(s);
+        if (s.final) final_x_ = std::move(s.x);
+    }
+}
+
+void SnapshotEvaluator::score(PendingSnapshot& s) {
+    const Evaluation on_curve = curve_->evaluate_host(s.x.data());
+    const Evaluation train = train_->evaluate_host(s.x.data());
+    EvaluationPoint p;
+    p.wall_seconds = s.wall_seconds;
+    p.training_seconds = s.wall_seconds;
+    p.samples = s.stats.total_samples;
+    p.epoch = double(p.samples) / double(data_.train->size());
+    p.train_loss = train.loss;
+    p.loss = on_curve.loss;
+    p.accuracy = on_curve.accuracy;
+    const double exchanges_since = double(s.stats.staleness_count - previous_.staleness_count);
+    p.extra = {{"center_version", s.version},
+               {"live_workers", s.stats.live_workers()},
+               {"bytes_to_center", s.stats.bytes_received},
+               {"bytes_to_workers", s.stats.bytes_sent},
+               {"rejected_messages", s.stats.rejected_total()},
+               {"mean_staleness",
+                exchanges_since > 0 ? (s.stats.staleness_sum - previous_.staleness_sum) / exchanges_since : 0.0}};
+    // The rate since the previous evaluation, so a slowdown shows at once.
+    const double rate = s.wall_seconds > previous_wall_
+                            ? double(p.samples - previous_.total_samples) / (s.wall_seconds - previous_wall_)
+                            : 0.0;
+    p.extra["samples_per_second"] = rate;
+    previous_ = s.stats;
+    previous_wall_ = s.wall_seconds;
+    recorder_.record(p);
+    progress_.report(p, rate);
+}
+
+}  // namespace tether

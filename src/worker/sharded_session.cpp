@@ -1,0 +1,119 @@
+#include "worker/sharded_session.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace tether {
+
+ShardedSession::ShardedSession(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters)
+    : num_parameters_(num_parameters) {
+    if (links.empty()) throw std::invalid_argument("a worker needs the address of at least one server");
+    if (links.size() > num_parameters)
+        throw std::invalid_argument(std::to_string(links.size()) + " servers for " + std::to_string(num_parameters) +
+                                    " parameters: each server needs at least one (cluster.servers)");
+    for (std::size_t k = 0; k < links.size(); ++k) {
+        SessionOptions o = options;
+        o.fingerprint = links[k].fingerprint;
+        o.agreed_settings = links[k].agreed_settings;
+        o.center_address = links[k].address;
+        ranges_.push_back(key_range(num_parameters, links.size(), k));
+        addresses_.push_back(links[k].address);
+        sessions_.push_back(std::make_unique<CenterSession>(std::move(links[k].channel), o, ranges_.back().count));
+    }
+    if (sessions_.size() > 1)
+        for (std::size_t k = 0; k < sessions_.size(); ++k)
+            sessions_[k]->while_waiting = [this, k] {
+                for (std::size_t j = 0; j < sessions_.size(); ++j)
+                    if (j != k) sessions_[j]->heartbeat_if_idle();
+            };
+}
+
+Welcome ShardedSession::join() {
+    Welcome all = sessions_[0]->join();
+    if (sessions_.size() == 1) return all;
+    std::vector<float> center(num_parameters_);
+    std::memcpy(center.data(), all.center.data(), ranges_[0].count * sizeof(float));
+    for (std::size_t k = 1; k < sessions_.size(); ++k) {
+        sessions_[k]->set_worker_id(all.worker_id);
+        const Welcome part = sessions_[k]->join();
+        if (part.worker_id != all.worker_id)
+            throw std::runtime_error("server " + std::to_string(k) + " at " + addresses_[k] + " welcomed this worker as id " +
+                                     std::to_string(part.worker_id) + ", but server 0 gave it id " +
+                                     std::to_string(all.worker_id) + "; the servers do not agree");
+        std::memcpy(center.data() + ranges_[k].first, part.center.data(), ranges_[k].count * sizeof(float));
+    }
+    all.center = std::move(center);
+    return all;
+}
+
+ExchangeOutcome ShardedSession::exchange(const Payload& payload, const Progress& at) {
+    for (std::size_t k = 0; k < sessions_.size(); ++k)
+        sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at);
+    ExchangeOutcome out;
+    if (sessions_.size() > 1) {
+        // The ranges are copied into one vector for the rule; its buffer is reused once the
+        // caller has let go of the last one (a fresh ~1 MB allocation each time costs page faults).
+        if (!(reply_.unique() && reply_.size() == num_parameters_ * sizeof(float)))
+            reply_ = Payload::allocate(num_parameters_ * sizeof(float));
+        out.reply = reply_;
+    }
+    for (std::size_t k = 0; k < sessions_.size(); ++k) collect(k, out);
+    return out;
+}
+
+void ShardedSession::collect(std::size_t k, ExchangeOutcome& out) {
+    const std::uint32_t id = sessions_[k]->worker_id();
+    ServerReply r = sessions_[k]->receive_reply();
+    if (r.rejoined) {
+        if (sessions_.size() > 1 && r.rejoined->worker_id != id)
+            throw std::runtime_error("server " + std::to_string(k) + " at " + addresses_[k] + " took this worker back as id " +
+                                     std::to_string(r.rejoined->worker_id) + ", not its id " + std::to_string(id) +
+                                     ": with several servers a worker keeps its id (another worker holds it now)");
+        out.rejoined.push_back(ranges_[k]);
+        r.version = r.rejoined->version;
+        r.reply = Payload::allocate(ranges_[k].count * sizeof(float));
+        std::memcpy(r.reply.data(), r.rejoined->center.data(), r.reply.size());
+    }
+    if (k == 0) out.version = r.version;
+    if (sessions_.size() == 1) {
+        out.reply = r.reply;  // one server: its frame as it came, no copy
+        return;
+    }
+    std::memcpy(out.reply.floats() + ranges_[k].first, r.reply.data(), ranges_[k].count * sizeof(float));
+}
+
+void ShardedSession::heartbeat_if_idle() {
+    for (auto& s : sessions_) s->heartbeat_if_idle();
+}
+
+void ShardedSession::bye() {
+    for (auto& s : sessions_) s->bye();
+}
+
+void ShardedSession::close() {
+    for (auto& s : sessions_) s->close();
+}
+
+void ShardedSession::set_progress(const Progress& p) {
+    for (auto& s : sessions_) s->set_progress(p);
+}
+
+std::uint64_t ShardedSession::bytes_sent() const {
+    std::uint64_t total = 0;
+    for (const auto& s : sessions_) total += s->bytes_sent();
+    return total;
+}
+
+std::uint64_t ShardedSession::bytes_received() const {
+    std::uint64_t total = 0;
+    for (const auto& s : sessions_) total += s->bytes_received();
+    return total;
+}
+
+std::size_t ShardedSession::rejoins() const {
+    std::size_t total = 0;
+    for (const auto& s : sessions_) total += s->rejoins();
+    return total;
+}
+
+}  // namespace tether
