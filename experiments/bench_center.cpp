@@ -2,8 +2,8 @@
 // exchange a vector of the default MLP's size (235,146 float32) with window 1, as fast as they
 // can, over inproc://, ipc:// and tcp://127.0.0.1:
 //   raw     a plain cppzmq DEALER -> ROUTER echo: the client sends its vector without copying it,
-//           the server adds it into a center vector and sends the message back, the client copies
-//           the reply into its parameters;
+//           the server adds it into a center vector and sends a copy of it back, the client
+//           copies the reply into its parameters;
 //   tether  the embedding API (CenterService + WorkerClient::step()) with downpour and aeasgd:
 //           every validation (header, size, dtype, finiteness) and the strategy's rule included,
 //           on S servers (ServiceOptions.servers: x~ split into S key ranges, each server on
@@ -101,8 +101,12 @@ double run_raw(const std::string& transport, int clients, const Settings& s, int
             const float* update = body.data<float>();
             const std::size_t n = body.size() / sizeof(float);
             for (std::size_t i = 0; i < n; ++i) center[i] += update[i];
+            // Reply from the server's own memory, as a center does. Sending back the received
+            // message itself is a ZeroMQ pathology over tcp: in most runs it stalled each round
+            // trip by milliseconds (0.21-0.25 GB/s against 1.3-1.7 with this copy, 1 client).
+            zmq::message_t reply(body.data(), body.size());
             server.send(identity, zmq::send_flags::sndmore);
-            server.send(body, zmq::send_flags::none);
+            server.send(reply, zmq::send_flags::none);
         }
     });
     Race race;
