@@ -220,23 +220,26 @@ void register_strategy(const std::string& name, const std::string& summary, Stra
 // Every strategy name: "sequential" (no center), the built-ins, then those registered.
 std::vector<std::string> strategy_names();
 
-// Helpers for center rules, over host memory. Written to vectorize: 16 float lanes per block
-// of 4096 elements, the blocks summed in double (one running double sum is a serial chain).
+// Helpers for center rules, over host memory. Written to vectorize: a float sum per block of
+// 4096 elements, the blocks summed in double (one running double sum is a serial chain).
 namespace host {
 // Runs value = element(i) for every i in [0, n) and returns the norm of the values: a center
 // rule's update loop and the norm of its update in one pass over memory, not two.
 template <typename Element>
 double for_each_norm(std::size_t n, Element element) {
-    // `omp simd` (honoured under -fopenmp or -fopenmp-simd, ignored otherwise) vectorizes the
-    // loop without the runtime alias checks a rule writing its reply over its payload would
-    // otherwise need: element(i) only ever touches index i. Blocks of float partial sums, added
-    // up in double, keep the rounding of a long vector small.
+    // Under OpenMP (tether's own build), `omp simd` vectorizes the loop without the runtime
+    // alias checks a rule writing its reply over its payload would otherwise need: element(i)
+    // only ever touches index i. Without it (a plugin built without -fopenmp) the loop is the
+    // same, left to the compiler, and no unknown-pragma warning. Blocks of float partial sums,
+    // added up in double, keep the rounding of a long vector small.
     constexpr std::size_t kBlock = 4096;
     double total = 0;
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t end = start + kBlock < n ? start + kBlock : n;
         float block = 0.f;
+#ifdef _OPENMP
 #pragma omp simd reduction(+ : block)
+#endif
         for (std::size_t i = start; i < end; ++i) {
             const float v = element(i);
             block += v * v;
