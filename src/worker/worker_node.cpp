@@ -95,13 +95,20 @@ void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
 
 Payload WorkerNode::make_payload() {
     const std::size_t bytes = num_parameters_ * sizeof(float);
-    if (!(payload_.unique() && payload_.size() == bytes)) payload_ = Payload::allocate(bytes);
-    rule_->make_payload(*backend_, layout_->x(), payload_.floats());
     // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name,
-    // rather than have the center refuse the payload and count this worker lost later.
-    if (!host::all_finite(payload_.floats(), num_parameters_))
+    // rather than have the center refuse the payload and count this worker lost later. The
+    // check reads x, before the payload is made from it, not the payload: reading the payload
+    // back just before it is sent halved the exchange rate over inproc on a 2-core machine
+    // (aeasgd, 1 client: 4.4 against 7.6 GB/s). What goes on the wire the center checks itself,
+    // and refuses by name.
+    const float* x = layout_->x();
+    const bool finite = backend_->host_addressable() ? host::all_finite(x, num_parameters_)
+                                                     : backend_->all_finite(x, num_parameters_);
+    if (!finite)
         throw DivergedError("diverged at step " + std::to_string(result_.steps) +
                             " (non-finite parameters at exchange " + std::to_string(result_.exchanges + 1) + ")");
+    if (!(payload_.unique() && payload_.size() == bytes)) payload_ = Payload::allocate(bytes);
+    rule_->make_payload(*backend_, x, payload_.floats());
     return payload_;
 }
 
