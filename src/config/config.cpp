@@ -107,6 +107,7 @@ ClusterConfig parse_cluster(JsonReader r) {
     k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
     k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
     k.elastic = r.boolean("elastic", k.elastic);
+    k.overlap = r.boolean("overlap", k.overlap);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
     k.servers = r.integer("servers", k.servers, 1, 256);
     k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "topk"});

@@ -92,6 +92,9 @@ struct ClusterConfig {
     double max_failed_share = 0.5;
     std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
     bool elastic = false;                  // workers beyond cluster.workers may join mid-run
+    // Each exchange runs on the worker's own thread while it trains the next window; its reply
+    // lands one window late (worker/worker_node.hpp, docs/embedding.md).
+    bool overlap = false;
     std::int64_t max_peers = 256;          // identities the center keeps state for at once
     std::int64_t servers = 1;              // centers that split x~ into key ranges (protocol/key_ranges.hpp)
     // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies

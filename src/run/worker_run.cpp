@@ -30,6 +30,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     options.epochs = std::size_t(config.training.epochs);
     options.step_delay_ms = k.step_delay_ms;
     options.communication_window = config.strategy.rule->communication_window();
+    options.overlap = k.overlap;
     TransportOptions transport_options;
     transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
     transport_options.send_timeout_ms = int(k.worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
