@@ -38,7 +38,7 @@ def _options(workers, strategy, **overrides):
         raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(_tether.default_options())}")
     options = _tether.default_options()
     options.update(overrides)
-    return dict(strategy=strategy_text(strategy), workers=int(workers), **options)
+    return dict(strategy=strategy_text(strategy), workers=int(workers), options=options)
 
 
 def _span(index, buffer):
@@ -120,7 +120,12 @@ class CenterService:
     ``address=""`` keeps it private to this process (use ``connect_worker``); give
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options (milliseconds): join_timeout_ms, worker_timeout_ms,
-    reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers).
+    reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers);
+    servers (x~ split into that many key ranges, each served on its own thread: ``address``
+    then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
+    lists them, server 0 first, separated by ','); codec, reply_codec and
+    topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same").
+    A worker in another process gives the same options and ``.address`` whole.
     """
 
     def __init__(self, initial, strategy="aeasgd", workers=1, address="", **options):

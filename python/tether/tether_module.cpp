@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace py = pybind11;
@@ -34,19 +35,32 @@ FloatArray to_numpy(const std::vector<float>& x) {
     return out;
 }
 
+// The options the Python layer may set, by name: one table for the defaults it reads
+// (default_options) and for the dict it passes back (options_from). Python has already
+// refused unknown names; the C++ side checks values (ServiceOptions' own errors).
+template <typename Visit>
+void for_each_option(tether::ServiceOptions& o, Visit visit) {
+    visit("join_timeout_ms", o.join_timeout_ms);
+    visit("worker_timeout_ms", o.worker_timeout_ms);
+    visit("reply_timeout_ms", o.reply_timeout_ms);
+    visit("round_timeout_ms", o.round_timeout_ms);
+    visit("quorum", o.quorum);
+    visit("overlap_exchange", o.overlap_exchange);
+    visit("servers", o.servers);
+    visit("codec", o.codec);
+    visit("reply_codec", o.reply_codec);
+    visit("topk_ratio", o.topk_ratio);
+}
+
 tether::ServiceOptions options_from(const std::string& strategy, int workers, const std::string& address,
-                                    int join_timeout_ms, int worker_timeout_ms, int reply_timeout_ms,
-                                    int round_timeout_ms, double quorum, bool overlap_exchange) {
+                                    const py::dict& options) {
     tether::ServiceOptions o;
     o.strategy = strategy;
     o.workers = workers;
     o.address = address;
-    o.join_timeout_ms = join_timeout_ms;
-    o.worker_timeout_ms = worker_timeout_ms;
-    o.reply_timeout_ms = reply_timeout_ms;
-    o.round_timeout_ms = round_timeout_ms;
-    o.quorum = quorum;
-    o.overlap_exchange = overlap_exchange;
+    for_each_option(o, [&](const char* name, auto& field) {
+        if (options.contains(name)) field = options[name].cast<std::remove_reference_t<decltype(field)>>();
+    });
     return o;
 }
 
@@ -123,18 +137,15 @@ PYBIND11_MODULE(_tether, m) {
     m.def(
         "connect_spans",
         [](const std::string& address, const RawSpans& spans, bool cuda, py::object owners, const std::string& strategy,
-           int workers, int join_timeout_ms, int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms,
-           double quorum, bool overlap_exchange) {
-            const auto options = options_from(strategy, workers, "", join_timeout_ms, worker_timeout_ms,
-                                              reply_timeout_ms, round_timeout_ms, quorum, overlap_exchange);
+           int workers, const py::dict& service_options) {
+            const auto options = options_from(strategy, workers, "", service_options);
             return joined(std::move(owners), [&] {
                 return tether::WorkerClient::connect(address, options, spans_of(spans),
                                                      cuda ? tether::Memory::cuda : tether::Memory::host);
             });
         },
         py::arg("address"), py::arg("spans"), py::arg("cuda"), py::arg("owners"), py::arg("strategy"),
-        py::arg("workers"), py::arg("join_timeout_ms"), py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"),
-        py::arg("round_timeout_ms"), py::arg("quorum"), py::arg("overlap_exchange"));
+        py::arg("workers"), py::arg("options"));
 
     py::class_<tether::CenterService>(m, "CenterService")
         .def_property_readonly("address", &tether::CenterService::address)
@@ -168,27 +179,19 @@ PYBIND11_MODULE(_tether, m) {
 
     // The C++ defaults, so the Python layer never keeps a second copy of them.
     m.def("default_options", [] {
-        const tether::ServiceOptions o;
+        tether::ServiceOptions o;
         py::dict d;
-        d["join_timeout_ms"] = o.join_timeout_ms;
-        d["worker_timeout_ms"] = o.worker_timeout_ms;
-        d["reply_timeout_ms"] = o.reply_timeout_ms;
-        d["round_timeout_ms"] = o.round_timeout_ms;
-        d["quorum"] = o.quorum;
-        d["overlap_exchange"] = o.overlap_exchange;
+        for_each_option(o, [&](const char* name, const auto& field) { d[name] = field; });
         return d;
     });
 
     m.def(
         "start_center",
-        [](FloatArray initial, const std::string& strategy, int workers, const std::string& address, int join_timeout_ms,
-           int worker_timeout_ms, int reply_timeout_ms, int round_timeout_ms, double quorum, bool overlap_exchange) {
+        [](FloatArray initial, const std::string& strategy, int workers, const std::string& address,
+           const py::dict& service_options) {
             std::vector<float> x(initial.data(), initial.data() + initial.size());
-            const auto options = options_from(strategy, workers, address, join_timeout_ms, worker_timeout_ms,
-                                              reply_timeout_ms, round_timeout_ms, quorum, overlap_exchange);
+            const auto options = options_from(strategy, workers, address, service_options);
             return tether::CenterService::start(std::move(x), options);
         },
-        py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("join_timeout_ms"),
-        py::arg("worker_timeout_ms"), py::arg("reply_timeout_ms"), py::arg("round_timeout_ms"), py::arg("quorum"),
-        py::arg("overlap_exchange"));
+        py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("options"));
 }

@@ -175,6 +175,41 @@ def overlapped_exchanges_keep_every_local_step():
 
 
 @case
+def servers_and_codecs_from_python_with_workers_connecting_by_address():
+    options = dict(strategy={"name": "downpour", "communication_window": 1}, workers=2, servers=3, codec="bf16")
+    center = tether.CenterService(np.zeros(10, np.float32), address=",".join(["tcp://127.0.0.1:*"] * 3), **options)
+    addresses = center.address.split(",")
+    assert len(addresses) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in addresses), center.address
+    arrays = [np.zeros(10, np.float32), np.zeros(10, np.float32)]
+    errors = []
+
+    def work(i):
+        try:
+            worker = tether.connect(center.address, arrays[i], **options)
+            arrays[i] += 1.0  # exact in bf16: each worker's update adds 1 to every range of x~
+            assert worker.step(1) is True
+            worker.finish()
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(f"worker {i}: {e!r}")
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert np.array_equal(center.wait(), np.full(10, 2.0, np.float32))
+    stats = center.stats()
+    assert stats["updates_applied"] == 2 and stats["rejected_messages"] == 0, stats
+    for wrong, words in [(dict(options, servers=1), "servers is 1"), (dict(options, codec="int4"), "int4")]:
+        try:
+            tether.connect(center.address, np.zeros(10, np.float32), join_timeout_ms=500, **wrong)
+        except (RuntimeError, ValueError) as e:
+            assert words in str(e), e
+        else:
+            raise AssertionError(f"{wrong} accepted")
+
+
+@case
 def torch_worker_trains_the_models_own_tensors():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
