@@ -59,7 +59,23 @@ tether::ServiceOptions options_from(const std::string& strategy, int workers, co
     o.workers = workers;
     o.address = address;
     for_each_option(o, [&](const char* name, auto& field) {
-        if (options.contains(name)) field = options[name].cast<std::remove_reference_t<decltype(field)>>();
+        using Field = std::remove_reference_t<decltype(field)>;
+        if (!options.contains(name)) return;
+        const py::handle value = options[name];
+        // bool is an int in Python, and pybind11 would read True as 1 server: refuse it by name.
+        const bool is_bool = py::isinstance<py::bool_>(value);
+        try {
+            if (is_bool != std::is_same_v<Field, bool>) throw py::cast_error();
+            field = value.cast<Field>();
+        } catch (const py::cast_error&) {
+            const char* expected = std::is_same_v<Field, bool>          ? "bool"
+                                   : std::is_same_v<Field, std::string> ? "str"
+                                   : std::is_integral_v<Field>          ? "int"
+                                                                        : "float";
+            throw py::type_error(std::string("option ") + name + ": expected " + expected + ", got " +
+                                 py::str(value.get_type().attr("__name__")).cast<std::string>() + " " +
+                                 py::repr(value).cast<std::string>());
+        }
     });
     return o;
 }

@@ -87,6 +87,15 @@ def bad_buffers_and_strategies_are_refused_with_what_is_wrong():
         assert "moving_rate" in str(e), e
     else:
         raise AssertionError("adag with a moving rate accepted")
+    for name, value, words in [("servers", "3", "servers: expected int, got str '3'"),
+                               ("overlap_exchange", 1, "overlap_exchange: expected bool, got int 1"),
+                               ("servers", True, "servers: expected int, got bool True")]:
+        try:
+            tether.CenterService(np.zeros(4, np.float32), strategy="adag", workers=2, **{name: value})
+        except TypeError as e:
+            assert words in str(e), e
+        else:
+            raise AssertionError(f"{name}={value!r} accepted")
     try:
         tether.CenterService(np.zeros(4, np.float32), strategy="adag", workers=2, reply_timeout=5)
     except TypeError as e:
