@@ -270,22 +270,14 @@ void Center::maybe_close_round(bool deadline_passed) {
 }
 
 void Center::send_frames(const std::string& peer, Header h, const Payload& data, WireSender* encoder) {
-    const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    const std::vector<Payload> encoded = encoder ? encoder->encode(data.floats()) : std::vector<Payload>{};
-    h.dtype = encoder ? encoder->dtype() : Dtype::float32;
     h.center_version = state_.version;
     h.fingerprint = options_.fingerprint;
-    h.shard_count = std::uint32_t(frame_count(n, shard));
-    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
-        const FrameRange r = frame_range(n, shard, s);
-        h.shard_id = s;
-        h.element_count = r.count;
-        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
-        const auto header = encode(h);
-        const Payload frame = encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float));
+    for_each_frame(h, data, state_.x.size(), options_.shard_elements, encoder,
+                   [&](const Header& frame_header, const Payload& frame) {
+        const auto header = encode(frame_header);
         endpoint_->send(peer, header, frame);
         stats_.bytes_sent += header.size() + frame.size();
-    }
+    });
 }
 
 void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {

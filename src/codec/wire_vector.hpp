@@ -39,6 +39,16 @@ struct FrameRange {
 std::size_t frame_count(std::size_t n, std::size_t frame_elements);
 FrameRange frame_range(std::size_t n, std::size_t frame_elements, std::size_t frame);
 
+class WireSender;
+
+// The frames of one vector message, in order: calls send(header, frame) with `h` completed for
+// each frame (dtype, shard count and id, element count, flags), the frame encoded by `encoder`
+// or, without one, a zero-copy float32 slice of `data`. The worker's exchanges and the
+// center's replies and welcomes share this, so both ends cut a vector the same way.
+template <typename Send>
+void for_each_frame(Header h, const Payload& data, std::size_t n, std::size_t frame_elements, WireSender* encoder,
+                    Send send);
+
 class WireSender {
 public:
     // `kind` must be state or update, and codec.kind lossy.
@@ -82,5 +92,20 @@ private:
     std::vector<float> copy_;  // state: c
     std::vector<float> frame_;
 };
+
+template <typename Send>
+void for_each_frame(Header h, const Payload& data, std::size_t n, std::size_t frame_elements, WireSender* encoder,
+                    Send send) {
+    const std::vector<Payload> encoded = encoder ? encoder->encode(data.floats()) : std::vector<Payload>{};
+    h.dtype = encoder ? encoder->dtype() : Dtype::float32;
+    h.shard_count = std::uint32_t(frame_count(n, frame_elements));
+    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
+        const FrameRange r = frame_range(n, frame_elements, s);
+        h.shard_id = s;
+        h.element_count = r.count;
+        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
+        send(h, encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float)));
+    }
+}
 
 }  // namespace tether

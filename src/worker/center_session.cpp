@@ -208,17 +208,8 @@ ServerReply CenterSession::receive_reply() {
 }
 
 void CenterSession::send_frames(Header h, const Payload& payload) {
-    const std::size_t n = num_parameters_, shard = options_.shard_elements;
-    const std::vector<Payload> encoded = payload_sender_ ? payload_sender_->encode(payload.floats()) : std::vector<Payload>{};
-    h.dtype = payload_sender_ ? payload_sender_->dtype() : Dtype::float32;
-    h.shard_count = std::uint32_t(frame_count(n, shard));
-    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
-        const FrameRange r = frame_range(n, shard, s);
-        h.shard_id = s;
-        h.element_count = r.count;
-        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (payload_sender_ ? payload_sender_->flags() : 0);
-        send(h, payload_sender_ ? encoded[s] : payload.slice(r.first * sizeof(float), r.count * sizeof(float)));
-    }
+    for_each_frame(h, payload, num_parameters_, options_.shard_elements, payload_sender_.get(),
+                   [&](const Header& frame_header, const Payload& frame) { send(frame_header, frame); });
 }
 
 void CenterSession::heartbeat_locked() {
