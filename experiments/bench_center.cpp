@@ -9,11 +9,14 @@
 //           on S servers (ServiceOptions.servers: x~ split into S key ranges, each server on
 //           its own thread and socket, every client exchanging with all of them in parallel).
 // Prints GB/s (both directions) and tether / raw for each cell; --json prints one object.
+// Both run with freed memory kept mapped, as in the tether command (keep_freed_memory_mapped(),
+// tether.hpp); --default-malloc leaves glibc's defaults, under which every ~1 MB message ZeroMQ
+// receives is faulted in afresh and 2+ clients measure page faults more than either side.
 // Each cell runs raw, downpour and aeasgd in turn, --repeats times, and reports medians: on a
 // shared machine a load that comes and goes then hits all three alike. The raw echo has one
 // server whatever S: it is the bound of one ZeroMQ server thread.
 //   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp]
-//                       [--seconds 1] [--repeats 3] [--elements 235146] [--json]
+//                       [--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]
 #include <tether/tether.hpp>
 #include <unistd.h>
 #include <zmq.hpp>
@@ -42,6 +45,7 @@ struct Settings {
     int repeats = 3;
     std::size_t elements = 235146;
     bool json = false;
+    bool default_malloc = false;
 };
 
 std::string address_for(const std::string& transport, int run) {
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
         const std::string flag = argv[i];
         const bool has_value = i + 1 < argc;
         if (flag == "--json") s.json = true;
+        else if (flag == "--default-malloc") s.default_malloc = true;
         else if (flag == "--clients" && has_value) s.clients = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
         else if (flag == "--servers" && has_value) s.servers = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
         else if (flag == "--transports" && has_value) s.transports = parse_list<std::string>(argv[++i], [](const std::string& v) { return v; });
@@ -186,14 +191,18 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr, "tether-bench-center: unknown flag or missing value: %s\n"
                                  "usage: tether-bench-center [--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp] "
-                                 "[--seconds 1] [--repeats 3] [--elements 235146] [--json]\n", flag.c_str());
+                                 "[--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]\n", flag.c_str());
             return 2;
         }
     }
+    const bool freed_memory_mapped = !s.default_malloc && tether::keep_freed_memory_mapped();
     nlohmann::json cells = nlohmann::json::array();
-    if (!s.json)
+    if (!s.json) {
+        std::printf("malloc: %s\n", freed_memory_mapped ? "freed memory kept mapped (as in the tether command)"
+                                                        : "the C library's defaults (--default-malloc)");
         std::printf("%-7s %7s %7s %10s %14s %7s %12s %7s\n", "", "clients", "servers", "raw GB/s", "downpour GB/s", "ratio",
                     "aeasgd GB/s", "ratio");
+    }
     int run = 0;
     for (const auto& transport : s.transports)
         for (int clients : s.clients) {
@@ -217,7 +226,8 @@ int main(int argc, char** argv) {
             }
         }
     if (s.json)
-        std::printf("%s\n", nlohmann::json{{"elements", s.elements}, {"seconds_per_run", s.seconds}, {"repeats", s.repeats}, {"cells", cells}}
+        std::printf("%s\n", nlohmann::json{{"elements", s.elements}, {"seconds_per_run", s.seconds}, {"repeats", s.repeats},
+                                           {"freed_memory_mapped", freed_memory_mapped}, {"cells", cells}}
                                 .dump(2)
                                 .c_str());
     return 0;

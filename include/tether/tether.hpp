@@ -88,6 +88,17 @@ struct ServiceOptions {
 // thread it owns and never on yours. (PyTorch: torch.set_flush_denormal(True).)
 void set_flush_denormals(bool on = true);
 
+// Keeps memory that the process frees mapped, for the whole process (glibc's mallopt
+// M_MMAP_THRESHOLD 32 MiB and M_TRIM_THRESHOLD 256 MiB). ZeroMQ allocates every message it
+// receives, and by default glibc hands a freed block of a megabyte back to the kernel and
+// faults it in again on the next allocation: a center answering 4 workers over tcp spent its
+// time in page faults, 1.3 GB/s against 6.5 with this (tether-bench-center, MLP-sized vector).
+// The cost is memory: up to 256 MiB freed per malloc arena stays with the process. The tether
+// command calls this at start; the embedding API leaves your process's allocator alone unless
+// you call it (or set GLIBC_TUNABLES, docs/embedding.md). Returns false where the C library
+// has no such settings (not glibc).
+bool keep_freed_memory_mapped();
+
 struct WorkerReport {
     unsigned worker_id = 0;
     std::size_t steps = 0, samples = 0, exchanges = 0;

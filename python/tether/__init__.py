@@ -14,10 +14,10 @@ import collections
 import json
 
 from . import _tether
-from ._tether import TetherError, set_flush_denormals, __version__  # noqa: F401
+from ._tether import TetherError, keep_freed_memory_mapped, set_flush_denormals, __version__  # noqa: F401
 
 __all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "TetherError",
-           "set_flush_denormals"]
+           "set_flush_denormals", "keep_freed_memory_mapped"]
 
 Snapshot = collections.namedtuple("Snapshot", ["x", "version"])
 Snapshot.__doc__ = "x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant."

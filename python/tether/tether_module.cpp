@@ -130,6 +130,9 @@ PYBIND11_MODULE(_tether, m) {
 
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,
           "Flush denormal floats to zero on the calling thread (tether never changes yours).");
+    m.def("keep_freed_memory_mapped", &tether::keep_freed_memory_mapped,
+          "Keep freed memory mapped for the whole process (glibc): a center receiving ~1 MB exchanges over tcp "
+          "otherwise faults each one in afresh. Returns False where the C library has no such setting.");
 
     py::class_<Worker>(m, "Worker")
         .def(

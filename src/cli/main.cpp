@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <tether/tether.hpp>
+
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
 #include "cli/plugins.hpp"
@@ -44,6 +46,8 @@ int version() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Every tether process exchanges ~1 MB messages: keep freed ones mapped (tether.hpp says why).
+    tether::keep_freed_memory_mapped();
     try {
         if (argc < 2) {
             std::fputs(kUsage, stderr);

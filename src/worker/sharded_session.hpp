@@ -44,7 +44,14 @@ public:
     ShardedSession(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters);
 
     Welcome join();
-    ExchangeOutcome exchange(const Payload& payload, const Progress& at);
+    // exchange = send + collect_replies; a caller with work to do while the servers answer
+    // (the worker's finiteness check) does it between the two.
+    ExchangeOutcome exchange(const Payload& payload, const Progress& at) {
+        send(payload, at);
+        return collect_replies();
+    }
+    void send(const Payload& payload, const Progress& at);
+    ExchangeOutcome collect_replies();
     void heartbeat_if_idle();
     void bye();
     void close();

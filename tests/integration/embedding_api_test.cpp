@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -128,6 +129,28 @@ TEST_CASE("a training loop that pauses longer than the worker timeout is not los
     CHECK(stats["workers_finished"] == 1);
     CHECK(stats["updates_applied"] == 3);
     CHECK(center->snapshot().x == Vec(4, 3.f));
+}
+
+TEST_CASE("a worker whose parameters turn NaN stops naming the step, and x~ keeps no NaN") {
+    // The worker checks x while its exchange is in flight: the center refuses the payload by
+    // name and leaves x~ as it was, the worker throws with the step that diverged.
+    tether::ServiceOptions o = options_for(R"({"name": "downpour", "communication_window": 1})", 1);
+    o.worker_timeout_ms = 600;  // the diverged worker never says bye: it is counted lost
+    auto center = tether::CenterService::start(Vec(4, 0.f), o);
+    {
+        Vec x(4);
+        auto worker = center->connect_worker(x.data(), x.size());
+        for (float& v : x) v += 1.f;
+        CHECK(worker->step(1));
+        x[2] = std::numeric_limits<float>::quiet_NaN();
+        CHECK_THROWS_WITH(worker->step(1), doctest::Contains("diverged at step 2 (non-finite parameters at exchange 2)"));
+    }
+    const Vec final_center = center->wait();
+    CHECK(final_center == Vec(4, 1.f));
+    const json stats = json::parse(center->stats_json());
+    CAPTURE(stats.dump());
+    CHECK(stats["updates_applied"] == 1);
+    CHECK(stats["rejected_by_reason"]["non-finite payload"] == 1);
 }
 
 TEST_CASE("snapshot() and stats_json() read a consistent x~ while 4 workers train") {

@@ -185,6 +185,8 @@ def overlapped_exchanges_keep_every_local_step():
 
 @case
 def servers_and_codecs_from_python_with_workers_connecting_by_address():
+    # As a process serving workers over tcp should (docs/embedding.md): glibc keeps freed memory.
+    assert tether.keep_freed_memory_mapped() is True
     options = dict(strategy={"name": "downpour", "communication_window": 1}, workers=2, servers=3, codec="bf16")
     center = tether.CenterService(np.zeros(10, np.float32), address=",".join(["tcp://127.0.0.1:*"] * 3), **options)
     addresses = center.address.split(",")

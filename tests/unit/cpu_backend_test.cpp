@@ -8,6 +8,7 @@
 
 #include "backend/backend.hpp"
 #include "backend_reference.hpp"
+#include "util/all_finite.hpp"
 #include "util/errors.hpp"
 
 namespace {
@@ -72,6 +73,48 @@ TEST_CASE("vector algebra") {
         auto dv = to_backend(*backend, v);
         CHECK_FALSE(backend->all_finite(dv.data(), 4));
     }
+}
+
+TEST_CASE("a rule's vector operations over a whole parameter vector, in each aliasing a rule uses") {
+    // The length of the default MLP plus a ragged tail: the vector loops' remainder runs too.
+    auto backend = cpu(2);
+    const std::size_t n = 235146 + 13;
+    const auto a = random_vector(n, 4), b = random_vector(n, 5);
+    std::vector<float> a_minus_b(n), a_minus_b_minus_b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        a_minus_b[i] = a[i] - b[i];
+        a_minus_b_minus_b[i] = a_minus_b[i] - b[i];
+    }
+    auto da = to_backend(*backend, a), db = to_backend(*backend, b), out = to_backend(*backend, std::vector<float>(n, 7.f));
+    backend->difference(out.data(), da.data(), db.data(), n);  // a fresh payload
+    CHECK(to_host(out) == a_minus_b);
+    backend->difference(out.data(), out.data(), db.data(), n);  // out <- out - b
+    CHECK(to_host(out) == a_minus_b_minus_b);
+    auto b_again = to_backend(*backend, b);
+    backend->difference(b_again.data(), da.data(), b_again.data(), n);  // out <- a - out
+    CHECK(to_host(b_again) == a_minus_b);
+    backend->scale(b_again.data(), n, 2.f);
+    backend->axpy(b_again.data(), da.data(), n, -2.f);  // 2 (a - b) - 2 a = -2 b
+    for (std::size_t i = 0; i < n; i += 997) CHECK(to_host(b_again)[i] == doctest::Approx(-2.f * b[i]));
+}
+
+TEST_CASE("the exchange's finiteness check finds one NaN or Inf anywhere in a long vector") {
+    const std::size_t n = 235146 + 13;
+    std::vector<float> v = random_vector(n, 6);
+    v[0] = std::numeric_limits<float>::max();
+    v[1] = -std::numeric_limits<float>::max();
+    v[2] = std::numeric_limits<float>::denorm_min();
+    CHECK(host::all_finite(v.data(), n));
+    for (const std::size_t at : {std::size_t(0), std::size_t(16), n / 2 + 1, n - 1})
+        for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity()}) {
+            CAPTURE(at);
+            CAPTURE(bad);
+            std::vector<float> w = v;
+            w[at] = bad;
+            CHECK_FALSE(host::all_finite(w.data(), n));
+            CHECK(host::all_finite(w.data(), at));  // the elements before it alone are finite
+        }
 }
 
 TEST_CASE("add_bias, relu_backward, column_sums and argmax_rows") {
