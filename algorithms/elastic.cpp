@@ -30,8 +30,11 @@ void SendParametersWorker::apply(VectorOps& ops, float* x, const float* reply_ho
 double ElasticCenter::apply(CenterState& center, const Exchange& e, float* reply) {
     float* x = center.x.data();
     const float* payload = e.payload;
+    // A local copy: the loop's stores could alias alpha_ as far as the compiler knows, and it
+    // reloaded it for every vector.
+    const float alpha = alpha_;
     return host::for_each_norm(e.size, [&](std::size_t i) {
-        const float elastic = alpha_ * (payload[i] - x[i]);
+        const float elastic = alpha * (payload[i] - x[i]);
         x[i] += elastic;
         reply[i] = elastic;
         return elastic;
