@@ -1,6 +1,7 @@
 // An out-of-tree program built against an installed tether, by tests/packaging/check_install.sh
 // (once with pkg-config, once with CMake, once with Meson). It uses only the public headers:
-// two workers on their own threads train a 4-element vector through a center over inproc://.
+// two workers on their own threads train a 4-element vector through a center over inproc://,
+// with freed memory kept mapped first.
 // Worker w adds w + 1 to every element before each of its 3 steps.
 // - `averaging` with communication_window 1 replaces both workers' vectors with their mean
 //   after every step, so x~ grows by (1 + 2) / 2 = 1.5 per round and ends at 4.5 everywhere.
@@ -74,6 +75,11 @@ static bool all_equal(const char* strategy, const std::vector<float>& x, float e
 int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "cuda-error") == 0) return print_cuda_error();
     std::printf("tether %s: averaging, then a strategy of its own\n", TETHER_VERSION_STRING);
+    // As a process serving workers should (docs/embedding.md); glibc has the settings.
+    if (!tether::keep_freed_memory_mapped()) {
+        std::printf("FAIL: keep_freed_memory_mapped() changed nothing on glibc\n");
+        return 1;
+    }
     if (!all_equal("averaging", train_two_workers(R"({"name": "averaging", "communication_window": 1})"), 4.5f))
         return 1;
     damped_sum::register_it();
