@@ -95,8 +95,8 @@ void set_flush_denormals(bool on = true);
 // time in page faults, 1.3 GB/s against 6.5 with this (tether-bench-center, MLP-sized vector).
 // The cost is memory: up to 256 MiB freed per malloc arena stays with the process. The tether
 // command calls this at start; the embedding API leaves your process's allocator alone unless
-// you call it (or set GLIBC_TUNABLES, docs/embedding.md). Returns false where the C library
-// has no such settings (not glibc).
+// you call it (or set GLIBC_TUNABLES, docs/embedding.md). Returns false, and changes nothing,
+// where the C library has no such settings (not 64-bit glibc).
 bool keep_freed_memory_mapped();
 
 struct WorkerReport {

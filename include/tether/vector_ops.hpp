@@ -28,7 +28,8 @@ public:
     // buffer (the payload) instead of computing on the device and copying it down.
     virtual bool host_addressable() const = 0;
 
-    // Element-wise algebra on n floats. `out`, `y` may alias an input of the same call.
+    // Element-wise algebra on n floats. `out`, `y` may be an input of the same call (the same
+    // pointer); vectors that overlap only in part are not allowed.
     virtual void fill(float* x, std::size_t n, float value) = 0;
     virtual void scale(float* x, std::size_t n, float a) = 0;                                 // x <- a x
     virtual void axpy(float* y, const float* x, std::size_t n, float a) = 0;                  // y <- y + a x

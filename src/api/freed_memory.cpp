@@ -1,14 +1,15 @@
 // keep_freed_memory_mapped() (tether.hpp): why and what it costs is said there.
 #include <tether/tether.hpp>
 
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && __SIZEOF_POINTER__ == 8
 #include <malloc.h>
 #endif
 
 namespace tether {
 
 bool keep_freed_memory_mapped() {
-#if defined(__GLIBC__)
+// 64-bit glibc only: on 32-bit its largest mmap threshold is below the 32 MiB asked for here.
+#if defined(__GLIBC__) && __SIZEOF_POINTER__ == 8
     // Both settings, or neither helps: a fixed M_TRIM_THRESHOLD alone turns off glibc's
     // adaptive mmap threshold, so every ~1 MB message is mmapped afresh (4 clients: 0.31 GB/s),
     // and a fixed mmap threshold alone leaves the heap trimmed after each free (1.3 GB/s).

@@ -13,6 +13,7 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/float_mode.hpp"
 #include "backend/thrust_ops.inl"
+#include "util/target_clones.hpp"
 
 namespace tether {
 namespace {
@@ -27,7 +28,6 @@ __attribute__((always_inline)) inline void vector_loop(std::size_t n, const F& f
 #pragma GCC ivdep
     for (std::size_t i = 0; i < n; ++i) f(i);
 }
-#define TETHER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 TETHER_CLONES void run_adam(std::size_t n, ops::AdamStep f) { vector_loop(n, f); }
 TETHER_CLONES void run_nesterov(std::size_t n, ops::NesterovStep f) { vector_loop(n, f); }
 TETHER_CLONES void run_sgd(std::size_t n, ops::SgdStep f) { vector_loop(n, f); }

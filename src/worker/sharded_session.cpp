@@ -46,12 +46,9 @@ Welcome ShardedSession::join() {
     return all;
 }
 
-void ShardedSession::send(const Payload& payload, const Progress& at) {
+ExchangeOutcome ShardedSession::exchange(const Payload& payload, const Progress& at) {
     for (std::size_t k = 0; k < sessions_.size(); ++k)
         sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at);
-}
-
-ExchangeOutcome ShardedSession::collect_replies() {
     ExchangeOutcome out;
     if (sessions_.size() > 1) {
         // The ranges are copied into one vector for the rule; its buffer is reused once the

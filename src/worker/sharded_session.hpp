@@ -44,14 +44,7 @@ public:
     ShardedSession(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters);
 
     Welcome join();
-    // exchange = send + collect_replies; a caller with work to do while the servers answer
-    // (the worker's finiteness check) does it between the two.
-    ExchangeOutcome exchange(const Payload& payload, const Progress& at) {
-        send(payload, at);
-        return collect_replies();
-    }
-    void send(const Payload& payload, const Progress& at);
-    ExchangeOutcome collect_replies();
+    ExchangeOutcome exchange(const Payload& payload, const Progress& at);
     void heartbeat_if_idle();
     void bye();
     void close();

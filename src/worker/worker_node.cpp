@@ -93,39 +93,32 @@ void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
     rule_->on_join(*backend_, layout_->x(), x.data(), outcome.version);
 }
 
-void WorkerNode::check_parameters_finite() {
-    // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name. The
-    // check reads x, which nothing writes until the reply is applied; reading the payload back
-    // just before it was sent halved the exchange rate over inproc on a 2-core machine (aeasgd,
-    // 1 client: 4.4 against 7.6 GB/s).
+Payload WorkerNode::make_payload() {
+    const std::size_t bytes = num_parameters_ * sizeof(float);
+    // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name,
+    // before anything goes out. Checking while the exchange was in flight instead saved the
+    // check's pass (17 us with AVX2) but let a lossy codec turn the NaN into a finite update the
+    // center applies (int8's block scale ignores it, top-k drops it), let the finite ranges of
+    // several servers apply theirs, and left a reply unread. The check reads x, before the
+    // payload is made from it, not the payload: reading the payload back just before it is
+    // sent halved the exchange rate over inproc on a 2-core machine (aeasgd, 1 client: 4.4
+    // against 7.6 GB/s). What goes on the wire the center checks itself, and refuses by name.
     const float* x = layout_->x();
     const bool finite = backend_->host_addressable() ? host::all_finite(x, num_parameters_)
                                                      : backend_->all_finite(x, num_parameters_);
     if (!finite)
         throw DivergedError("diverged at step " + std::to_string(result_.steps) +
                             " (non-finite parameters at exchange " + std::to_string(result_.exchanges + 1) + ")");
-}
-
-Payload WorkerNode::make_payload() {
-    const std::size_t bytes = num_parameters_ * sizeof(float);
     if (!(payload_.unique() && payload_.size() == bytes)) payload_ = Payload::allocate(bytes);
-    rule_->make_payload(*backend_, layout_->x(), payload_.floats());
+    rule_->make_payload(*backend_, x, payload_.floats());
     return payload_;
 }
 
 void WorkerNode::exchange() {
     if (layout_->staged()) layout_->gather();
-    // With one server, x is checked while the server answers, off the path every exchange
-    // waits on (one pass over x: 46 of the 870 us of an aeasgd round trip over tcp, 1 client).
-    // A non-finite x has then gone out: the server refuses it whole, by name ("non-finite
-    // payload", x~ unchanged), and this worker stops with the step that diverged. With several
-    // servers the check comes first: the servers whose ranges are finite would apply theirs.
-    const bool check_in_flight = session_.servers() == 1;
-    if (!check_in_flight) check_parameters_finite();
-    session_.send(make_payload(), progress());
-    if (check_in_flight) check_parameters_finite();
+    const Payload payload = make_payload();
     const auto started = Clock::now();
-    const ExchangeOutcome outcome = session_.collect_replies();
+    const ExchangeOutcome outcome = session_.exchange(payload, progress());
     result_.seconds_waiting += seconds_since(started);
     if (rejoined_everywhere(outcome)) {
         take_welcome(welcome_of(outcome));  // this window's work is replaced by x~ from the center
@@ -143,7 +136,6 @@ void WorkerNode::exchange() {
 void WorkerNode::post_exchange() {
     if (thread_->posted()) complete_posted();
     layout_->gather();  // the snapshot x_k the exchange is about; the buffers train on
-    check_parameters_finite();  // before it goes: the worker's thread sends it while this one trains
     thread_->post(make_payload(), progress());
     steps_since_exchange_ = 0;
 }

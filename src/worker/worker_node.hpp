@@ -75,8 +75,6 @@ public:
 
 private:
     void start_session_thread();
-    // Throws DivergedError when x holds NaN or Inf.
-    void check_parameters_finite();
     Payload make_payload();
     void exchange();          // blocking: gather, payload, send, wait, apply, scatter
     void post_exchange();     // overlapped: snapshot, payload, hand to the thread
