@@ -4,7 +4,7 @@
 // of Fashion-MNIST at batch 64, and trainer_runs is the per-epoch rate, so a slowdown as
 // training goes on (denormals) shows; trainer_whole_run_samples_per_second is the whole run's.
 //   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 10] [--gemm-repeats 3]
-//                [--flush-denormals 1] [--data DIR]
+//                [--flush-denormals 1] [--data DIR] [--split auto|layers|rows]
 //                [--layers "conv 32 3x3 pad 1;relu;maxpool 2;dense 10"]
 // With --layers the model is that layer list (experiments/bench_cnn.py) and the GEMM-only
 // bound, which mirrors the MLP's GEMMs, is left out.
@@ -64,7 +64,7 @@ static double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
     int threads = 1, batch = 64, steps = 938, repeats = 10, gemm_repeats = 3, flush_denormals = 1;
-    std::string data_dir = DataConfig{}.dir, optimizer = "adam";
+    std::string data_dir = DataConfig{}.dir, optimizer = "adam", split = "auto";
     std::vector<std::string> layers;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
         else if (flag == "--flush-denormals") flush_denormals = std::atoi(value.c_str());
         else if (flag == "--data") data_dir = value;
         else if (flag == "--optimizer") optimizer = value;
+        else if (flag == "--split") split = value;
         else if (flag == "--layers") {
             for (std::size_t start = 0; start <= value.size();) {
                 const std::size_t end = std::min(value.find(';', start), value.size());
@@ -90,10 +91,11 @@ int main(int argc, char** argv) {
     }
     nlohmann::json document = {{"data", {{"dir", data_dir}}},
                                {"training", {{"batch_size", batch}, {"device", "cpu"}, {"threads", threads},
+                                             {"thread_split", split}, {"flush_denormals", flush_denormals != 0},
                                              {"optimizer", {{"name", optimizer}}}}}};
     if (!layers.empty()) document["model"] = {{"layers", layers}};
     const RunConfig config = parse_config(document);
-    use_cpu_threads(threads, batch, 1, flush_denormals != 0);
+    const CpuThreadPlan plan = use_cpu_threads(config, threads, 1);
     auto backend = make_backend({"cpu", threads, 0, flush_denormals != 0});
     const TrainTestSplit data = load_data(config.data, 1);
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
     }
 
     if (!layers.empty()) {
-        const nlohmann::json result = {{"threads", threads}, {"batch", batch}, {"optimizer", optimizer},
+        const nlohmann::json result = {{"threads", threads}, {"thread_plan", plan.describe()}, {"batch", batch}, {"optimizer", optimizer},
                                        {"steps", steps}, {"repeats", repeats}, {"model", trainer.model().description()},
                                        {"trainer_samples_per_second", median(trainer_rates)},
                                        {"trainer_whole_run_samples_per_second", double(steps) * batch * repeats / trainer_seconds},
@@ -143,7 +145,7 @@ int main(int argc, char** argv) {
         }
     }
     const double gemm_bound = std::max(median(blas_rates), median(sliced_rates));
-    const nlohmann::json result = {{"threads", threads},
+    const nlohmann::json result = {{"threads", threads}, {"thread_plan", plan.describe()},
                                    {"batch", batch},
                                    {"optimizer", optimizer},
                                    {"steps", steps},

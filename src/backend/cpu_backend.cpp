@@ -136,6 +136,21 @@ extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 int blas_threads() { return openblas_get_num_threads(); }
 
+void cpu_gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
+              float* c, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {  // not every BLAS scales C when k = 0
+        for (int r = 0; r < m; ++r)
+            for (int j = 0; j < n; ++j) {
+                float& out = c[std::size_t(r) * std::size_t(ldc) + std::size_t(j)];
+                out = beta == 0.f ? 0.f : beta * out;  // 0, not 0 x a NaN left in the buffer
+            }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a, lda, b,
+                ldb, beta, c, ldc);
+}
+
 void set_blas_threads(int threads, bool flush_denormals) {
     if (flush_denormals) {
         set_flush_denormals(true);

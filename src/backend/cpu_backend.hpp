@@ -16,4 +16,10 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals = fa
 void set_blas_threads(int threads, bool flush_denormals);
 int blas_threads();
 
+// Row-major C[m x n] = op(A) op(B) + beta C on blocks of larger matrices (leading dimensions
+// lda, ldb, ldc), on the calling thread's share of OpenBLAS: what a layer split between
+// threads computes (train/layer_split.hpp). k = 0 leaves beta C (zeros for beta = 0).
+void cpu_gemm(bool transpose_a, bool transpose_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+              float beta, float* c, int ldc);
+
 }  // namespace tether

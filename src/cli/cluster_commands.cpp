@@ -169,7 +169,7 @@ int worker_command(const std::vector<std::string>& arguments) {
     if (!config.strategy.rule->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
     const int threads = threads_per_worker(config, 1);
-    use_cpu_threads(threads, int(config.training.batch_size), 1, config.training.flush_denormals);
+    use_cpu_threads(config, threads, 1);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const WorkerResult r = run_worker(config, data, *transport, c.address, unique_peer_identity("worker"), threads);

@@ -75,6 +75,7 @@ TrainingConfig parse_training(JsonReader r) {
     t.device = device(r, "device", t.device);
     t.eval_device = device(r, "eval_device", t.eval_device);
     t.threads = r.integer("threads", t.threads, 0, 4096);
+    t.thread_split = r.choice("thread_split", t.thread_split, {"auto", "layers", "rows"});
     t.flush_denormals = r.boolean("flush_denormals", t.flush_denormals);
     t.seed = r.integer("seed", t.seed, 0, std::numeric_limits<std::int64_t>::max());
     t.optimizer = parse_optimizer(r.object("optimizer"));

@@ -57,6 +57,7 @@ struct TrainingConfig {
     std::string device = "auto";  // auto | cpu | cuda | cuda:N; workers spread over the GPUs
     std::string eval_device = "cpu";  // where the center (or a sequential run) evaluates
     std::int64_t threads = 0;      // CPU threads per worker; 0 = cores / workers
+    std::string thread_split = "auto";  // auto | layers | rows: how a CPU worker's threads share a step
     bool flush_denormals = true;   // flush-to-zero + denormals-are-zero on tether's threads
     std::int64_t seed = 1;
     OptimizerConfig optimizer;

@@ -55,7 +55,7 @@ ServerPlan plan_servers(const RunConfig& config, const std::function<std::string
 nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
-    const CpuThreadPlan plan = use_cpu_threads(threads, int(config.training.batch_size), workers, config.training.flush_denormals);
+    const CpuThreadPlan plan = use_cpu_threads(config, threads, workers);
     std::printf("threads: %d worker thread%s with %s each, a center thread and an evaluation thread; denormals %s\n",
                 workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));

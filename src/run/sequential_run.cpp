@@ -27,7 +27,7 @@ int threads_per_worker(const RunConfig& config, int workers) {
 
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
     const int threads = threads_per_worker(config, 1);
-    use_cpu_threads(threads, int(config.training.batch_size), 1, config.training.flush_denormals);
+    use_cpu_threads(config, threads, 1);
     BackendOptions device = choose_backend(config.training.device, threads, launcher_local_rank().value_or(0));
     device.flush_denormals = config.training.flush_denormals;
     auto backend = make_backend(device);

@@ -5,19 +5,41 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/float_mode.hpp"
 #include "train/local_trainer.hpp"
+#include "util/errors.hpp"
 
 namespace tether {
 
 std::string CpuThreadPlan::describe() const {
     auto plural = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
     std::string text = plural(threads, "thread") + ": ";
+    if (layer_blocks > 1) text += "each layer's weights in " + plural(layer_blocks, "block") + " of rows on as many threads, ";
     if (batch_slices > 1) text += "each minibatch in " + plural(batch_slices, "row slice") + " on as many threads, ";
     return text + "OpenBLAS " + plural(blas_threads, "thread");
 }
 
-CpuThreadPlan use_cpu_threads(int threads, int batch_size, int workers_in_process, bool flush_denormals) {
-    const CpuThreadPlan plan = plan_cpu_threads(threads, batch_size, workers_in_process);
-    set_blas_threads(plan.blas_threads, flush_denormals);
+CpuThreadPlan use_cpu_threads(const RunConfig& config, int threads, int workers_in_process) {
+    const CpuThreadPlan plan = plan_cpu_threads(config, threads, workers_in_process);
+    set_blas_threads(plan.blas_threads, config.training.flush_denormals);
+    return plan;
+}
+
+CpuThreadPlan plan_cpu_threads(const RunConfig& config, int threads, int workers_in_process) {
+    CpuThreadPlan plan = plan_cpu_threads(threads, int(config.training.batch_size), workers_in_process);
+    const std::string& split = config.training.thread_split;
+    if (plan.threads < 2 || split == "rows") return plan;
+    const auto& hidden = config.model.hidden_layers;
+    const bool mlp = config.model.layers.empty() && !hidden.empty();
+    const auto narrowest = mlp ? *std::min_element(hidden.begin(), hidden.end()) : 0;
+    if (split == "layers" && narrowest < plan.threads)
+        throw ConfigError("training.thread_split: \"layers\" splits each hidden layer of model.hidden_layers between the " +
+                          std::to_string(plan.threads) + " threads of a worker, " +
+                          (mlp ? "and the narrowest has " + std::to_string(narrowest) + " units"
+                               : std::string(config.model.layers.empty() ? "and there is none" : "not model.layers")) +
+                          "; use \"rows\" (minibatch row slices) or \"auto\"");
+    if (split == "auto" && narrowest < std::int64_t(kMinUnitsPerBlock) * plan.threads) return plan;
+    plan.layer_blocks = plan.threads;
+    plan.batch_slices = 1;
+    plan.blas_threads = 1;  // each block's GEMMs on its own thread
     return plan;
 }
 
@@ -74,7 +96,7 @@ double SlicedGradient::compute(const float* parameters, const Batch& batch, floa
     return loss;
 }
 
-void SlicedGradient::sum_then(float* gradient, const RangeWork& then) {
+void SlicedGradient::finish(float* gradient, const RangeWork& then) {
     // Twice as many ranges as threads: a range a descheduled helper has not started is taken
     // by another member.
     const std::size_t ranges = 2 * std::size_t(team_->members());
@@ -90,12 +112,6 @@ void SlicedGradient::sum_then(float* gradient, const RangeWork& then) {
         }
         if (then) then(begin, end);
     });
-}
-
-double SlicedGradient::evaluate_with_gradient(const float* parameters, const Batch& batch, float* gradient) {
-    const double loss = compute(parameters, batch, gradient);
-    sum_then(gradient, nullptr);
-    return loss;
 }
 
 }  // namespace tether

@@ -1,4 +1,6 @@
-// How a CPU worker spends its threads, and the minibatch split that makes them pay off.
+// How a CPU worker spends its threads (the plan), and one of the two ways to share a step
+// between them: the minibatch in row slices. The other, the default for an MLP, splits each
+// layer's weights instead (train/layer_split.hpp, which says why it is faster).
 //
 // The obvious split, one GEMM call spread over T OpenBLAS threads, loses on small models: the
 // default MLP's GEMMs are 64 x 784 x 256 and smaller, and OpenBLAS's threads wait for each
@@ -22,44 +24,52 @@
 #include "data/dataset.hpp"
 #include "model/model.hpp"
 #include "train/step_team.hpp"
+#include "train/threaded_gradient.hpp"
 
 namespace tether {
 
 struct CpuThreadPlan {
     int threads = 1;       // this worker's share of the cores
-    int batch_slices = 1;  // row slices of each minibatch, one thread each
+    int layer_blocks = 1;  // blocks of each layer's weights, one thread each (layer_split.hpp)
+    int batch_slices = 1;  // or: row slices of each minibatch, one thread each
     int blas_threads = 1;  // OpenBLAS's thread count (one per process)
-    // "each minibatch in 2 row slices on 2 threads, OpenBLAS 1 thread": printed by every run.
+    // "2 threads: each layer's weights in 2 blocks of rows on as many threads, OpenBLAS 1
+    // thread": printed by every run.
     std::string describe() const;
 };
 
 constexpr int kMinRowsPerSlice = 16;
+// training.thread_split "auto" splits an MLP's layers only when every hidden layer gives each
+// thread this many units; thinner blocks make GEMMs too narrow to pay for a sync per layer.
+constexpr int kMinUnitsPerBlock = 32;
 
-// `workers_in_process`: workers sharing this process (and OpenBLAS's one thread count).
+// Row slices only. `workers_in_process`: workers sharing this process (and OpenBLAS's one
+// thread count).
 CpuThreadPlan plan_cpu_threads(int threads, int batch_size, int workers_in_process);
-// The plan, with OpenBLAS set to it (and made to flush denormals when asked: set_blas_threads).
-// From the thread that will train, before the trainers are made.
-CpuThreadPlan use_cpu_threads(int threads, int batch_size, int workers_in_process, bool flush_denormals);
+// The plan for `config` (training.thread_split, the model, the batch size). Throws
+// ConfigError when thread_split is "layers" and the model has no layers to split that way.
+CpuThreadPlan plan_cpu_threads(const RunConfig& config, int threads, int workers_in_process);
+// The plan, with OpenBLAS set to it (and made to flush denormals when the config asks:
+// set_blas_threads). From the thread that will train, before the trainers are made.
+CpuThreadPlan use_cpu_threads(const RunConfig& config, int threads, int workers_in_process);
 
 // The gradient of a minibatch computed as `slices` row slices on a StepTeam, one model replica
 // (own backend on one thread, own activations and gradient) per slice.
-class SlicedGradient {
+class SlicedGradient final : public ThreadedGradient {
 public:
     SlicedGradient(const RunConfig& config, const Dataset& data, int slices, std::uint64_t noise_seed,
                    bool flush_denormals);
-    ~SlicedGradient();
+    ~SlicedGradient() override;
     int slices() const { return int(replicas_.size()); }
+    int parts() const override { return slices(); }
 
     // Runs every slice's forward and backward pass; returns the batch's mean loss. The first
     // slice's gradient goes to `gradient` (host memory), the others' to their replicas.
-    double compute(const float* parameters, const Batch& batch, float* gradient);
+    double compute(const float* parameters, const Batch& batch, float* gradient) override;
     // Then: sums the slices' gradients, weighted by their rows, into `gradient`, each thread of
     // the team over its own range of parameters, and calls then(begin, end) on that thread
     // right after (the optimizer's update of that range, while it is still in cache).
-    using RangeWork = std::function<void(std::size_t begin, std::size_t end)>;
-    void sum_then(float* gradient, const RangeWork& then);
-    // compute() and sum_then() with nothing after: the batch's mean loss and gradient.
-    double evaluate_with_gradient(const float* parameters, const Batch& batch, float* gradient);
+    void finish(float* gradient, const RangeWork& then) override;
 
 private:
     struct Replica;

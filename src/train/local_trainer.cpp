@@ -7,6 +7,7 @@
 #include "model/layer_model.hpp"
 #include "model/mlp.hpp"
 #include "train/batch_split.hpp"
+#include "train/layer_split.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -46,10 +47,15 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
     order_ = shard_.shuffled(seed_);
     warmup_steps_ = std::size_t(std::ceil(config.training.optimizer.warmup_epochs * double(steps_per_epoch())));
     if (backend.kind() == DeviceKind::cpu) {
-        const int slices = plan_cpu_threads(backend.threads(), int(batch_size_), 1).batch_slices;
-        if (slices > 1)
-            sliced_ = std::make_unique<SlicedGradient>(config, shard_.data(), slices, seed,
-                                                       config.training.flush_denormals);
+        const CpuThreadPlan plan = plan_cpu_threads(config, backend.threads(), 1);
+        if (plan.layer_blocks > 1)
+            threaded_ = std::make_unique<LayerSplitMlp>(model_->layer_sizes(), plan.layer_blocks,
+                                                        config.training.flush_denormals);
+        else if (plan.batch_slices > 1)
+            threaded_ = std::make_unique<SlicedGradient>(config, shard_.data(), plan.batch_slices, seed,
+                                                         config.training.flush_denormals);
+        layer_blocks_ = plan.layer_blocks;
+        batch_slices_ = plan.batch_slices;
     }
 }
 
@@ -59,7 +65,8 @@ std::string LocalTrainer::device_description() const {
     if (backend_.kind() != DeviceKind::cpu) return backend_.description();
     CpuThreadPlan plan;
     plan.threads = backend_.threads();
-    plan.batch_slices = sliced_ ? sliced_->slices() : 1;
+    plan.layer_blocks = layer_blocks_;
+    plan.batch_slices = batch_slices_;
     plan.blas_threads = blas_threads();
     return "cpu (" + plan.describe() + (flush_denormals_ ? "; denormals flushed)" : "; denormals kept)");
 }
@@ -84,17 +91,17 @@ double LocalTrainer::step() {
     const Batch batch{inputs_.data(), labels_.data(), int(rows)};
     float* x = parameters_.data();
     float* g = gradient_.data();
-    const double loss = sliced_ ? sliced_->compute(x, batch, g) : model_->evaluate_with_gradient(x, batch, g);
+    const double loss = threaded_ ? threaded_->compute(x, batch, g) : model_->evaluate_with_gradient(x, batch, g);
     // Non-finite parameters (a diverging optimizer, or a huge update from the center) show up
     // here as a non-finite loss: stop now, by name, rather than train on garbage.
     if (!std::isfinite(loss))
         throw DivergedError("diverged at step " + std::to_string(steps_taken_ + 1) + " (loss " + std::to_string(loss) + ")");
     if (warmup_steps_ > 0)  // linear ramp: lr / warmup_steps at the first step, lr from warmup_steps on
         optimizer_->set_learning_rate_scale(float(std::min(1.0, double(steps_taken_ + 1) / double(warmup_steps_))));
-    if (sliced_) {
-        // Each slice thread sums its range of the gradient and updates that range at once.
+    if (threaded_) {
+        // Each thread updates the parameters whose gradient it holds, while they are in its cache.
         optimizer_->begin_step();
-        sliced_->sum_then(g, [&](std::size_t begin, std::size_t end) { optimizer_->update(x, g, begin, end); });
+        threaded_->finish(g, [&](std::size_t begin, std::size_t end) { optimizer_->update(x, g, begin, end); });
     } else {
         optimizer_->step(x, g);
     }

@@ -14,7 +14,7 @@
 
 namespace tether {
 
-class SlicedGradient;  // train/batch_split.hpp
+class ThreadedGradient;  // train/threaded_gradient.hpp
 
 // The model a config asks for, on `backend`, sized for `data`. `noise_seed` drives dropout
 // (each worker passes its own seed, so workers draw different masks).
@@ -24,8 +24,9 @@ std::unique_ptr<Model> make_model(const RunConfig& config, Backend& backend, con
 class LocalTrainer {
 public:
     // `shard` is this worker's part of the training set; `seed` drives its shuffling.
-    // On a CPU backend with several threads, each minibatch is split in row slices over them
-    // (train/batch_split.hpp); OpenBLAS must then be on one thread (plan_cpu_threads).
+    // On a CPU backend with several threads, each step is shared between them as
+    // plan_cpu_threads(config) says: each layer's weights in blocks (train/layer_split.hpp) or
+    // each minibatch in row slices (train/batch_split.hpp); OpenBLAS must then be on one thread.
     LocalTrainer(const RunConfig& config, Backend& backend, DatasetView shard, std::uint64_t seed);
     ~LocalTrainer();
 
@@ -50,7 +51,8 @@ private:
     Backend& backend_;
     std::unique_ptr<Model> model_;
     std::unique_ptr<Optimizer> optimizer_;
-    std::unique_ptr<SlicedGradient> sliced_;  // null: one pass over the whole batch
+    std::unique_ptr<ThreadedGradient> threaded_;  // null: one pass on the backend's threads
+    int layer_blocks_ = 1, batch_slices_ = 1;      // how threaded_ shares a step
     DatasetView shard_, order_;
     std::uint64_t seed_;
     std::size_t batch_size_;

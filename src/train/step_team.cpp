@@ -1,6 +1,9 @@
 #include "train/step_team.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -47,12 +50,14 @@ std::uint32_t WaitableCounter::wait_while_equal(std::uint32_t old) {
     return value_.load(std::memory_order_acquire);
 }
 
-StepTeam::StepTeam(int members, std::function<void()> on_start) {
+StepTeam::StepTeam(int members, std::function<void()> on_start, int max_tasks_per_member)
+    : taken_(std::size_t(std::max(1, members) * std::max(1, max_tasks_per_member))) {
+    for (auto& flag : taken_) flag.store(true, std::memory_order_relaxed);
     try {
         for (int m = 1; m < members; ++m)
-            helpers_.emplace_back([this, on_start] {
+            helpers_.emplace_back([this, on_start, m] {
                 if (on_start) on_start();
-                helper_loop();
+                helper_loop(m);
             });
     } catch (...) {  // a thread that could not start: stop those that did, then report it
         shut_down();
@@ -69,44 +74,51 @@ void StepTeam::shut_down() {
     helpers_.clear();
 }
 
-void StepTeam::work() {
-    std::uint64_t word = claim_.load(std::memory_order_acquire);
-    for (;;) {
-        const auto task = std::uint32_t(word);
-        if (task >= std::uint32_t(tasks_.load(std::memory_order_acquire))) return;
-        if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel)) continue;
-        // Claimed: the caller cannot leave run() before this task is done, so job_ is its.
-        try {
-            (*job_)(int(task));
-        } catch (...) {
-            std::lock_guard<std::mutex> lock(failure_mutex_);
-            if (!failure_) failure_ = std::current_exception();
-        }
-        done_.add(1);
-        word = claim_.load(std::memory_order_acquire);
+void StepTeam::run_if_unclaimed(int task) {
+    if (taken_[std::size_t(task)].exchange(true, std::memory_order_acq_rel)) return;
+    // Claimed: the flag was cleared after job_ was set, and the caller cannot leave run()
+    // before this task is done, so job_ is this run's.
+    try {
+        (*job_)(task);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex_);
+        if (!failure_) failure_ = std::current_exception();
     }
+    done_.add(1);
 }
 
-void StepTeam::helper_loop() {
+void StepTeam::work(int member) {
+    // A count read from an older run only bounds the scan: flags past the current run's tasks
+    // stay set.
+    const std::uint32_t run = run_id_.load(std::memory_order_acquire);
+    const int tasks = std::min(tasks_.load(std::memory_order_acquire), max_tasks());
+    const auto same_run = [&] { return run_id_.load(std::memory_order_acquire) == run; };
+    // Its own tasks first (member, member + members, ...), so each thread keeps its part.
+    for (int t = member; t < tasks && same_run(); t += members()) run_if_unclaimed(t);
+    for (int t = 0; t < tasks && same_run(); ++t) run_if_unclaimed(t);
+}
+
+void StepTeam::helper_loop(int member) {
     std::uint32_t seen = 0;
     for (;;) {
         seen = posted_.wait_while_equal(seen);
         if (stopping_.load(std::memory_order_seq_cst)) return;
-        work();
+        work(member);
     }
 }
 
 void StepTeam::run(int tasks, const std::function<void(int)>& job) {
     if (tasks <= 0) return;
+    if (tasks > max_tasks())
+        throw std::invalid_argument("StepTeam::run: " + std::to_string(tasks) + " tasks, at most " +
+                                    std::to_string(max_tasks()));
     const std::uint32_t target = done_.load() + std::uint32_t(tasks);
-    const std::uint64_t generation = (claim_.load(std::memory_order_relaxed) >> 32) + 1;
-    // The count first: a helper holding a claim word of this generation reads it after.
-    tasks_.store(0, std::memory_order_seq_cst);
+    run_id_.fetch_add(1, std::memory_order_acq_rel);
     job_ = &job;
-    claim_.store(generation << 32, std::memory_order_seq_cst);
     tasks_.store(tasks, std::memory_order_seq_cst);
+    for (int t = 0; t < tasks; ++t) taken_[std::size_t(t)].store(false, std::memory_order_release);
     if (!helpers_.empty()) posted_.add(1);
-    work();
+    work(0);
     for (std::uint32_t now = done_.load(); now != target;) now = done_.wait_while_equal(now);
     std::exception_ptr failure;
     {

@@ -1,0 +1,35 @@
+// What a CPU worker's threads run for one training step, whichever way they share it:
+// train/batch_split.hpp splits the minibatch into row slices, train/layer_split.hpp splits
+// each layer's weights into blocks of rows. LocalTrainer drives either through this face.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "model/model.hpp"
+
+namespace tether {
+
+class ThreadedGradient {
+public:
+    virtual ~ThreadedGradient() = default;
+    // Threads this split runs on (slices or layer blocks).
+    virtual int parts() const = 0;
+
+    // Runs the forward and backward pass over the batch; returns the batch's mean loss.
+    virtual double compute(const float* parameters, const Batch& batch, float* gradient) = 0;
+    // Then: completes `gradient` (host memory) and calls then(begin, end) over disjoint
+    // ranges covering every parameter, each on the thread whose cache holds that range (the
+    // optimizer's update), when `then` is not null.
+    using RangeWork = std::function<void(std::size_t begin, std::size_t end)>;
+    virtual void finish(float* gradient, const RangeWork& then) = 0;
+
+    // compute() and finish() with nothing after: the batch's mean loss and gradient.
+    double evaluate_with_gradient(const float* parameters, const Batch& batch, float* gradient) {
+        const double loss = compute(parameters, batch, gradient);
+        finish(gradient, nullptr);
+        return loss;
+    }
+};
+
+}  // namespace tether
