@@ -174,13 +174,15 @@ def main():
         main_job = run_main_job(args)
         cores = os.cpu_count() or 1
         # The GEMM-only bound at the main job's thread count (all cores), measured in this run:
-        # the faster of one GEMM call on OpenBLAS's threads and the batch in row slices.
+        # the fastest of one GEMM call on OpenBLAS's threads, the batch in row slices, and each
+        # layer in blocks of rows (what the main job's trainer does on several threads).
         bounds = run_tether_bench(args, cores, 0, 3)
         bound = bounds["gemm_only_samples_per_second"]
         rates = main_job["epoch_rates"]
         main_job.update({"threads": cores, "gemm_only_samples_per_second": bound,
                          "gemm_only_one_call_samples_per_second": bounds.get("gemm_only_one_call_samples_per_second"),
                          "gemm_only_row_slices_samples_per_second": bounds.get("gemm_only_row_slices_samples_per_second"),
+                         "gemm_only_layer_blocks_samples_per_second": bounds.get("gemm_only_layer_blocks_samples_per_second"),
                          "fraction_of_gemm_bound": main_job["samples_per_second"] / bound,
                          "slowest_over_fastest_epoch": min(rates) / max(rates)})
         result["main_job"] = main_job
@@ -192,7 +194,8 @@ def main():
         if cores > 1:
             print(f"  (GEMM-only, {cores} threads: one call on OpenBLAS's threads "
                   f"{bounds['gemm_only_one_call_samples_per_second']:,.0f}, in row slices "
-                  f"{bounds['gemm_only_row_slices_samples_per_second']:,.0f} samples/s)")
+                  f"{bounds['gemm_only_row_slices_samples_per_second']:,.0f}, in layer blocks "
+                  f"{bounds['gemm_only_layer_blocks_samples_per_second']:,.0f} samples/s)")
             # The same job on one thread: more threads must not be slower.
             single = run_main_job(args, threads=1)
             result["main_job_one_thread"] = single

@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,32 +30,60 @@
 using namespace tether;
 using Clock = std::chrono::steady_clock;
 
-// Samples/s of `steps` passes of the MLP's per-step GEMMs at `rows` rows, on `backend`.
-static double gemm_samples_per_second(Backend& backend, const std::vector<int>& sizes, int rows, int steps) {
+// One layer's GEMM shapes: its inputs and outputs, as one thread computes them.
+struct LayerShape {
+    int inputs, outputs;
+};
+
+// The MLP's layers, whole, or as part `part` of `parts` computes them in a layer split
+// (train/layer_split.hpp): its block of each layer's input rows, all of the outputs.
+static std::vector<LayerShape> layer_shapes(const std::vector<int>& sizes, int part = 0, int parts = 1) {
+    std::vector<LayerShape> shapes;
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l)
+        shapes.push_back({sizes[l] * (part + 1) / parts - sizes[l] * part / parts, sizes[l + 1]});
+    return shapes;
+}
+
+// Samples/s of `steps` passes of the per-step GEMMs of `layers` at `rows` rows, on `backend`:
+// forward, weight gradients, and the deltas of every layer but the first.
+static double gemm_samples_per_second(Backend& backend, const std::vector<LayerShape>& layers, int rows, int steps) {
     std::vector<std::vector<float>> w, act, delta, dw;
-    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
-        w.emplace_back(std::size_t(sizes[l]) * sizes[l + 1], 0.01f);
-        dw.emplace_back(std::size_t(sizes[l]) * sizes[l + 1]);
-        act.emplace_back(std::size_t(rows) * sizes[l + 1], 0.5f);
-        delta.emplace_back(std::size_t(rows) * sizes[l + 1], 0.1f);
+    for (const LayerShape& s : layers) {
+        w.emplace_back(std::size_t(s.inputs) * s.outputs, 0.01f);
+        dw.emplace_back(std::size_t(s.inputs) * s.outputs);
+        act.emplace_back(std::size_t(rows) * s.outputs, 0.5f);
+        delta.emplace_back(std::size_t(rows) * s.outputs, 0.1f);
     }
-    std::vector<float> input(std::size_t(rows) * sizes[0], 0.3f);
+    std::vector<float> input(std::size_t(rows) * layers[0].inputs, 0.3f);
     const auto t0 = Clock::now();
     for (int i = 0; i < steps; ++i) {
-        const float* in = input.data();
-        for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
-            backend.gemm(false, false, rows, sizes[l + 1], sizes[l], 1.f, in, w[l].data(), 0.f, act[l].data());
-            in = act[l].data();
-        }
-        for (std::size_t l = sizes.size() - 1; l-- > 0;) {
+        for (std::size_t l = 0; l < layers.size(); ++l)
+            backend.gemm(false, false, rows, layers[l].outputs, layers[l].inputs, 1.f, l == 0 ? input.data() : act[l - 1].data(),
+                         w[l].data(), 0.f, act[l].data());
+        for (std::size_t l = layers.size(); l-- > 0;) {
             const float* x = l == 0 ? input.data() : act[l - 1].data();
-            backend.gemm(true, false, sizes[l], sizes[l + 1], rows, 1.f, x, delta[l].data(), 0.f, dw[l].data());
+            backend.gemm(true, false, layers[l].inputs, layers[l].outputs, rows, 1.f, x, delta[l].data(), 0.f, dw[l].data());
             if (l > 0)
-                backend.gemm(false, true, rows, sizes[l], sizes[l + 1], 1.f, delta[l].data(), w[l].data(), 0.f,
+                backend.gemm(false, true, rows, layers[l].inputs, layers[l].outputs, 1.f, delta[l].data(), w[l].data(), 0.f,
                              delta[l - 1].data());
         }
     }
     return double(steps) * rows / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The same GEMMs on `threads` threads at once, thread t running the shapes of part t (its
+// own buffers, no sync between them): samples/s of the slowest, which sets a step's pace.
+static double parallel_gemm_samples_per_second(int threads, bool flush_denormals, int steps, int batch,
+                                               const std::function<std::pair<std::vector<LayerShape>, int>(int part)>& shapes) {
+    std::vector<double> rates(std::size_t(threads), 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num();
+        auto own = make_backend({"cpu", 1, 0, flush_denormals});
+        const auto [layers, rows] = shapes(t);
+        rates[std::size_t(t)] = gemm_samples_per_second(*own, layers, rows, steps) / rows * batch;
+    }
+    return *std::min_element(rates.begin(), rates.end());
 }
 
 static double median(std::vector<double> v) {
@@ -121,30 +151,29 @@ int main(int argc, char** argv) {
         return 0;
     }
     // The GEMM-only bound: the same GEMMs the MLP issues per step (forward, weight gradients,
-    // hidden deltas), alone, in the faster of the two ways `threads` threads can run them: one
-    // GEMM call over the whole batch on OpenBLAS's threads, or the batch in row slices, one
-    // thread and one single-threaded GEMM stream each (what the trainer does, batch_split.hpp).
+    // hidden deltas), alone, in the fastest of three ways `threads` threads can run them: one
+    // GEMM call over the whole batch on OpenBLAS's threads; the batch in row slices, one thread
+    // and one single-threaded GEMM stream each (train/batch_split.hpp); or each layer split in
+    // blocks of input rows, one thread each (train/layer_split.hpp). The last two run without
+    // the syncs and sums a trainer needs between them.
     const std::vector<int> sizes{int(data.train->features), 256, 128, int(data.train->classes)};
-    std::vector<double> blas_rates, sliced_rates;
+    std::vector<double> blas_rates, sliced_rates, split_rates;
     set_blas_threads(threads, flush_denormals != 0);
-    for (int r = 0; r < gemm_repeats; ++r) blas_rates.push_back(gemm_samples_per_second(*backend, sizes, batch, steps));
+    for (int r = 0; r < gemm_repeats; ++r)
+        blas_rates.push_back(gemm_samples_per_second(*backend, layer_shapes(sizes), batch, steps));
     if (threads > 1) {
         set_blas_threads(1, flush_denormals != 0);
         const int slices = std::min(threads, batch);
         for (int r = 0; r < gemm_repeats; ++r) {
-            std::vector<double> rates(std::size_t(slices), 0.0);
-#pragma omp parallel num_threads(slices)
-            {
-                const int s = omp_get_thread_num();
-                auto own = make_backend({"cpu", 1, 0, flush_denormals != 0});
-                const int rows = batch * (s + 1) / slices - batch * s / slices;
-                rates[std::size_t(s)] = gemm_samples_per_second(*own, sizes, rows, steps) / rows * batch;
-            }
-            // Every slice must finish a step before the next: the slowest sets the pace.
-            sliced_rates.push_back(*std::min_element(rates.begin(), rates.end()));
+            sliced_rates.push_back(parallel_gemm_samples_per_second(slices, flush_denormals != 0, steps, batch, [&](int s) {
+                return std::make_pair(layer_shapes(sizes), batch * (s + 1) / slices - batch * s / slices);
+            }));
+            split_rates.push_back(parallel_gemm_samples_per_second(threads, flush_denormals != 0, steps, batch, [&](int t) {
+                return std::make_pair(layer_shapes(sizes, t, threads), batch);
+            }));
         }
     }
-    const double gemm_bound = std::max(median(blas_rates), median(sliced_rates));
+    const double gemm_bound = std::max({median(blas_rates), median(sliced_rates), median(split_rates)});
     const nlohmann::json result = {{"threads", threads}, {"thread_plan", plan.describe()},
                                    {"batch", batch},
                                    {"optimizer", optimizer},
@@ -156,6 +185,7 @@ int main(int argc, char** argv) {
                                    {"gemm_only_samples_per_second", gemm_bound},
                                    {"gemm_only_one_call_samples_per_second", median(blas_rates)},
                                    {"gemm_only_row_slices_samples_per_second", median(sliced_rates)},
+                                   {"gemm_only_layer_blocks_samples_per_second", median(split_rates)},
                                    {"trainer_runs", trainer_rates},
                                    {"gemm_runs", blas_rates}};
     std::printf("%s\n", result.dump().c_str());

@@ -33,7 +33,7 @@ CpuThreadPlan plan_cpu_threads(const RunConfig& config, int threads, int workers
     if (split == "layers" && narrowest < plan.threads)
         throw ConfigError("training.thread_split: \"layers\" splits each hidden layer of model.hidden_layers between the " +
                           std::to_string(plan.threads) + " threads of a worker, " +
-                          (mlp ? "and the narrowest has " + std::to_string(narrowest) + " units"
+                          (mlp ? "and the narrowest has " + std::to_string(narrowest) + (narrowest == 1 ? " unit" : " units")
                                : std::string(config.model.layers.empty() ? "and there is none" : "not model.layers")) +
                           "; use \"rows\" (minibatch row slices) or \"auto\"");
     if (split == "auto" && narrowest < std::int64_t(kMinUnitsPerBlock) * plan.threads) return plan;
@@ -79,7 +79,7 @@ SlicedGradient::SlicedGradient(const RunConfig& config, const Dataset& data, int
 
 SlicedGradient::~SlicedGradient() = default;
 
-double SlicedGradient::compute(const float* parameters, const Batch& batch, float* gradient) {
+double SlicedGradient::compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) {
     const int slices = std::min(this->slices(), std::max(1, batch.rows / kMinRowsPerSlice));
     used_slices_ = slices;
     for (auto& r : replicas_) r->weight = 0;
@@ -87,6 +87,7 @@ double SlicedGradient::compute(const float* parameters, const Batch& batch, floa
     team_->run(slices, [&](int s) {
         Replica& r = *replicas_[std::size_t(s)];
         const int first = batch.rows * s / slices, rows = batch.rows * (s + 1) / slices - first;
+        if (fill) fill(std::size_t(first), std::size_t(first + rows), 0, features_, true);
         const Batch slice{batch.inputs + std::size_t(first) * features_, batch.labels + first, rows};
         r.loss = r.model->evaluate_with_gradient(parameters, slice, s == 0 ? gradient : r.gradient.data());
         r.weight = float(rows) / float(batch.rows);

@@ -65,7 +65,7 @@ public:
 
     // Runs every slice's forward and backward pass; returns the batch's mean loss. The first
     // slice's gradient goes to `gradient` (host memory), the others' to their replicas.
-    double compute(const float* parameters, const Batch& batch, float* gradient) override;
+    double compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) override;
     // Then: sums the slices' gradients, weighted by their rows, into `gradient`, each thread of
     // the team over its own range of parameters, and calls then(begin, end) on that thread
     // right after (the optimizer's update of that range, while it is still in cache).

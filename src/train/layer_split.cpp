@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "backend/cpu_backend.hpp"
 #include "backend/float_mode.hpp"
@@ -36,6 +37,9 @@ struct LayerSplitMlp::Part {
     // delta[l], l >= 1: d(loss)/d(pre-activation) of that block.
     std::vector<DeviceBuffer<float>> delta;
     DeviceBuffer<float> logits, dlogits;
+    // sums[l]: the blocks this part adds up for layer l's output, one from each part (for the
+    // head, every part's partial logits), made once in reserve().
+    std::vector<std::vector<const float*>> sums;
     double loss = 0;
 };
 
@@ -46,26 +50,26 @@ LayerSplitMlp::LayerSplitMlp(std::vector<std::size_t> sizes, int threads, bool f
     for (std::size_t l = 1; l + 1 < sizes_.size(); ++l)
         if (sizes_[l] < std::size_t(threads_))
             throw std::invalid_argument("a layer split over " + std::to_string(threads_) + " threads needs hidden layers " +
-                                        "at least as wide; layer " + std::to_string(l) + " has " + std::to_string(sizes_[l]));
+                                        "at least as wide; hidden layer " + std::to_string(l) + " has " +
+                                        std::to_string(sizes_[l]) + " units");
     std::size_t total = 0;
     for (std::size_t l = 0; l < layers(); ++l) {
         offsets_.push_back(total);
         total += sizes_[l] * sizes_[l + 1] + sizes_[l + 1];
     }
+    // The team first: its threads set their own mode, whatever the mode of this thread (which
+    // making a flushing backend below changes, and which new threads inherit).
+    team_ = std::make_unique<StepTeam>(threads_, [flush_denormals] { set_flush_denormals(flush_denormals); });
     for (int t = 0; t < threads_; ++t) {
         auto part = std::make_unique<Part>();
         part->backend = make_cpu_backend(1, flush_denormals);
         parts_.push_back(std::move(part));
     }
-    team_ = std::make_unique<StepTeam>(threads_, [flush_denormals] { set_flush_denormals(flush_denormals); });
 }
 
 LayerSplitMlp::~LayerSplitMlp() = default;
 
-std::size_t LayerSplitMlp::begin(std::size_t l, int t) const {
-    if (l + 1 >= sizes_.size()) return t == 0 ? 0 : sizes_[l];  // the classes: one block, part 0's
-    return sizes_[l] * std::size_t(t) / std::size_t(threads_);
-}
+std::size_t LayerSplitMlp::begin(std::size_t l, int t) const { return sizes_[l] * std::size_t(t) / std::size_t(threads_); }
 
 void LayerSplitMlp::reserve(int rows) {
     if (rows <= capacity_rows_) return;
@@ -88,6 +92,13 @@ void LayerSplitMlp::reserve(int rows) {
         p.logits = DeviceBuffer<float>(b, n * classes);
         p.dlogits = DeviceBuffer<float>(b, n * classes);
     }
+    for (int t = 0; t < threads_; ++t) {
+        Part& p = *parts_[std::size_t(t)];
+        p.sums.assign(layers(), {});
+        for (std::size_t l = 0; l < layers(); ++l)
+            for (const auto& other : parts_)
+                p.sums[l].push_back(other->partial[l][l + 1 < layers() ? std::size_t(t) : 0].data());
+    }
     capacity_rows_ = rows;
 }
 
@@ -95,6 +106,9 @@ void LayerSplitMlp::input_layer(int t) {
     Part& p = *parts_[std::size_t(t)];
     const int rows = batch_->rows;
     const std::size_t r0 = begin(0, t), next = sizes_[1];
+    // Its own block of features of every row: the only part of the inputs this part reads.
+    // The labels (part 0's) are read after the syncs of the forward pass.
+    if (fill_) (*fill_)(0, std::size_t(rows), r0, begin(0, t + 1), t == 0);
     for (int u = 0; u < threads_; ++u)
         cpu_gemm(false, false, rows, int(width(1, u)), int(width(0, t)), batch_->inputs + r0, int(sizes_[0]),
                  parameters_ + weights(0) + r0 * next + begin(1, u), int(next), 0.f, p.partial[0][std::size_t(u)].data(),
@@ -105,9 +119,7 @@ void LayerSplitMlp::hidden_layer(int t, std::size_t l) {
     Part& p = *parts_[std::size_t(t)];
     const int rows = batch_->rows, w = int(width(l, t));
     const std::size_t c0 = begin(l, t), next = sizes_[l + 1];
-    std::vector<const float*> blocks;
-    for (const auto& other : parts_) blocks.push_back(other->partial[l - 1][std::size_t(t)].data());
-    sum_blocks(p.activation[l].data(), parameters_ + bias(l - 1) + c0, blocks, rows, w, /*relu=*/true);
+    sum_blocks(p.activation[l].data(), parameters_ + bias(l - 1) + c0, p.sums[l - 1], rows, w, /*relu=*/true);
     const float* own_rows = parameters_ + weights(l) + c0 * next;
     if (l + 1 == layers()) {  // the head: partial logits, all classes
         cpu_gemm(false, false, rows, int(next), w, p.activation[l].data(), w, own_rows, int(next), 0.f,
@@ -125,9 +137,7 @@ void LayerSplitMlp::head(int t) {
     const int rows = batch_->rows, w = int(width(l, t)), k = int(classes);
     // Every part makes the whole logits and softmax (rows x classes, a few microseconds) rather
     // than wait for one part to share them.
-    std::vector<const float*> blocks;
-    for (const auto& other : parts_) blocks.push_back(other->partial[l][0].data());
-    sum_blocks(p.logits.data(), parameters_ + bias(l), blocks, rows, k, /*relu=*/false);
+    sum_blocks(p.logits.data(), parameters_ + bias(l), p.sums[l], rows, k, /*relu=*/false);
     p.loss = p.backend->softmax_cross_entropy(p.logits.data(), batch_->labels, rows, k, p.dlogits.data());
     const float* own_rows = parameters_ + weights(l) + c0 * classes;
     cpu_gemm(true, false, w, k, rows, p.activation[l].data(), w, p.dlogits.data(), k, 0.f,
@@ -159,14 +169,14 @@ void LayerSplitMlp::backward_layer(int t, std::size_t l) {
     p.backend->column_sums(gradient_ + bias(l - 1) + r0, p.delta[l].data(), rows, k);
 }
 
-double LayerSplitMlp::compute(const float* parameters, const Batch& batch, float* gradient) {
+double LayerSplitMlp::compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) {
     reserve(batch.rows);
-    parameters_ = parameters, batch_ = &batch, gradient_ = gradient;
+    parameters_ = parameters, batch_ = &batch, gradient_ = gradient, fill_ = fill ? &fill : nullptr;
     team_->run(threads_, [&](int t) { input_layer(t); });
     for (std::size_t l = 1; l < layers(); ++l) team_->run(threads_, [&](int t) { hidden_layer(t, l); });
     team_->run(threads_, [&](int t) { head(t); });
     for (std::size_t l = layers() - 1; l-- > 0;) team_->run(threads_, [&](int t) { backward_layer(t, l); });
-    batch_ = nullptr;
+    batch_ = nullptr, fill_ = nullptr;
     return parts_[0]->loss;
 }
 

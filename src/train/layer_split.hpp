@@ -21,7 +21,6 @@
 // The result is the whole batch's loss and gradient, up to float rounding.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -39,13 +38,14 @@ public:
     ~LayerSplitMlp() override;
 
     int parts() const override { return threads_; }
-    double compute(const float* parameters, const Batch& batch, float* gradient) override;
+    double compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) override;
     void finish(float* gradient, const RangeWork& then) override;
 
 private:
     struct Part;
     std::size_t layers() const { return sizes_.size() - 1; }
-    // Block t of the n_l inputs of layer l (l = layers() - 1 .. : the classes, never split).
+    // Where block t of the n_l inputs of layer l begins (t = parts(): n_l). The classes are
+    // never split.
     std::size_t begin(std::size_t l, int t) const;
     std::size_t width(std::size_t l, int t) const { return begin(l, t + 1) - begin(l, t); }
     std::size_t weights(std::size_t l) const { return offsets_[l]; }
@@ -66,6 +66,7 @@ private:
     // The step in progress, for the phases.
     const float* parameters_ = nullptr;
     const Batch* batch_ = nullptr;
+    const BatchFill* fill_ = nullptr;
     float* gradient_ = nullptr;
 };
 

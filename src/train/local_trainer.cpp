@@ -79,19 +79,29 @@ double LocalTrainer::step() {
         order_ = shard_.shuffled(seed_ + 0x9E3779B97F4A7C15ull * (epoch_ + 1));
         cursor_ = 0;
     }
-    const std::size_t rows = std::min(batch_size_, order_.size() - cursor_);
-    if (backend_.host_addressable()) {
-        order_.gather(cursor_, rows, inputs_.data(), labels_.data());
-    } else {
-        order_.gather(cursor_, rows, host_inputs_.data(), host_labels_.data());
-        inputs_.upload(host_inputs_.data(), rows * shard_.data().features);
-        labels_.upload(host_labels_.data(), rows);
-    }
+    const std::size_t rows = std::min(batch_size_, order_.size() - cursor_), first = cursor_;
     cursor_ += rows;
     const Batch batch{inputs_.data(), labels_.data(), int(rows)};
     float* x = parameters_.data();
     float* g = gradient_.data();
-    const double loss = threaded_ ? threaded_->compute(x, batch, g) : model_->evaluate_with_gradient(x, batch, g);
+    double loss = 0;
+    if (threaded_) {  // on the CPU: the team's threads gather the batch, each the part it reads
+        const std::size_t features = shard_.data().features;
+        loss = threaded_->compute(x, batch, g, [&](std::size_t row_begin, std::size_t row_end, std::size_t feature_begin,
+                                                   std::size_t feature_end, bool labels) {
+            order_.gather(first + row_begin, row_end - row_begin, feature_begin, feature_end,
+                          inputs_.data() + row_begin * features, labels ? labels_.data() + row_begin : nullptr);
+        });
+    } else {
+        if (backend_.host_addressable()) {
+            order_.gather(first, rows, inputs_.data(), labels_.data());
+        } else {
+            order_.gather(first, rows, host_inputs_.data(), host_labels_.data());
+            inputs_.upload(host_inputs_.data(), rows * shard_.data().features);
+            labels_.upload(host_labels_.data(), rows);
+        }
+        loss = model_->evaluate_with_gradient(x, batch, g);
+    }
     // Non-finite parameters (a diverging optimizer, or a huge update from the center) show up
     // here as a non-finite loss: stop now, by name, rather than train on garbage.
     if (!std::isfinite(loss))

@@ -75,7 +75,10 @@ void StepTeam::shut_down() {
 }
 
 void StepTeam::run_if_unclaimed(int task) {
-    if (taken_[std::size_t(task)].exchange(true, std::memory_order_acq_rel)) return;
+    std::atomic<bool>& flag = taken_[std::size_t(task)];
+    // A read first: most flags a member scans are taken, and writing them would pull their
+    // line from the core that claimed them.
+    if (flag.load(std::memory_order_relaxed) || flag.exchange(true, std::memory_order_acq_rel)) return;
     // Claimed: the flag was cleared after job_ was set, and the caller cannot leave run()
     // before this task is done, so job_ is this run's.
     try {

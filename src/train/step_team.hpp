@@ -1,8 +1,9 @@
 // A fixed team of helper threads that run the parts of one training step beside the calling
-// thread: what a worker's minibatch slices (train/batch_split.hpp) run on.
+// thread: what a worker's layer blocks (train/layer_split.hpp) or minibatch slices
+// (train/batch_split.hpp) run on.
 //
-// Why not an OpenMP team: between two steps the helpers wait ~100 us (the batch gather runs on
-// the caller alone). OpenMP's threads spin through such waits and each thread owns a fixed
+// Why not an OpenMP team: between two steps the helpers wait while the caller runs what is
+// serial (the loss check, a strategy's exchange with the center). OpenMP's threads spin through such waits and each thread owns a fixed
 // part of the work, which is fastest on an idle machine and ruinous on a busy one: with two
 // compiler jobs beside a 2-thread run, every step waited for a descheduled thread's part and
 // the run fell to 9k samples/s. Here a step is a list of tasks that any member claims, so work

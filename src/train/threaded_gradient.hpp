@@ -16,8 +16,15 @@ public:
     // Threads this split runs on (slices or layer blocks).
     virtual int parts() const = 0;
 
-    // Runs the forward and backward pass over the batch; returns the batch's mean loss.
-    virtual double compute(const float* parameters, const Batch& batch, float* gradient) = 0;
+    // Fills part of the batch's buffers: rows [row_begin, row_end), features [feature_begin,
+    // feature_end) of each, and those rows' labels when `labels`. Several threads may call it
+    // at once for disjoint parts.
+    using BatchFill = std::function<void(std::size_t row_begin, std::size_t row_end, std::size_t feature_begin,
+                                         std::size_t feature_end, bool labels)>;
+    // Runs the forward and backward pass over the batch; returns the batch's mean loss. With a
+    // `fill`, the batch's buffers are filled first, each thread the part it reads (the gather
+    // of a minibatch is ~7% of a default step: not worth a thread waiting for it).
+    virtual double compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) = 0;
     // Then: completes `gradient` (host memory) and calls then(begin, end) over disjoint
     // ranges covering every parameter, each on the thread whose cache holds that range (the
     // optimizer's update), when `then` is not null.
@@ -26,7 +33,7 @@ public:
 
     // compute() and finish() with nothing after: the batch's mean loss and gradient.
     double evaluate_with_gradient(const float* parameters, const Batch& batch, float* gradient) {
-        const double loss = compute(parameters, batch, gradient);
+        const double loss = compute(parameters, batch, gradient, nullptr);
         finish(gradient, nullptr);
         return loss;
     }

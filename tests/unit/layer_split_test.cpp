@@ -86,23 +86,28 @@ TEST_CASE("an MLP split by layers gives the whole batch's loss and mean gradient
 }
 
 TEST_CASE("a layer split hands every parameter to the update once") {
-    const std::vector<std::size_t> sizes{12, 10, 6, 4};
-    LayerSplitMlp split(sizes, 2, true);
-    Mlp shape(*make_cpu_backend(1, true), sizes);
-    std::vector<float> parameters(shape.num_parameters(), 0.1f), gradient(parameters.size());
-    std::vector<std::int32_t> labels(8, 1);
-    std::vector<float> inputs(8 * 12, 0.5f);
-    split.compute(parameters.data(), Batch{inputs.data(), labels.data(), 8}, gradient.data());
-    std::vector<int> updates(parameters.size(), 0);
-    std::mutex mutex;
-    split.finish(gradient.data(), [&](std::size_t begin, std::size_t end) {
-        std::lock_guard<std::mutex> lock(mutex);
-        for (std::size_t i = begin; i < end; ++i) ++updates[i];
-    });
-    for (std::size_t i = 0; i < updates.size(); ++i) {
-        CAPTURE(i);
-        CHECK(updates[i] == 1);
-    }
+    auto backend = make_cpu_backend(1, true);
+    const std::vector<std::vector<std::size_t>> shapes{{12, 10, 6, 4}, {3, 8, 8, 2}, {20, 24, 12, 5}};
+    for (const auto& sizes : shapes)
+        for (int threads : {2, 3, 4}) {
+            CAPTURE(sizes.size());
+            CAPTURE(threads);
+            LayerSplitMlp split(sizes, threads, true);
+            Mlp shape(*backend, sizes);
+            std::vector<float> parameters(shape.num_parameters(), 0.1f), gradient(parameters.size());
+            std::vector<std::int32_t> labels(8, 1);
+            std::vector<float> inputs(8 * sizes[0], 0.5f);
+            split.compute(parameters.data(), Batch{inputs.data(), labels.data(), 8}, gradient.data(), nullptr);
+            std::vector<int> updates(parameters.size(), 0);
+            std::mutex mutex;
+            split.finish(gradient.data(), [&](std::size_t begin, std::size_t end) {
+                std::lock_guard<std::mutex> lock(mutex);
+                for (std::size_t i = begin; i < end; ++i) ++updates[i];
+            });
+            std::size_t wrong = 0;
+            for (int u : updates) wrong += u != 1;
+            CHECK(wrong == 0);
+        }
 }
 
 TEST_CASE("a trainer with 2 threads split by layers learns the same as with 1, on the same data") {
@@ -158,7 +163,7 @@ TEST_CASE("the thread plan splits an MLP's layers by default, and row slices whe
                          ConfigError);
     CHECK(plan_cpu_threads(config_with({{"layers", {"dense 16", "relu", "dense 3"}}}, two), 2, 1).batch_slices == 2);
     const RunConfig narrow = config_with({{"hidden_layers", {64, 1}}}, {{"thread_split", "layers"}});
-    CHECK_THROWS_WITH_AS(plan_cpu_threads(narrow, 2, 1), doctest::Contains("the narrowest has 1 units"), ConfigError);
+    CHECK_THROWS_WITH_AS(plan_cpu_threads(narrow, 2, 1), doctest::Contains("the narrowest has 1 unit;"), ConfigError);
     CHECK_THROWS_WITH_AS(config_with({{"hidden_layers", {8}}}, {{"thread_split", "columns"}}),
                          doctest::Contains("training.thread_split"), ConfigError);
 }
