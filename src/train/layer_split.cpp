@@ -104,20 +104,20 @@ void LayerSplitMlp::reserve(int rows) {
 
 void LayerSplitMlp::input_layer(int t) {
     Part& p = *parts_[std::size_t(t)];
-    const int rows = batch_->rows;
+    const int rows = batch_.rows;
     const std::size_t r0 = begin(0, t), next = sizes_[1];
     // Its own block of features of every row: the only part of the inputs this part reads.
     // The labels (part 0's) are read after the syncs of the forward pass.
     if (fill_) (*fill_)(0, std::size_t(rows), r0, begin(0, t + 1), t == 0);
     for (int u = 0; u < threads_; ++u)
-        cpu_gemm(false, false, rows, int(width(1, u)), int(width(0, t)), batch_->inputs + r0, int(sizes_[0]),
+        cpu_gemm(false, false, rows, int(width(1, u)), int(width(0, t)), batch_.inputs + r0, int(sizes_[0]),
                  parameters_ + weights(0) + r0 * next + begin(1, u), int(next), 0.f, p.partial[0][std::size_t(u)].data(),
                  int(width(1, u)));
 }
 
 void LayerSplitMlp::hidden_layer(int t, std::size_t l) {
     Part& p = *parts_[std::size_t(t)];
-    const int rows = batch_->rows, w = int(width(l, t));
+    const int rows = batch_.rows, w = int(width(l, t));
     const std::size_t c0 = begin(l, t), next = sizes_[l + 1];
     sum_blocks(p.activation[l].data(), parameters_ + bias(l - 1) + c0, p.sums[l - 1], rows, w, /*relu=*/true);
     const float* own_rows = parameters_ + weights(l) + c0 * next;
@@ -134,11 +134,11 @@ void LayerSplitMlp::hidden_layer(int t, std::size_t l) {
 void LayerSplitMlp::head(int t) {
     Part& p = *parts_[std::size_t(t)];
     const std::size_t l = layers() - 1, classes = sizes_.back(), c0 = begin(l, t);
-    const int rows = batch_->rows, w = int(width(l, t)), k = int(classes);
+    const int rows = batch_.rows, w = int(width(l, t)), k = int(classes);
     // Every part makes the whole logits and softmax (rows x classes, a few microseconds) rather
     // than wait for one part to share them.
     sum_blocks(p.logits.data(), parameters_ + bias(l), p.sums[l], rows, k, /*relu=*/false);
-    p.loss = p.backend->softmax_cross_entropy(p.logits.data(), batch_->labels, rows, k, p.dlogits.data());
+    p.loss = p.backend->softmax_cross_entropy(p.logits.data(), batch_.labels, rows, k, p.dlogits.data());
     const float* own_rows = parameters_ + weights(l) + c0 * classes;
     cpu_gemm(true, false, w, k, rows, p.activation[l].data(), w, p.dlogits.data(), k, 0.f,
              gradient_ + weights(l) + c0 * classes, k);
@@ -150,9 +150,9 @@ void LayerSplitMlp::head(int t) {
 
 void LayerSplitMlp::backward_layer(int t, std::size_t l) {
     Part& p = *parts_[std::size_t(t)];
-    const int rows = batch_->rows, k = int(width(l, t));
+    const int rows = batch_.rows, k = int(width(l, t));
     const std::size_t r0 = begin(l, t), next = sizes_[l + 1];
-    const float* input = l == 0 ? batch_->inputs + r0 : p.activation[l].data();
+    const float* input = l == 0 ? batch_.inputs + r0 : p.activation[l].data();
     const int input_stride = l == 0 ? int(sizes_[0]) : k;
     for (int u = 0; u < threads_; ++u) {
         const float* delta = parts_[std::size_t(u)]->delta[l + 1].data();
@@ -171,19 +171,23 @@ void LayerSplitMlp::backward_layer(int t, std::size_t l) {
 
 double LayerSplitMlp::compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) {
     reserve(batch.rows);
-    parameters_ = parameters, batch_ = &batch, gradient_ = gradient, fill_ = fill ? &fill : nullptr;
+    parameters_ = parameters, batch_ = batch, gradient_ = gradient, fill_ = fill ? &fill : nullptr;
     team_->run(threads_, [&](int t) { input_layer(t); });
     for (std::size_t l = 1; l < layers(); ++l) team_->run(threads_, [&](int t) { hidden_layer(t, l); });
     team_->run(threads_, [&](int t) { head(t); });
-    for (std::size_t l = layers() - 1; l-- > 0;) team_->run(threads_, [&](int t) { backward_layer(t, l); });
-    batch_ = nullptr, fill_ = nullptr;
+    // Down to layer 1: the input layer's weight gradient is left to finish(), which updates
+    // each block of it right after computing it, while it is in cache, in the same team run.
+    for (std::size_t l = layers() - 1; l-- > 1;) team_->run(threads_, [&](int t) { backward_layer(t, l); });
+    fill_ = nullptr;
     return parts_[0]->loss;
 }
 
 void LayerSplitMlp::finish(float*, const RangeWork& then) {
-    if (!then) return;  // compute() left the whole gradient
-    // Each part updates the rows it computed the gradient of, and the bias of its block.
+    // Each part completes the input layer's gradient, then updates the rows it computed the
+    // gradient of (the input layer's first: the freshest in its cache) and its block of biases.
     team_->run(threads_, [&](int t) {
+        backward_layer(t, 0);
+        if (!then) return;
         for (std::size_t l = 0; l < layers(); ++l) {
             const std::size_t row = sizes_[l + 1];
             if (width(l, t) > 0) then(weights(l) + begin(l, t) * row, weights(l) + begin(l, t + 1) * row);

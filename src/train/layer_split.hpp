@@ -17,7 +17,8 @@
 //             The head's partial logits are summed (and the softmax run) by every thread.
 //   backward: thread t computes its own columns of each delta; after a sync, every thread
 //             reads all of a layer's delta to form dW_l[r_t, :] and its block of the delta
-//             below. One sync per layer each way: 2L team runs for L layers, plus the update.
+//             below. One sync per layer each way: 2L team runs for L layers, the last of
+//             them (finish()) the input layer's weight gradient and each part's update.
 // The result is the whole batch's loss and gradient, up to float rounding.
 #pragma once
 
@@ -63,9 +64,9 @@ private:
     std::vector<std::unique_ptr<Part>> parts_;
     std::unique_ptr<StepTeam> team_;
     int capacity_rows_ = 0;
-    // The step in progress, for the phases.
+    // The step in progress, for the phases (finish() ends it).
     const float* parameters_ = nullptr;
-    const Batch* batch_ = nullptr;
+    Batch batch_;
     const BatchFill* fill_ = nullptr;
     float* gradient_ = nullptr;
 };
