@@ -171,6 +171,18 @@ void check_strategy_against_run(const RunConfig& c) {
                           "\"aeasgd\" with any local optimizer");
 }
 
+// training.thread_split "layers" needs an MLP with a hidden layer (the widths against the
+// thread count are checked when the threads are known: plan_cpu_threads).
+void check_thread_split(const RunConfig& c) {
+    if (c.training.thread_split != "layers") return;
+    if (!c.model.layers.empty())
+        throw ConfigError("training.thread_split: \"layers\" splits the hidden layers of model.hidden_layers between a "
+                          "worker's threads, and this model is model.layers; use \"rows\" (minibatch row slices) or \"auto\"");
+    if (c.model.hidden_layers.empty())
+        throw ConfigError("training.thread_split: \"layers\" splits the hidden layers of model.hidden_layers between a "
+                          "worker's threads, and it has none; use \"rows\" (minibatch row slices) or \"auto\"");
+}
+
 }  // namespace
 
 RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
@@ -194,6 +206,7 @@ RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
         s.finish();
     }
     check_strategy_against_run(c);
+    check_thread_split(c);
     root.finish();
     return c;
 }

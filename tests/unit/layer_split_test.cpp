@@ -157,10 +157,11 @@ TEST_CASE("the thread plan splits an MLP's layers by default, and row slices whe
     CHECK(plan_cpu_threads(rows, 2, 1).layer_blocks == 1);
     const RunConfig forced = config_with({{"hidden_layers", {32}}}, {{"thread_split", "layers"}});
     CHECK(plan_cpu_threads(forced, 2, 1).layer_blocks == 2);
-    const RunConfig conv = config_with({{"layers", {"dense 16", "relu", "dense 3"}}}, {{"thread_split", "layers"}});
-    CHECK_THROWS_WITH_AS(plan_cpu_threads(conv, 2, 1),
-                         doctest::Contains("training.thread_split: \"layers\" splits each hidden layer of model.hidden_layers"),
-                         ConfigError);
+    // A model it cannot split is refused when the config is read, naming the key.
+    CHECK_THROWS_WITH_AS(config_with({{"layers", {"dense 16", "relu", "dense 3"}}}, {{"thread_split", "layers"}}),
+                         doctest::Contains("training.thread_split: \"layers\" splits the hidden layers"), ConfigError);
+    CHECK_THROWS_WITH_AS(config_with({{"hidden_layers", nlohmann::json::array()}}, {{"thread_split", "layers"}}),
+                         doctest::Contains("and it has none"), ConfigError);
     CHECK(plan_cpu_threads(config_with({{"layers", {"dense 16", "relu", "dense 3"}}}, two), 2, 1).batch_slices == 2);
     const RunConfig narrow = config_with({{"hidden_layers", {64, 1}}}, {{"thread_split", "layers"}});
     CHECK_THROWS_WITH_AS(plan_cpu_threads(narrow, 2, 1), doctest::Contains("the narrowest has 1 unit;"), ConfigError);
