@@ -169,7 +169,9 @@ int worker_command(const std::vector<std::string>& arguments) {
     if (!config.strategy.rule->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
     const int threads = threads_per_worker(config, 1);
-    use_cpu_threads(config, threads, 1);
+    const CpuThreadPlan plan = use_cpu_threads(config, threads, 1);
+    std::printf("worker: CPU %s; denormals %s\n", plan.describe().c_str(),
+                config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const WorkerResult r = run_worker(config, data, *transport, c.address, unique_peer_identity("worker"), threads);

@@ -26,7 +26,9 @@ CpuThreadPlan use_cpu_threads(const RunConfig& config, int threads, int workers_
 CpuThreadPlan plan_cpu_threads(const RunConfig& config, int threads, int workers_in_process) {
     CpuThreadPlan plan = plan_cpu_threads(threads, int(config.training.batch_size), workers_in_process);
     const std::string& split = config.training.thread_split;
-    if (plan.threads < 2 || split == "rows") return plan;
+    // A worker on a GPU trains there: no CPU split to check or choose.
+    const bool on_gpu = config.training.device.rfind("cuda", 0) == 0;
+    if (plan.threads < 2 || split == "rows" || on_gpu) return plan;
     const auto& hidden = config.model.hidden_layers;
     const bool mlp = config.model.layers.empty() && !hidden.empty();
     const auto narrowest = mlp ? *std::min_element(hidden.begin(), hidden.end()) : 0;
@@ -34,8 +36,9 @@ CpuThreadPlan plan_cpu_threads(const RunConfig& config, int threads, int workers
         throw ConfigError("training.thread_split: \"layers\" splits each hidden layer of model.hidden_layers between the " +
                           std::to_string(plan.threads) + " threads of a worker, " +
                           (mlp ? "and the narrowest has " + std::to_string(narrowest) + (narrowest == 1 ? " unit" : " units")
-                               : std::string(config.model.layers.empty() ? "and there is none" : "not model.layers")) +
-                          "; use \"rows\" (minibatch row slices) or \"auto\"");
+                               : std::string("and this model has none")) +
+                          "; set training.threads to at most " + std::to_string(std::max<std::int64_t>(1, narrowest)) +
+                          ", or use \"rows\" (minibatch row slices) or \"auto\"");
     if (split == "auto" && narrowest < std::int64_t(kMinUnitsPerBlock) * plan.threads) return plan;
     plan.layer_blocks = plan.threads;
     plan.batch_slices = 1;

@@ -182,7 +182,8 @@ double LayerSplitMlp::compute(const float* parameters, const Batch& batch, float
     return parts_[0]->loss;
 }
 
-void LayerSplitMlp::finish(float*, const RangeWork& then) {
+void LayerSplitMlp::finish(float* gradient, const RangeWork& then) {
+    gradient_ = gradient;  // compute()'s, by the contract of ThreadedGradient
     // Each part completes the input layer's gradient, then updates the rows it computed the
     // gradient of (the input layer's first: the freshest in its cache) and its block of biases.
     team_->run(threads_, [&](int t) {

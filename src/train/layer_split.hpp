@@ -1,6 +1,6 @@
 // An MLP step on T threads with each layer's weights split between them (tensor
-// parallelism), the default for a CPU worker with several threads (train/batch_split.hpp
-// plans it).
+// parallelism): what a CPU worker with several threads runs on an MLP whose hidden layers give
+// each thread at least 32 units (training.thread_split "auto"; train/batch_split.hpp plans it).
 //
 // Why not row slices of the minibatch (train/batch_split.hpp): every slice reads all of the
 // weights and writes a whole gradient, so each step the updated weights (940 KB for the
