@@ -47,15 +47,13 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
     order_ = shard_.shuffled(seed_);
     warmup_steps_ = std::size_t(std::ceil(config.training.optimizer.warmup_epochs * double(steps_per_epoch())));
     if (backend.kind() == DeviceKind::cpu) {
-        const CpuThreadPlan plan = plan_cpu_threads(config, backend.threads(), 1);
-        if (plan.layer_blocks > 1)
-            threaded_ = std::make_unique<LayerSplitMlp>(model_->layer_sizes(), plan.layer_blocks,
+        cpu_plan_ = plan_cpu_threads(config, backend.threads(), 1);
+        if (cpu_plan_.layer_blocks > 1)
+            threaded_ = std::make_unique<LayerSplitMlp>(model_->layer_sizes(), cpu_plan_.layer_blocks,
                                                         config.training.flush_denormals);
-        else if (plan.batch_slices > 1)
-            threaded_ = std::make_unique<SlicedGradient>(config, shard_.data(), plan.batch_slices, seed,
+        else if (cpu_plan_.batch_slices > 1)
+            threaded_ = std::make_unique<SlicedGradient>(config, shard_.data(), cpu_plan_.batch_slices, seed,
                                                          config.training.flush_denormals);
-        layer_blocks_ = plan.layer_blocks;
-        batch_slices_ = plan.batch_slices;
     }
 }
 
@@ -63,11 +61,8 @@ LocalTrainer::~LocalTrainer() = default;
 
 std::string LocalTrainer::device_description() const {
     if (backend_.kind() != DeviceKind::cpu) return backend_.description();
-    CpuThreadPlan plan;
-    plan.threads = backend_.threads();
-    plan.layer_blocks = layer_blocks_;
-    plan.batch_slices = batch_slices_;
-    plan.blas_threads = blas_threads();
+    CpuThreadPlan plan = cpu_plan_;
+    plan.blas_threads = blas_threads();  // what OpenBLAS is set to now, process-wide
     return "cpu (" + plan.describe() + (flush_denormals_ ? "; denormals flushed)" : "; denormals kept)");
 }
 

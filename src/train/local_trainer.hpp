@@ -11,10 +11,10 @@
 #include "data/dataset.hpp"
 #include "model/model.hpp"
 #include "optim/optimizer.hpp"
+#include "train/batch_split.hpp"
 
 namespace tether {
 
-class ThreadedGradient;  // train/threaded_gradient.hpp
 
 // The model a config asks for, on `backend`, sized for `data`. `noise_seed` drives dropout
 // (each worker passes its own seed, so workers draw different masks).
@@ -52,7 +52,7 @@ private:
     std::unique_ptr<Model> model_;
     std::unique_ptr<Optimizer> optimizer_;
     std::unique_ptr<ThreadedGradient> threaded_;  // null: one pass on the backend's threads
-    int layer_blocks_ = 1, batch_slices_ = 1;      // how threaded_ shares a step
+    CpuThreadPlan cpu_plan_;                      // how threaded_ shares a step
     DatasetView shard_, order_;
     std::uint64_t seed_;
     std::size_t batch_size_;

@@ -50,8 +50,7 @@ std::uint32_t WaitableCounter::wait_while_equal(std::uint32_t old) {
     return value_.load(std::memory_order_acquire);
 }
 
-StepTeam::StepTeam(int members, std::function<void()> on_start, int max_tasks_per_member)
-    : taken_(std::size_t(std::max(1, members) * std::max(1, max_tasks_per_member))) {
+StepTeam::StepTeam(int members, std::function<void()> on_start) : taken_(std::size_t(4 * std::max(1, members))) {
     for (auto& flag : taken_) flag.store(true, std::memory_order_relaxed);
     try {
         for (int m = 1; m < members; ++m)
@@ -94,7 +93,7 @@ void StepTeam::work(int member) {
     // A count read from an older run only bounds the scan: flags past the current run's tasks
     // stay set.
     const std::uint32_t run = run_id_.load(std::memory_order_acquire);
-    const int tasks = std::min(tasks_.load(std::memory_order_acquire), max_tasks());
+    const int tasks = tasks_.load(std::memory_order_acquire);
     const auto same_run = [&] { return run_id_.load(std::memory_order_acquire) == run; };
     // Its own tasks first (member, member + members, ...), so each thread keeps its part.
     for (int t = member; t < tasks && same_run(); t += members()) run_if_unclaimed(t);

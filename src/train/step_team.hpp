@@ -47,13 +47,13 @@ class StepTeam {
 public:
     // `members` threads in all: the caller and members - 1 helpers. `on_start` runs once on
     // each helper as it starts (e.g. to set its floating-point mode); it must not throw.
-    StepTeam(int members, std::function<void()> on_start, int max_tasks_per_member = 4);
+    StepTeam(int members, std::function<void()> on_start);
     ~StepTeam();
     StepTeam(const StepTeam&) = delete;
     StepTeam& operator=(const StepTeam&) = delete;
 
     int members() const { return int(helpers_.size()) + 1; }
-    // Most tasks one run() takes.
+    // Most tasks one run() takes: 4 per member (row slices use 2 per member).
     int max_tasks() const { return int(taken_.size()); }
     // Runs job(t) for t = 0 .. tasks - 1, each once, on whichever member claims it first (the
     // caller is member 0 and claims task 0 first, helper m task m), and returns when all are
