@@ -5,8 +5,13 @@
 namespace tether {
 
 void PullPushWorker::join(VectorOps& ops, float* x, const float*) {
-    pulled_ = DeviceBuffer<float>(ops, size_);
-    scratch_ = DeviceBuffer<float>(ops, size_);
+    if (!ops.host_addressable()) scratch_ = DeviceBuffer<float>(ops, size_);
+    copy_to_pulled(ops, x);  // x = x~ already
+}
+
+void PullPushWorker::copy_to_pulled(VectorOps& ops, const float* x) {
+    kept_reply_.reset();
+    if (pulled_.size() != size_) pulled_ = DeviceBuffer<float>(ops, size_);
     ops.copy(pulled_.data(), x, size_ * sizeof(float));
 }
 
@@ -14,14 +19,21 @@ void PullPushWorker::write_payload(VectorOps& ops, const float* x, float* payloa
     // In host memory the update is computed straight into the message; a GPU computes it in
     // its own memory and downloads it once.
     float* update = ops.host_addressable() ? payload_host : scratch_.data();
-    ops.difference(update, x, pulled_.data(), size_);
+    ops.difference(update, x, pulled(), size_);
     if (normalize_window_ > 0) ops.scale(update, size_, 1.f / float(normalize_window_));
     if (update != payload_host) scratch_.download(payload_host, size_);
 }
 
 void PullPushWorker::apply(VectorOps& ops, float* x, const float* reply_host) {
     ops.copy_from_host(x, reply_host, size_ * sizeof(float));
-    ops.copy(pulled_.data(), x, size_ * sizeof(float));
+    copy_to_pulled(ops, x);
+}
+
+void PullPushWorker::apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) {
+    if (!ops.host_addressable()) return apply(ops, x, reply_host.get());
+    ops.copy_from_host(x, reply_host.get(), size_ * sizeof(float));
+    kept_reply_ = std::move(reply_host);
+    pulled_ = DeviceBuffer<float>();  // a model's worth of memory, unused while a reply is kept
 }
 
 double AccumulatingCenter::apply(CenterState& center, const Exchange& e, float* reply) {

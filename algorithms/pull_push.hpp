@@ -19,10 +19,17 @@ protected:
     void join(VectorOps& ops, float* x, const float* center_host) override;
     void write_payload(VectorOps& ops, const float* x, float* payload_host) override;
     void apply(VectorOps& ops, float* x, const float* reply_host) override;
+    // In host memory x_pull is the reply itself, kept: one pass less per exchange.
+    void apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) override;
 
 private:
+    const float* pulled() const { return kept_reply_ ? kept_reply_.get() : pulled_.data(); }
+    void copy_to_pulled(VectorOps& ops, const float* x);
+
     int normalize_window_;
     std::size_t size_;
+    // x_pull: the kept reply, or (joining, a reply given as a plain pointer, a GPU) a copy.
+    std::shared_ptr<const float> kept_reply_;
     DeviceBuffer<float> pulled_, scratch_;
 };
 

@@ -12,8 +12,9 @@
 // Both run with freed memory kept mapped, as in the tether command (keep_freed_memory_mapped(),
 // tether.hpp); --default-malloc leaves glibc's defaults, under which every ~1 MB message ZeroMQ
 // receives is faulted in afresh and 2+ clients measure page faults more than either side.
-// Each cell runs raw, downpour and aeasgd in turn, --repeats times, and reports medians: on a
-// shared machine a load that comes and goes then hits all three alike. The raw echo has one
+// Each cell runs raw, downpour and aeasgd in turn (the two rules in alternating order), --repeats
+// times, and reports medians: on a shared machine a load that comes and goes then hits all
+// three alike. The raw echo has one
 // server whatever S: it is the bound of one ZeroMQ server thread.
 //   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp]
 //                       [--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]
@@ -211,9 +212,12 @@ int main(int argc, char** argv) {
             for (int servers : s.servers) {
                 std::vector<double> downpours, aeasgds;
                 for (int r = 0; r < s.repeats; ++r) {
+                    // Raw first, then the two rules in turn: the run right after raw was the slower one
+                    // now and then, whichever rule it was.
                     raws.push_back(run_raw(transport, clients, s, run++));
+                    if (r % 2) aeasgds.push_back(run_tether("aeasgd", transport, clients, servers, s, run++));
                     downpours.push_back(run_tether("downpour", transport, clients, servers, s, run++));
-                    aeasgds.push_back(run_tether("aeasgd", transport, clients, servers, s, run++));
+                    if (r % 2 == 0) aeasgds.push_back(run_tether("aeasgd", transport, clients, servers, s, run++));
                 }
                 const double raw = median(raws), downpour = median(downpours), aeasgd = median(aeasgds);
                 cells.push_back({{"transport", transport}, {"clients", clients}, {"servers", servers}, {"raw_gbps", raw},

@@ -57,6 +57,11 @@ public:
         apply(ops, x, reply_host);
         pull_version_ = version;
     }
+    //   A reply the rule may keep: what tether itself passes, the received message as it is.
+    void apply_reply(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host, std::uint64_t version) {
+        apply_shared(ops, x, std::move(reply_host));
+        pull_version_ = version;
+    }
     std::uint64_t pull_version() const { return pull_version_; }
 
 protected:
@@ -65,6 +70,13 @@ protected:
     virtual void join(VectorOps& ops, float* x, const float* center_host) { (void)ops, (void)x, (void)center_host; }
     virtual void write_payload(VectorOps& ops, const float* x, float* payload_host) = 0;
     virtual void apply(VectorOps& ops, float* x, const float* reply_host) = 0;
+    // What a rule may implement instead of copying the reply into state of its own (x_pull):
+    // hold on to `reply_host`. Its floats are host memory that nobody writes to again while
+    // anybody holds them. Copying ~1 MB per exchange is a pass over memory a worker waits for
+    // at every exchange. The default applies it through apply().
+    virtual void apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) {
+        apply(ops, x, reply_host.get());
+    }
 
 private:
     std::uint64_t pull_version_ = 0;

@@ -12,4 +12,17 @@ Payload Payload::allocate(std::size_t bytes) {
     return Payload(std::shared_ptr<void>(memory, std::free), static_cast<std::uint8_t*>(memory), bytes);
 }
 
+Payload& RecycledPayloads::next(std::size_t bytes) {
+    for (std::size_t k = 1; k <= 2; ++k) {
+        const std::size_t slot = (last_ + k) % 2;
+        if (slots_[slot].unique() && slots_[slot].size() == bytes) {
+            last_ = slot;
+            return slots_[slot];
+        }
+    }
+    last_ = (last_ + 1) % 2;
+    slots_[last_] = Payload::allocate(bytes);
+    return slots_[last_];
+}
+
 }  // namespace tether

@@ -28,6 +28,8 @@ public:
     const std::uint8_t* begin() const { return data_; }
     const std::uint8_t* end() const { return data_ + size_; }
     float* floats() const { return reinterpret_cast<float*>(data_); }
+    // The floats, sharing this payload's ownership: a holder keeps them alive.
+    std::shared_ptr<const float> shared_floats() const { return {owner_, floats()}; }
 
     // Bytes [offset, offset + bytes) of this payload, sharing its ownership.
     Payload slice(std::size_t offset, std::size_t bytes) const { return Payload(owner_, data_ + offset, bytes); }
@@ -39,6 +41,20 @@ private:
     std::shared_ptr<void> owner_;
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
+};
+
+// Two message buffers of one size, handed out in turn for refilling. A buffer is refilled only
+// once every holder has let go of it (ZeroMQ until it has sent it; over inproc:// the receiver,
+// such as the center that answers in it; a worker rule that keeps a reply as its x_pull). The
+// one handed out last is often still held, and the other one is then free: a new buffer (a
+// fresh ~1 MB costs page faults) is allocated only when both are held.
+class RecycledPayloads {
+public:
+    Payload& next(std::size_t bytes);
+
+private:
+    Payload slots_[2];
+    std::size_t last_ = 1;
 };
 
 }  // namespace tether

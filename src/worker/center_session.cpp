@@ -137,9 +137,7 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
                                      to_string(h->dtype) + ", expected " + to_string(dtype) + ")");
         if (decoder) {
             if (next_shard == 0) {
-                // Reused once the worker has let go of the last reply.
-                if (!(decoded_.unique() && decoded_.size() == n * sizeof(float))) decoded_ = Payload::allocate(n * sizeof(float));
-                out = decoded_;
+                out = decoded_.next(n * sizeof(float));
             }
             try {
                 decoder->decode(h->shard_id, frames.payload.data(), frames.payload.size(), out.floats());

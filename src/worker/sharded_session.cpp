@@ -51,11 +51,8 @@ ExchangeOutcome ShardedSession::exchange(const Payload& payload, const Progress&
         sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at);
     ExchangeOutcome out;
     if (sessions_.size() > 1) {
-        // The ranges are copied into one vector for the rule; its buffer is reused once the
-        // caller has let go of the last one (a fresh ~1 MB allocation each time costs page faults).
-        if (!(reply_.unique() && reply_.size() == num_parameters_ * sizeof(float)))
-            reply_ = Payload::allocate(num_parameters_ * sizeof(float));
-        out.reply = reply_;
+        // The ranges are copied into one vector for the rule (which may keep it as its x_pull).
+        out.reply = replies_.next(num_parameters_ * sizeof(float));
     }
     for (std::size_t k = 0; k < sessions_.size(); ++k) collect(k, out);
     return out;

@@ -64,7 +64,7 @@ private:
     std::vector<KeyRange> ranges_;
     std::vector<std::string> addresses_;
     std::vector<std::unique_ptr<CenterSession>> sessions_;
-    Payload reply_;  // S > 1: the assembled reply
+    RecycledPayloads replies_;  // S > 1: the assembled replies
 };
 
 }  // namespace tether

@@ -109,9 +109,9 @@ Payload WorkerNode::make_payload() {
     if (!finite)
         throw DivergedError("diverged at step " + std::to_string(result_.steps) +
                             " (non-finite parameters at exchange " + std::to_string(result_.exchanges + 1) + ")");
-    if (!(payload_.unique() && payload_.size() == bytes)) payload_ = Payload::allocate(bytes);
-    rule_->make_payload(*backend_, x, payload_.floats());
-    return payload_;
+    Payload& payload = payloads_.next(bytes);
+    rule_->make_payload(*backend_, x, payload.floats());
+    return payload;
 }
 
 void WorkerNode::exchange() {
@@ -123,7 +123,7 @@ void WorkerNode::exchange() {
     if (rejoined_everywhere(outcome)) {
         take_welcome(welcome_of(outcome));  // this window's work is replaced by x~ from the center
     } else {
-        rule_->apply_reply(*backend_, layout_->x(), outcome.reply.floats(), outcome.version);
+        rule_->apply_reply(*backend_, layout_->x(), outcome.reply.shared_floats(), outcome.version);
         if (!outcome.rejoined.empty()) take_partial_welcome(outcome);
         if (layout_->staged()) layout_->scatter();
         backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
@@ -151,7 +151,7 @@ void WorkerNode::complete_posted() {
         // become x_k' + d: the rule's change lands one window late and the local steps of that
         // window are kept.
         layout_->subtract_x();
-        rule_->apply_reply(*backend_, layout_->x(), outcome.reply.floats(), outcome.version);
+        rule_->apply_reply(*backend_, layout_->x(), outcome.reply.shared_floats(), outcome.version);
         if (!outcome.rejoined.empty()) take_partial_welcome(outcome);  // the window's steps kept there too
         layout_->add_x();
         backend_->synchronize();

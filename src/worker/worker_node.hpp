@@ -95,9 +95,7 @@ private:
     std::unique_ptr<WorkerRule> rule_;
     std::size_t steps_since_exchange_ = 0;
     WorkerResult result_;
-    // The exchange sent last; refilled only once ZeroMQ (or, over inproc://, the center that
-    // answers in it) has let go of it.
-    Payload payload_;
+    RecycledPayloads payloads_;  // the exchanges' messages
     std::unique_ptr<SessionThread> thread_;  // last: stopped first
 };
 

@@ -80,7 +80,13 @@ struct Worker {
         rule->make_payload(backend, x.data(), p.data());
         return p;
     }
-    void apply(const Vec& reply, std::uint64_t version) { rule->apply_reply(backend, x.data(), reply.data(), version); }
+    // As tether passes it: a buffer the rule may keep, which the caller lets go of at once.
+    void apply(const Vec& reply, std::uint64_t version) {
+        const auto received = std::make_shared<const Vec>(reply);
+        rule->apply_reply(backend, x.data(), std::shared_ptr<const float>(received, received->data()), version);
+    }
+    // A plain pointer, as a caller of the rule outside tether may give it: the rule copies.
+    void apply_plain(const Vec& reply, std::uint64_t version) { rule->apply_reply(backend, x.data(), reply.data(), version); }
 };
 
 Exchange exchange_of(std::uint32_t worker, std::uint64_t pull_version, const Vec& payload) {
@@ -336,6 +342,33 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
         Vec reply(3);
         center_rule->apply(center, exchange_of(0, 3, d), reply.data());
         check_equal(center.x, {4.f, -7.f, 2.f});
+    }
+}
+
+TEST_CASE_FIXTURE(Fixture, "downpour, adag and dynsgd keep the reply as x_pull in host memory, and let go of it on joining again") {
+    for (const char* name : {"downpour", "adag", "dynsgd"}) {
+        CAPTURE(name);
+        const auto s = strategy({{"strategy", {{"name", name}, {"communication_window", 2}}}, {"cluster", {{"workers", 2}}}});
+        Worker kept(*backend, *s, 2), copied(*backend, *s, 2);
+        kept.join(kCenter, 0);
+        copied.join(kCenter, 0);
+        const auto reply = std::make_shared<const Vec>(kX1);
+        const std::shared_ptr<const float> shared(reply, reply->data());
+        kept.rule->apply_reply(*backend, kept.x.data(), shared, 1);
+        copied.apply_plain(kX1, 1);
+        CHECK(reply.use_count() == 3);  // here twice, and the rule
+        check_equal(kept.get(), kX1);
+        // The next payload is the same from the kept reply as from a copy of it.
+        kept.set(kX2);
+        copied.set(kX2);
+        check_equal(kept.payload(), copied.payload());
+        // Joining again (the center forgot the worker) starts x_pull from x: the reply is let go.
+        kept.join(kCenter, 2);
+        CHECK(reply.use_count() == 2);
+        kept.set(kX2);
+        copied.join(kCenter, 2);
+        copied.set(kX2);
+        check_equal(kept.payload(), copied.payload());
     }
 }
 
