@@ -2,6 +2,7 @@
 // the programs linked to it carry no CUDA dependency: a CPU-only user never loads libcudart or
 // cuBLAS, and a machine without the CUDA toolkit runs everything but `device: cuda`.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -64,11 +65,22 @@ const CudaLibrary& library() {
     return lib;
 }
 
+// A GPU needs the NVIDIA driver: its kernel module (/proc/driver/nvidia) or device nodes (WSL2:
+// /dev/dxg). Without any of them there is no GPU to count, and loading the CUDA backend to
+// learn that (libcudart and cuBLAS: 160 MB mapped, 0.3 s) cost every process of a run with
+// `device: auto` on a CPU machine that has the toolkit: a 4-process local downpour run went
+// from 115k to 92k samples/s.
+bool nvidia_driver_present() {
+    for (const char* path : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"})
+        if (::access(path, F_OK) == 0) return true;
+    return false;
+}
+
 }  // namespace
 
 bool cuda_built() { return library().handle != nullptr; }
 
-int cuda_device_count() { return cuda_built() ? library().device_count() : 0; }
+int cuda_device_count() { return nvidia_driver_present() && cuda_built() ? library().device_count() : 0; }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {
     const CudaLibrary& lib = library();

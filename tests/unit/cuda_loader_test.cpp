@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "backend/backend.hpp"
@@ -21,6 +24,23 @@ bool library_expected() {
     return std::string(expected) == "1";
 }
 }  // namespace
+
+// First in this file: nothing has loaded the CUDA backend yet.
+TEST_CASE("without the NVIDIA driver, counting GPUs loads no CUDA library") {
+    for (const char* path : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"})
+        if (std::ifstream(path).good() || std::filesystem::exists(path)) return;  // a GPU machine
+    CHECK(cuda_device_count() == 0);
+    std::ifstream maps("/proc/self/maps");
+    const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    CHECK_FALSE(contains(mapped, "libtether-cuda"));
+    CHECK_FALSE(contains(mapped, "libcudart"));
+    // "auto" is the CPU then, still without loading it.
+    BackendOptions options;
+    options.device = "auto";
+    CHECK(make_backend(options)->kind() == DeviceKind::cpu);
+    std::ifstream again("/proc/self/maps");
+    CHECK_FALSE(contains(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), "libcudart"));
+}
 
 TEST_CASE("the CUDA backend loads exactly when the build made libtether-cuda.so") {
     CHECK(cuda_built() == library_expected());
