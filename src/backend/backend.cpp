@@ -18,7 +18,7 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
         return make_cuda_backend(options.cuda_device);
     }
     if (options.device == "auto")
-        return cuda_device_count() > 0 ? make_cuda_backend(options.cuda_device)
+        return nvidia_driver_present() && cuda_device_count() > 0 ? make_cuda_backend(options.cuda_device)
                                        : make_cpu_backend(options.threads, options.flush_denormals);
     throw ConfigError("training.device: \"" + options.device + "\" is not a device; expected auto, cpu or cuda");
 }

@@ -106,5 +106,8 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 // Number of usable CUDA devices (0 in a build without CUDA).
 int cuda_device_count();
 bool cuda_built();
+// Whether this machine has the NVIDIA driver at all: `auto` counts GPUs only then, without
+// loading the CUDA backend otherwise.
+bool nvidia_driver_present();
 
 }  // namespace tether

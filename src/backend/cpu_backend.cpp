@@ -43,23 +43,24 @@ TETHER_CLONES void run_axpy(std::size_t n, ops::Axpy f) { vector_loop(n, f); }
 TETHER_CLONES void run_difference(std::size_t n, ops::Difference f) { vector_loop(n, f); }
 TETHER_CLONES void run_scale(std::size_t n, ops::Scale f) { vector_loop(n, f); }
 
+#if defined(__SSE2__)
 // out <- a - b with streaming stores, for a result this core does not read again: a worker's
 // message (downpour's x - x_pull), which ZeroMQ's I/O thread on the other core sends. A loop
 // storing into it fetched each line for ownership first, from that core (the message was last
 // read there): 80 us for 235k floats, 46 as memcpy then subtract. Written around the caches,
 // its lines are not dirty in this core's cache either when the I/O thread reads them: downpour
-// with 1 client over tcp, 3.13 -> 3.63 GB/s (medians of 8 alternating pairs of runs). Below
-// 256 KB a result stays in the caches and ordinary stores are right.
+// with 1 client over tcp, 3.13 -> 3.63 GB/s (medians of 8 alternating pairs of runs). adag
+// scales the message right after, reading it back from memory: 2.92 -> 3.00 GB/s all the same
+// (6 pairs). Below 256 KB a result stays in the caches and ordinary stores are right.
 constexpr std::size_t kStreamedElements = std::size_t(1) << 16;
 void streamed_difference(float* out, const float* a, const float* b, std::size_t n) {
     std::size_t i = 0;
-#if defined(__SSE2__)
     for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % 16 != 0; ++i) out[i] = a[i] - b[i];
     for (; i + 4 <= n; i += 4) _mm_stream_ps(out + i, _mm_sub_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
-    _mm_sfence();  // streaming stores are weakly ordered: visible before the message is handed on
-#endif
     for (; i < n; ++i) out[i] = a[i] - b[i];
+    _mm_sfence();  // streaming stores are weakly ordered: visible before the message is handed on
 }
+#endif
 
 class CpuBackend final : public ops::ThrustOps<decltype(thrust::omp::par), /*kRowwise=*/true> {
 public:
@@ -110,8 +111,11 @@ public:
     void axpy(float* y, const float* x, std::size_t n, float a) override { run_axpy(n, ops::Axpy{y, x, a}); }
     void difference(float* out, const float* a, const float* b, std::size_t n) override {
         if (out == b) return run_difference(n, ops::Difference{out, a, b});
+#if defined(__SSE2__)
         if (out != a && n >= kStreamedElements) return streamed_difference(out, a, b, n);
-        // out <- a, then out <- out - b (bit for bit a - b): see streamed_difference.
+#endif
+        // out <- a, then out <- out - b (bit for bit a - b): a loop storing into a message that
+        // another core read last fetches each line first; memcpy's string stores do not.
         if (out != a) std::memcpy(out, a, n * sizeof(float));
         run_axpy(n, ops::Axpy{out, b, -1.f});
     }

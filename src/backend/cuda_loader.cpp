@@ -65,22 +65,23 @@ const CudaLibrary& library() {
     return lib;
 }
 
-// A GPU needs the NVIDIA driver: its kernel module (/proc/driver/nvidia) or device nodes (WSL2:
-// /dev/dxg). Without any of them there is no GPU to count, and loading the CUDA backend to
-// learn that (libcudart and cuBLAS: 160 MB mapped, 0.3 s) cost every process of a run with
-// `device: auto` on a CPU machine that has the toolkit: a 4-process local downpour run went
-// from 115k to 92k samples/s.
-bool nvidia_driver_present() {
-    for (const char* path : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"})
-        if (::access(path, F_OK) == 0) return true;
-    return false;
-}
-
 }  // namespace
 
 bool cuda_built() { return library().handle != nullptr; }
 
-int cuda_device_count() { return nvidia_driver_present() && cuda_built() ? library().device_count() : 0; }
+int cuda_device_count() { return cuda_built() ? library().device_count() : 0; }
+
+// `auto` asks this first. A GPU needs the NVIDIA driver: its kernel module (/proc/driver/nvidia),
+// its device nodes, or those of WSL2 (/dev/dxg) and of Jetson boards (/dev/nvhost-ctrl). Without
+// any of them there is no GPU to count, and loading the CUDA backend to learn that (libcudart
+// and cuBLAS: 160 MB mapped, 0.3 s) cost every process of a run on a CPU machine that has the
+// toolkit: a 4-process local downpour run went from 115k to 92k samples/s. `cuda` asked for by
+// name still loads it, and says what it finds.
+bool nvidia_driver_present() {
+    for (const char* path : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/nvhost-ctrl"})
+        if (::access(path, F_OK) == 0) return true;
+    return false;
+}
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {
     const CudaLibrary& lib = library();

@@ -39,7 +39,8 @@ BackendOptions choose_backend(const std::string& device, int threads, int slot, 
 }
 
 BackendOptions choose_backend(const std::string& device, int threads, int slot) {
-    return choose_backend(device, threads, slot, device == "cpu" ? 0 : cuda_device_count());
+    const bool count = device != "cpu" && (device != "auto" || nvidia_driver_present());
+    return choose_backend(device, threads, slot, count ? cuda_device_count() : 0);
 }
 
 std::optional<int> launcher_local_rank() {

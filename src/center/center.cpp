@@ -140,9 +140,8 @@ void Center::welcome(Worker& w) {
 }
 
 void Center::release_pending(Worker& w) {
-    // A single-shard float32 exchange is the received frame: let it go now. A reassembly (or
-    // decoding) buffer is kept for the worker's next exchange.
-    if (!w.from_worker && options_.shard_elements >= state_.x.size()) w.pending = Payload();
+    // The received frame, or a buffer of w.assembly, which keeps it for the next exchange.
+    w.pending = Payload();
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
@@ -170,10 +169,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         if ((h.flags & kFlagChangeFromCopy) != w.from_worker->flags())
             return fail("wrong encoding", w.from_worker->flags() ? "this run's exchanges are changes from the center's copy (flag bit 1)"
                                                                  : "this run's exchanges are values, not changes (flag bit 1)");
-        // Decoded into the worker's buffer, reused once no float32 reply written over it is
-        // still queued in ZeroMQ.
-        if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
-            w.pending = Payload::allocate(n * sizeof(float));
+        if (h.shard_id == 0) w.pending = w.assembly.next(n * sizeof(float));
         try {
             w.from_worker->decode(h.shard_id, frames.payload.data(), frames.payload.size(), w.pending.floats());
         } catch (const CodecError& e) {
@@ -188,10 +184,8 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         if (shard_count == 1) {
             w.pending = frames.payload;  // adopted: no copy
         } else {
-            // Reassembly needs one buffer of the whole vector; reuse the last one once ZeroMQ has
-            // sent its reply shards.
-            if (h.shard_id == 0 && !(w.pending.unique() && w.pending.size() == n * sizeof(float)))
-                w.pending = Payload::allocate(n * sizeof(float));
+            // Reassembly needs one buffer of the whole vector.
+            if (h.shard_id == 0) w.pending = w.assembly.next(n * sizeof(float));
             std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
         }
     }
@@ -247,11 +241,9 @@ void Center::maybe_close_round(bool deadline_passed) {
                                                           [](const Worker* w) { return w->state != Worker::State::lost; }));
     const std::size_t quorum = std::max<std::size_t>(1, std::size_t(std::ceil(options_.quorum * live)));
     if (round_.empty() || (int(waiting) < live && !(deadline_passed && waiting >= quorum))) return;
-    // One reply for every contributor, sent from one buffer; a new one while ZeroMQ still
-    // holds the last round's.
-    const std::size_t bytes = state_.x.size() * sizeof(float);
-    if (!(round_reply_.unique() && round_reply_.size() == bytes)) round_reply_ = Payload::allocate(bytes);
-    const double norm = rule_->close_round(state_, round_reply_.floats());
+    // One reply for every contributor, sent from one buffer.
+    const Payload round_reply = round_replies_.next(state_.x.size() * sizeof(float));
+    const double norm = rule_->close_round(state_, round_reply.floats());
     ++state_.version;
     ++stats_.updates_applied;
     ++stats_.rounds;
@@ -262,7 +254,7 @@ void Center::maybe_close_round(bool deadline_passed) {
         w->in_round = false;
         w->last_seen = w->last_exchange = now;  // it was waiting on us, not silent
         const std::uint64_t before = stats_.bytes_sent;
-        send_vector(*w, MessageType::reply, round_reply_, w->sequence);
+        send_vector(*w, MessageType::reply, round_reply, w->sequence);
         if (on_exchange)
             on_exchange({w->id, w->sequence, state_.version, 0, w->bytes_in, stats_.bytes_sent - before, norm});
     }

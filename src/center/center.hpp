@@ -186,7 +186,7 @@ private:
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;
     std::pair<std::uint64_t, std::uint64_t> last_snapshot_{~0ull, ~0ull};  // samples, version
-    Payload round_reply_;  // a synchronous round's one reply
+    RecycledPayloads round_replies_;  // a synchronous round's one reply
     int rejections_logged_ = 0;
     std::vector<std::pair<std::string, Header>> final_requests_;  // peer, request
     bool final_answered_ = false;

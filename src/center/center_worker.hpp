@@ -14,8 +14,10 @@ struct Center::Worker {
     State state = State::joining;
     Clock::time_point last_seen;
     // The exchange being received: the received frame itself when it came as one shard (the
-    // rule then answers in it, in place), else the shards reassembled here.
+    // rule then answers in it, in place), else the shards reassembled (or decoded) into one of
+    // `assembly`, which a reply still queued in ZeroMQ (or kept by the worker) may hold.
     Payload pending;
+    RecycledPayloads assembly;
     std::uint32_t shards_received = 0;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
     bool in_round = false;

@@ -1,5 +1,6 @@
 #include "transport/payload.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -16,6 +17,9 @@ Payload& RecycledPayloads::next(std::size_t bytes) {
     for (std::size_t k = 1; k <= 2; ++k) {
         const std::size_t slot = (last_ + k) % 2;
         if (slots_[slot].unique() && slots_[slot].size() == bytes) {
+            // use_count() is a relaxed read: order the refill after the last holder's reads
+            // (ZeroMQ's I/O thread letting go of a buffer it sent).
+            std::atomic_thread_fence(std::memory_order_acquire);
             last_ = slot;
             return slots_[slot];
         }

@@ -137,7 +137,7 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
                                      to_string(h->dtype) + ", expected " + to_string(dtype) + ")");
         if (decoder) {
             if (next_shard == 0) {
-                out = decoded_.next(n * sizeof(float));
+                out = assembled_.next(n * sizeof(float));
             }
             try {
                 decoder->decode(h->shard_id, frames.payload.data(), frames.payload.size(), out.floats());
@@ -148,7 +148,7 @@ Header CenterSession::receive_vector(MessageType type, Payload& out, int timeout
         } else if (h->shard_count == 1) {
             out = frames.payload;  // adopted: no copy
         } else {
-            if (next_shard == 0) out = Payload::allocate(n * sizeof(float));
+            if (next_shard == 0) out = assembled_.next(n * sizeof(float));
             std::memcpy(out.floats() + first, frames.payload.data(), frames.payload.size());
         }
         if (++next_shard == h->shard_count) return *h;

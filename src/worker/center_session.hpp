@@ -134,7 +134,7 @@ private:
     // Lossy codecs only (else null); reset by every welcome.
     std::unique_ptr<WireSender> payload_sender_;
     std::unique_ptr<WireReceiver> reply_receiver_;
-    RecycledPayloads decoded_;  // the decoded replies' buffers
+    RecycledPayloads assembled_;  // replies decoded, or reassembled from several frames
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;

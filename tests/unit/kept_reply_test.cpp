@@ -67,6 +67,28 @@ public:
     }
 };
 
+// The same sum in rounds: one reply, from one buffer, for every contributor.
+class SummingRounds final : public tether::SynchronousCenterRule {
+public:
+    void contribute(tether::CenterState& center, const tether::Exchange& e) override {
+        sum_.resize(e.size, 0.f);
+        for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
+        (void)center;
+    }
+    double close_round(tether::CenterState& center, float* reply) override {
+        for (std::size_t i = 0; i < sum_.size(); ++i) {
+            center.x[i] += sum_[i];
+            reply[i] = center.x[i];
+        }
+        sum_.assign(sum_.size(), 0.f);
+        return tether::host::norm(center.x.data(), center.x.size());
+    }
+
+private:
+    std::vector<float> sum_;
+};
+
+template <typename CenterRule>
 class KeepingStrategy final : public tether::Strategy {
 public:
     explicit KeepingStrategy(int window) : window_(window) {}
@@ -75,7 +97,7 @@ public:
         return std::make_unique<KeepingWorker>(c.num_parameters);
     }
     std::unique_ptr<tether::CenterRule> make_center_rule(const tether::StrategyContext&) const override {
-        return tether::center_rule<SummingCenter>();
+        return tether::center_rule<CenterRule>();
     }
     // So that a lossy codec (decoded replies) is allowed too.
     tether::WireKinds wire_kinds() const override { return {tether::WireVector::update, tether::WireVector::state}; }
@@ -88,7 +110,10 @@ void register_once() {
     static std::once_flag once;
     std::call_once(once, [] {
         tether::register_strategy("keeps-reply", "DOWNPOUR that keeps the reply as x_pull", [](tether::StrategyOptions& o, const tether::StrategyContext&) {
-            return std::make_shared<KeepingStrategy>(o.communication_window(1));
+            return std::make_shared<KeepingStrategy<SummingCenter>>(o.communication_window(1));
+        });
+        tether::register_strategy("keeps-reply-rounds", "the same in synchronous rounds", [](tether::StrategyOptions& o, const tether::StrategyContext&) {
+            return std::make_shared<KeepingStrategy<SummingRounds>>(o.communication_window(1));
         });
     });
 }
@@ -120,24 +145,32 @@ std::vector<float> train_two_workers(tether::ServiceOptions options) {
 
 }  // namespace
 
-TEST_CASE("a rule that keeps the reply never sees it change: inproc and tcp, 1 and 2 servers, overlap, a codec") {
+// Codecs: float32 both ways; fp16 both ways (replies decoded on the worker); fp16 payloads
+// with float32 replies (the center decodes each exchange into a buffer it answers from).
+TEST_CASE("a rule that keeps the reply never sees it change: inproc and tcp, 1 and 2 servers, rounds, overlap, codecs") {
     register_once();
-    for (const char* transport : {"inproc", "tcp"})
-        for (int servers : {1, 2})
-            for (bool overlap : {false, true})
-                for (const char* codec : {"float32", "fp16"}) {
-                    CAPTURE(transport);
-                    CAPTURE(servers);
-                    CAPTURE(overlap);
-                    CAPTURE(codec);
-                    tether::ServiceOptions o;
-                    o.strategy = R"({"name": "keeps-reply", "communication_window": 2})";
-                    if (std::string(transport) == "tcp") o.address = servers == 1 ? "tcp://127.0.0.1:*" : "tcp://127.0.0.1:*,tcp://127.0.0.1:*";
-                    o.servers = servers;
-                    o.overlap_exchange = overlap;
-                    o.codec = codec;
-                    const int kept_before = replies_kept;
-                    CHECK(train_two_workers(o) == std::vector<float>(5, 19.f));
-                    CHECK(replies_kept - kept_before >= 2 * 2);  // 3 exchanges a worker, the last after finish
-                }
+    const std::vector<std::pair<const char*, const char*>> codecs = {{"float32", "same"}, {"fp16", "same"}, {"fp16", "float32"}};
+    for (const char* strategy : {"keeps-reply", "keeps-reply-rounds"})
+        for (const char* transport : {"inproc", "tcp"})
+            for (int servers : {1, 2})
+                for (bool overlap : {false, true})
+                    for (const auto& [codec, reply_codec] : codecs) {
+                        CAPTURE(strategy);
+                        CAPTURE(transport);
+                        CAPTURE(servers);
+                        CAPTURE(overlap);
+                        CAPTURE(codec);
+                        CAPTURE(reply_codec);
+                        tether::ServiceOptions o;
+                        o.strategy = std::string(R"({"name": ")") + strategy + R"(", "communication_window": 2})";
+                        if (std::string(transport) == "tcp")
+                            o.address = servers == 1 ? "tcp://127.0.0.1:*" : "tcp://127.0.0.1:*,tcp://127.0.0.1:*";
+                        o.servers = servers;
+                        o.overlap_exchange = overlap;
+                        o.codec = codec;
+                        o.reply_codec = reply_codec;
+                        const int kept_before = replies_kept;
+                        CHECK(train_two_workers(o) == std::vector<float>(5, 19.f));
+                        CHECK(replies_kept - kept_before >= 2 * 2);  // 3 exchanges a worker, the last after finish
+                    }
 }

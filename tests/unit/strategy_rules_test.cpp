@@ -345,8 +345,8 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
     }
 }
 
-TEST_CASE_FIXTURE(Fixture, "downpour, adag and dynsgd keep the reply as x_pull in host memory, and let go of it on joining again") {
-    for (const char* name : {"downpour", "adag", "dynsgd"}) {
+TEST_CASE_FIXTURE(Fixture, "the pull-push rules keep the reply as x_pull in host memory, and let go of it on joining again") {
+    for (const char* name : {"downpour", "adag", "dynsgd", "adag-staleness"}) {
         CAPTURE(name);
         const auto s = strategy({{"strategy", {{"name", name}, {"communication_window", 2}}}, {"cluster", {{"workers", 2}}}});
         Worker kept(*backend, *s, 2), copied(*backend, *s, 2);
