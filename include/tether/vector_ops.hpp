@@ -33,7 +33,9 @@ public:
     virtual void fill(float* x, std::size_t n, float value) = 0;
     virtual void scale(float* x, std::size_t n, float a) = 0;                                 // x <- a x
     virtual void axpy(float* y, const float* x, std::size_t n, float a) = 0;                  // y <- y + a x
-    virtual void difference(float* out, const float* a, const float* b, std::size_t n) = 0;  // out <- a - b
+    // out <- a - b. On the CPU, 64k+ floats into a buffer other than a and b are written around
+    // the caches, as for a message another thread sends: reading `out` back at once costs more.
+    virtual void difference(float* out, const float* a, const float* b, std::size_t n) = 0;
     virtual double sum_of_squares(const float* x, std::size_t n) = 0;
     virtual bool all_finite(const float* x, std::size_t n) = 0;  // no NaN, no +-Inf
 };

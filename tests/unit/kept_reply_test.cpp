@@ -70,10 +70,9 @@ public:
 // The same sum in rounds: one reply, from one buffer, for every contributor.
 class SummingRounds final : public tether::SynchronousCenterRule {
 public:
-    void contribute(tether::CenterState& center, const tether::Exchange& e) override {
+    void contribute(tether::CenterState&, const tether::Exchange& e) override {
         sum_.resize(e.size, 0.f);
         for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
-        (void)center;
     }
     double close_round(tether::CenterState& center, float* reply) override {
         for (std::size_t i = 0; i < sum_.size(); ++i) {
