@@ -39,14 +39,22 @@ struct Im2colRow {
             for (int ky = 0; ky < s.kernel_h; ++ky) im2col_segment(images, columns, s, n, oy, ox, ky);
     }
 };
-// One unit = (output position, kernel row): many short units, for GPU threads.
-struct Im2colSegment {
+// One unit = one im2col entry (position, patch index), for GPU threads: neighbouring threads
+// write neighbouring entries and, within a window row, read neighbouring channels, so both
+// sides coalesce. (A unit per kernel row, as before, wrote a run of kernel_w * channels floats
+// per thread, the threads a whole patch apart.)
+struct Im2colElement {
     const float* images; float* columns; WindowShape s;
-    TETHER_HD void operator()(std::size_t unit) const {
-        const std::size_t p = unit / s.kernel_h;
+    TETHER_HD void operator()(std::size_t i) const {
+        const std::size_t patch = s.patch(), p = i / patch;
+        const int j = int(i - p * patch), c = s.channels, row = s.kernel_w * c;
+        const int ky = j / row, kx = (j - ky * row) / c, ch = j - ky * row - kx * c;
         const int ow = s.out_width(), oh = s.out_height();
-        im2col_segment(images, columns, s, p / (std::size_t(ow) * oh), int((p / ow) % oh), int(p % ow),
-                       int(unit % s.kernel_h));
+        const int ox = int(p % ow), oy = int((p / ow) % oh);
+        const std::size_t n = p / (std::size_t(ow) * oh);
+        const int iy = oy * s.stride - s.pad + ky, ix = ox * s.stride - s.pad + kx;
+        const bool inside = iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
+        columns[i] = inside ? images[((n * s.height + iy) * s.width + ix) * std::size_t(c) + ch] : 0.f;
     }
 };
 
@@ -74,6 +82,32 @@ struct Col2im {
     }
 };
 
+// Col2im with one unit per (pixel, channel), for GPU threads: neighbouring threads read
+// neighbouring channels of the same column entries and write neighbouring values.
+struct Col2imElement {
+    const float* columns; float* images; WindowShape s;
+    TETHER_HD void operator()(std::size_t i) const {
+        const int c = s.channels;
+        const std::size_t pixel = i / c;
+        const int ch = int(i - pixel * c);
+        const int ix = int(pixel % s.width), iy = int((pixel / s.width) % s.height);
+        const std::size_t n = pixel / (std::size_t(s.width) * s.height);
+        const int ow = s.out_width(), oh = s.out_height(), taps = s.kernel_h * s.kernel_w;
+        float total = 0.f;
+        for (int ky = 0; ky < s.kernel_h; ++ky) {
+            const int y = iy + s.pad - ky;
+            if (y < 0 || y % s.stride != 0 || y / s.stride >= oh) continue;
+            for (int kx = 0; kx < s.kernel_w; ++kx) {
+                const int x = ix + s.pad - kx;
+                if (x < 0 || x % s.stride != 0 || x / s.stride >= ow) continue;
+                const std::size_t p = (n * oh + y / s.stride) * ow + x / s.stride;
+                total += columns[p * (std::size_t(taps) * c) + std::size_t(ky * s.kernel_w + kx) * c + ch];
+            }
+        }
+        images[i] = total;
+    }
+};
+
 // One unit = one output pixel; all its channels, the window's taps in the outer loop so the
 // inner loop runs over contiguous channels.
 struct MaxPool {
@@ -97,6 +131,32 @@ struct MaxPool {
                     a[j] = better ? std::int32_t(first + j) : a[j];
                 }
             }
+    }
+};
+
+// Max pooling with one unit per (output pixel, channel), for GPU threads (coalesced across
+// channels); the same winner as MaxPool: the first of equal values in window order.
+struct MaxPoolElement {
+    const float* in; float* out; std::int32_t* argmax; WindowShape s;
+    TETHER_HD void operator()(std::size_t i) const {
+        const int c = s.channels, ow = s.out_width(), oh = s.out_height();
+        const std::size_t p = i / c;
+        const int ch = int(i - p * c);
+        const int ox = int(p % ow), oy = int((p / ow) % oh);
+        const std::size_t n = p / (std::size_t(ow) * oh);
+        float best = 0.f;
+        std::int32_t where = 0;
+        for (int ky = 0; ky < s.kernel_h; ++ky)
+            for (int kx = 0; kx < s.kernel_w; ++kx) {
+                const std::size_t at =
+                    ((n * s.height + std::size_t(oy * s.stride + ky)) * s.width + std::size_t(ox * s.stride + kx)) * c + ch;
+                if ((ky == 0 && kx == 0) || in[at] > best) {
+                    best = in[at];
+                    where = std::int32_t(at);
+                }
+            }
+        out[i] = best;
+        argmax[i] = where;
     }
 };
 

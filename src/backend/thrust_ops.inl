@@ -161,14 +161,16 @@ public:
     void im2col(const float* images, float* columns, const WindowShape& s) override {
         const std::size_t rows = std::size_t(s.batch) * s.out_height();
         if (kRowwise) each(rows, Im2colRow{images, columns, s}, s.positions() * s.patch());
-        else each(s.positions() * s.kernel_h, Im2colSegment{images, columns, s});
+        else each(s.positions() * s.patch(), Im2colElement{images, columns, s});
     }
     void col2im(const float* columns, float* images, const WindowShape& s) override {
         const std::size_t pixels = std::size_t(s.batch) * s.height * s.width;
-        each(pixels, Col2im{columns, images, s}, pixels * s.channels);
+        if (kRowwise) each(pixels, Col2im{columns, images, s}, pixels * s.channels);
+        else each(pixels * s.channels, Col2imElement{columns, images, s});
     }
     void maxpool(const float* in, float* out, std::int32_t* argmax, const WindowShape& s) override {
-        each(s.positions(), MaxPool{in, out, argmax, s}, s.positions() * s.channels);
+        if (kRowwise) each(s.positions(), MaxPool{in, out, argmax, s}, s.positions() * s.channels);
+        else each(s.positions() * s.channels, MaxPoolElement{in, out, argmax, s});
     }
     void maxpool_backward(const float* dout, const std::int32_t* argmax, float* din, const WindowShape& s) override {
         fill(din, std::size_t(s.batch) * s.height * s.width * s.channels, 0.f);

@@ -201,6 +201,43 @@ TEST_CASE("vector algebra and reductions match the CPU") {
     CHECK(results[1] == results[0]);
 }
 
+// The GPU's sum of squares is its own kernel (16-byte loads where aligned, the blocks' sums
+// added by the last block): every length and alignment, the same bits on every call, and a
+// NaN or Inf anywhere, the first and last element included, seen by all_finite.
+TEST_CASE("sum_of_squares and all_finite on the GPU: any length, any alignment, repeatable") {
+    Pair p;
+    Backend& gpu = *p.gpu;
+    const std::size_t longest = 5000011;
+    const auto x = random_vector(longest + 3, 23);
+    auto dx = to_backend(gpu, x);
+    for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(1000),
+                                std::size_t(100003), longest}) {
+        for (const std::size_t offset : {std::size_t(0), std::size_t(1), std::size_t(3)}) {
+            CAPTURE(n);
+            CAPTURE(offset);
+            double expected = 0;
+            for (std::size_t i = 0; i < n; ++i) expected += double(x[offset + i]) * x[offset + i];
+            const double first = gpu.sum_of_squares(dx.data() + offset, n);
+            CHECK(first == doctest::Approx(expected).epsilon(1e-12));
+            CHECK(gpu.sum_of_squares(dx.data() + offset, n) == first);  // bit for bit
+            CHECK(gpu.all_finite(dx.data() + offset, n));
+        }
+    }
+    for (const std::size_t at : {std::size_t(0), std::size_t(1), longest / 2, longest - 1}) {
+        for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+            CAPTURE(at);
+            std::vector<float> with_bad(x.begin(), x.begin() + longest);
+            with_bad[at] = at % 2 ? -bad : bad;
+            auto d = to_backend(gpu, with_bad);
+            CHECK_FALSE(gpu.all_finite(d.data(), longest));
+        }
+    }
+    // The largest finite floats square and sum to a finite double: no false alarm.
+    std::vector<float> huge(1000, std::numeric_limits<float>::max());
+    auto dh = to_backend(gpu, huge);
+    CHECK(gpu.all_finite(dh.data(), huge.size()));
+}
+
 TEST_CASE("an MLP's loss and gradient match the CPU") {
     Pair p;
     const std::vector<std::size_t> sizes{20, 32, 16, 5};

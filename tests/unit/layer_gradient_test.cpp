@@ -8,6 +8,10 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#ifndef TETHER_HD
+#define TETHER_HD  // host only here: the functors the GPU runs, called in plain loops
+#endif
+#include "backend/layer_ops.inl"
 #include "layer_checks.hpp"
 #include "model/layer_model.hpp"
 #include "util/errors.hpp"
@@ -117,6 +121,44 @@ TEST_CASE("maxpool layer: forward takes each window's maximum; the gradient goes
                     CHECK(out[((std::size_t(n) * 2 + oy) * 2 + ox) * 3 + ch] == best);
                 }
     CHECK(check_layer_gradients(c, 1e-3f) == c.inputs.size());
+}
+
+// The GPU splits im2col, col2im and max pooling into one unit per value (coalesced); the CPU
+// into one unit per row or pixel. Both must give the same bits; checked here on the host, so
+// a GPU is needed only for what runs on it (tests/cuda).
+TEST_CASE("the GPU's per-value im2col, col2im and maxpool units equal the CPU's per-row ones") {
+    struct Geometry { int batch, height, width, channels, kh, kw, stride, pad; };
+    for (const Geometry g : {Geometry{2, 7, 6, 3, 3, 2, 2, 1}, Geometry{2, 5, 5, 5, 3, 3, 1, 1}, Geometry{1, 6, 5, 1, 3, 3, 1, 0},
+                             Geometry{3, 4, 4, 2, 2, 2, 2, 0}}) {
+        const WindowShape s{g.batch, g.height, g.width, g.channels, g.kh, g.kw, g.stride, g.pad};
+        CAPTURE(g.channels);
+        CAPTURE(g.stride);
+        const std::size_t pixels = std::size_t(g.batch) * g.height * g.width;
+        // Rounded to 0.25, so that windows hold ties and the first winner must be the same.
+        auto images = random_vector(pixels * g.channels, 11);
+        for (float& v : images) v = std::round(v * 4.f) / 4.f;
+        std::vector<float> by_row(s.positions() * s.patch(), -7.f), by_value(by_row.size(), -7.f);
+        for (std::size_t r = 0; r < std::size_t(g.batch) * s.out_height(); ++r) ops::Im2colRow{images.data(), by_row.data(), s}(r);
+        for (std::size_t i = 0; i < by_value.size(); ++i) ops::Im2colElement{images.data(), by_value.data(), s}(i);
+        CHECK(by_value == by_row);
+
+        const auto columns = random_vector(by_row.size(), 12);
+        std::vector<float> summed_by_pixel(pixels * g.channels, -7.f), summed_by_value(summed_by_pixel.size(), -7.f);
+        for (std::size_t p = 0; p < pixels; ++p) ops::Col2im{columns.data(), summed_by_pixel.data(), s}(p);
+        for (std::size_t i = 0; i < summed_by_value.size(); ++i) ops::Col2imElement{columns.data(), summed_by_value.data(), s}(i);
+        CHECK(summed_by_value == summed_by_pixel);
+
+        if (g.kh != g.kw || g.kh != g.stride || g.pad != 0) continue;  // pooling windows do not overlap
+        const std::size_t outputs = s.positions() * g.channels;
+        std::vector<float> pooled_by_pixel(outputs, -7.f), pooled_by_value(outputs, -7.f);
+        std::vector<std::int32_t> winner_by_pixel(outputs, -1), winner_by_value(outputs, -1);
+        for (std::size_t p = 0; p < s.positions(); ++p)
+            ops::MaxPool{images.data(), pooled_by_pixel.data(), winner_by_pixel.data(), s}(p);
+        for (std::size_t i = 0; i < outputs; ++i)
+            ops::MaxPoolElement{images.data(), pooled_by_value.data(), winner_by_value.data(), s}(i);
+        CHECK(pooled_by_value == pooled_by_pixel);
+        CHECK(winner_by_value == winner_by_pixel);
+    }
 }
 
 TEST_CASE("relu layer: gradients match finite differences") {
