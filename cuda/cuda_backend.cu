@@ -130,6 +130,14 @@ public:
         check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
     }
     void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+    std::shared_ptr<void> pin_host(void* p, std::size_t bytes) override {
+        // Portable: pinned for every CUDA context, so that any thread may copy and unregister.
+        if (bytes == 0 || cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+            cudaGetLastError();  // refused (a locked-memory limit, say): the copies stay pageable
+            return nullptr;
+        }
+        return std::shared_ptr<void>(p, [](void* q) { cudaHostUnregister(q); });
+    }
     void use_on_this_thread() override { check(cudaSetDevice(device_), "cudaSetDevice"); }
     bool host_addressable() const override { return false; }
 

@@ -168,9 +168,12 @@ def main():
             print(f"    {name:16}{op['gb_per_second']:>9,.0f} GB/s {op['of_copy']:>6.2f}  {op['microseconds']:>10.1f} us")
         results["models"]["MLP 784-256-128-10"]["tether"][key]["torch_copy_gb_per_second"] = torch_copy
     x = mlp_result["exchange_transfers"]
-    print(f"\nOne window's transfers, {x['floats']:,} floats, pageable host memory: to host "
-          f"{x['to_host_microseconds']:.1f} us ({x['to_host_gb_per_second']:.1f} GB/s), to device "
-          f"{x['to_device_microseconds']:.1f} us ({x['to_device_gb_per_second']:.1f} GB/s)")
+    print(f"\nOne window's transfers, {x['floats']:,} floats:")
+    for memory in ("pageable", "pinned"):
+        if memory in x:
+            t = x[memory]
+            print(f"  {memory:9} host memory: to host {t['to_host_microseconds']:.1f} us ({t['to_host_gb_per_second']:.1f} GB/s), "
+                  f"to device {t['to_device_microseconds']:.1f} us ({t['to_device_gb_per_second']:.1f} GB/s)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -42,6 +42,14 @@ public:
     // thread and used on another (the center's evaluation thread) must call it there first.
     virtual void use_on_this_thread() {}
 
+    // Page-locks host memory [p, p + bytes) so that copies between it and the device run at
+    // the DMA engine's rate (a GPU's: about twice a pageable copy's); it stays locked until the
+    // returned token is released, which must happen before the memory is freed. The token
+    // needs no Backend to release it (a sent message's last holder may be ZeroMQ's I/O thread,
+    // after the worker is gone). nullptr when this backend has no use for it (the CPU) or the
+    // system refused (then copies simply stay pageable).
+    virtual std::shared_ptr<void> pin_host(void* /*p*/, std::size_t /*bytes*/) { return nullptr; }
+
     // Row-major C[m x n] = alpha * op(A) op(B) + beta * C, with op(A) m x k and op(B) k x n.
     virtual void gemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha,
                       const float* a, const float* b, float beta, float* c) = 0;

@@ -25,7 +25,7 @@ Payload& RecycledPayloads::next(std::size_t bytes) {
         }
     }
     last_ = (last_ + 1) % 2;
-    slots_[last_] = Payload::allocate(bytes);
+    slots_[last_] = allocate_(bytes);
     return slots_[last_];
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace tether {
@@ -51,10 +52,13 @@ private:
 class RecycledPayloads {
 public:
     Payload& next(std::size_t bytes);
+    // How a new buffer is made (default Payload::allocate): a GPU worker's are page-locked.
+    void allocate_with(std::function<Payload(std::size_t bytes)> allocate) { allocate_ = std::move(allocate); }
 
 private:
     Payload slots_[2];
     std::size_t last_ = 1;
+    std::function<Payload(std::size_t)> allocate_ = Payload::allocate;
 };
 
 }  // namespace tether

@@ -57,9 +57,27 @@ void WorkerNode::start_session_thread() {
         thread_ = std::make_unique<SessionThread>(session_, options_.heartbeat_ms);
 }
 
+// A GPU worker's messages in page-locked memory: the rule's copy of its parameters (or of
+// their difference) down to the message then runs at the DMA engine's rate. The buffers are
+// recycled (RecycledPayloads), so each is locked once. The pin is released before the
+// memory is freed: members of Pinned are destroyed in reverse order.
+static std::function<Payload(std::size_t)> pinned_payloads(Backend& backend) {
+    return [&backend](std::size_t bytes) {
+        Payload plain = Payload::allocate(bytes);
+        std::shared_ptr<void> pin = backend.pin_host(plain.data(), bytes);
+        if (!pin) return plain;
+        struct Pinned {
+            std::shared_ptr<void> memory, pin;
+        };
+        auto owner = std::make_shared<Pinned>(Pinned{plain.owner(), std::move(pin)});
+        return Payload(std::shared_ptr<void>(owner, plain.data()), plain.data(), bytes);
+    };
+}
+
 void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameters, std::unique_ptr<WorkerRule> rule,
                        const Welcome& welcome) {
     backend_ = &backend;
+    if (!backend.host_addressable()) payloads_.allocate_with(pinned_payloads(backend));
     layout_.emplace(backend, std::move(parameters), options_.overlap);
     if (layout_->size() != num_parameters_)
         throw ConfigError("parameter buffers: " + std::to_string(layout_->size()) + " elements in all, but this worker " +

@@ -238,6 +238,31 @@ TEST_CASE("sum_of_squares and all_finite on the GPU: any length, any alignment, 
     CHECK(gpu.all_finite(dh.data(), huge.size()));
 }
 
+// A GPU worker's messages are page-locked (worker/worker_node.cpp): copies into them are
+// exact, a range pinned twice is refused without breaking later copies, and releasing the
+// token unpins it (the same range can be pinned again).
+TEST_CASE("pin_host: copies through pinned memory, a refusal leaves no error behind, the token unpins") {
+    Pair p;
+    Backend& gpu = *p.gpu;
+    const std::size_t n = 235146;
+    const auto x = random_vector(n, 31);
+    std::vector<float> host(n, -1.f);
+    auto device = to_backend(gpu, x);
+    {
+        const std::shared_ptr<void> pin = gpu.pin_host(host.data(), n * sizeof(float));
+        REQUIRE(pin != nullptr);
+        gpu.copy_to_host(host.data(), device.data(), n * sizeof(float));
+        CHECK(host == x);
+        CHECK(gpu.pin_host(host.data(), n * sizeof(float)) == nullptr);  // already pinned: refused
+        for (float& v : host) v *= 2.f;
+        gpu.copy_from_host(device.data(), host.data(), n * sizeof(float));
+        CHECK(to_host(device) == host);
+    }
+    CHECK(gpu.pin_host(host.data(), n * sizeof(float)) != nullptr);
+    CHECK(gpu.pin_host(host.data(), 0) == nullptr);
+    CHECK(p.cpu->pin_host(host.data(), n * sizeof(float)) == nullptr);  // the CPU has no use for it
+}
+
 TEST_CASE("an MLP's loss and gradient match the CPU") {
     Pair p;
     const std::vector<std::size_t> sizes{20, 32, 16, 5};

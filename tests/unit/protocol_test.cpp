@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/header.hpp"
+#include "transport/payload.hpp"
 
 namespace {
 
@@ -173,4 +174,33 @@ TEST_CASE("the fingerprint tells models and strategies apart") {
     CHECK(tether::fingerprint(203530, {784, 256}, "aeasgd") != base);
     CHECK(tether::fingerprint(203530, layers, "eamsgd") != base);
     CHECK(tether::fingerprint(203530, layers, "") != base);
+}
+
+using tether::Payload;
+using tether::RecycledPayloads;
+
+// A worker's messages come from two recycled buffers (transport/payload.hpp); a GPU worker's
+// are made by an allocator that page-locks them, so it must run only when a buffer is new.
+TEST_CASE("RecycledPayloads refills only buffers nobody holds, and makes new ones with its allocator") {
+    RecycledPayloads payloads;
+    int made = 0;
+    payloads.allocate_with([&](std::size_t bytes) {
+        ++made;
+        return Payload::allocate(bytes);
+    });
+    Payload held = payloads.next(64);  // a queued send, say, still holds it
+    const Payload second = payloads.next(64);
+    CHECK(made == 2);
+    CHECK(second.data() != held.data());
+    const std::uint8_t* first_bytes = held.data();
+    held = Payload();  // the send completed
+    const std::uint8_t* refilled = payloads.next(64).data();  // free again: reused, not made
+    CHECK(made == 2);
+    CHECK(refilled == first_bytes);
+    const Payload keep_a = payloads.next(64), keep_b = payloads.next(64);  // both held now
+    CHECK(made == 3);
+    (void)keep_a;
+    (void)keep_b;
+    payloads.next(128);  // another size: a new buffer
+    CHECK(made == 4);
 }
