@@ -45,6 +45,12 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
     model_->initialize(initial.data(), std::uint64_t(config.training.seed));
     parameters_.upload(initial.data(), initial.size());
     order_ = shard_.shuffled(seed_);
+    if (!backend.host_addressable()) {
+        // Every step's batch goes up from these: page-locked, at the DMA engine's rate (a
+        // GPU's 36 GB/s against 6-10 for pageable memory on an H100).
+        pinned_inputs_ = backend.pin_host(host_inputs_.data(), host_inputs_.size() * sizeof(float));
+        pinned_labels_ = backend.pin_host(host_labels_.data(), host_labels_.size() * sizeof(std::int32_t));
+    }
     warmup_steps_ = std::size_t(std::ceil(config.training.optimizer.warmup_epochs * double(steps_per_epoch())));
     if (backend.kind() == DeviceKind::cpu) {
         cpu_plan_ = plan_cpu_threads(config, backend.threads(), 1);

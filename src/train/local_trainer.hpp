@@ -63,6 +63,9 @@ private:
     DeviceBuffer<std::int32_t> labels_;
     std::vector<float> host_inputs_;
     std::vector<std::int32_t> host_labels_;
+    // Backend::pin_host's tokens for the two vectors above (null on the CPU); declared after
+    // them, so that they are unpinned before they are freed.
+    std::shared_ptr<void> pinned_inputs_, pinned_labels_;
 };
 
 }  // namespace tether
