@@ -110,7 +110,7 @@ public:
     std::string description() const override {
         cudaDeviceProp props{};
         cudaGetDeviceProperties(&props, device_);
-        return "cuda:" + std::to_string(device_) + " (" + props.name + ", Thrust + cuBLAS)";
+        return "cuda:" + std::to_string(device_) + " (" + props.name + ", Thrust + cuBLAS" + (tf32_ ? ", TF32 GEMMs" : "") + ")";
     }
     void* allocate_bytes(std::size_t bytes) override {
         void* p = nullptr;
@@ -130,6 +130,10 @@ public:
         check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
     }
     void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+    void allow_tf32(bool allowed) override {
+        check(cublasSetMathMode(blas_, allowed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+        tf32_ = allowed;
+    }
     std::shared_ptr<void> pin_host(void* p, std::size_t bytes) override {
         // Portable: pinned for every CUDA context, so that any thread may copy and unregister.
         if (bytes == 0 || cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
@@ -198,6 +202,7 @@ private:
     double* reduce_scratch_ = nullptr;  // see sum_of_squares
     double* reduce_result_ = nullptr;   // pinned host memory
     int reduce_blocks_ = 0;
+    bool tf32_ = false;
 };
 
 }  // namespace

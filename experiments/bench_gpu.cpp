@@ -6,7 +6,7 @@
 //     (bytes each must read and write once), beside a device-to-device copy of the same vector;
 //   - exchange: what one window's transfers cost a GPU worker (parameters down to the host,
 //     the reply up), for the MLP's parameter count.
-//   tether-bench-gpu [--batches 64,512] [--epochs 5] [--data DIR] [--device N]
+//   tether-bench-gpu [--batches 64,512] [--epochs 5] [--data DIR] [--device N] [--tf32 0|1]
 //                    [--layers "conv 32 3x3 pad 1;relu;maxpool 2;dense 10"] [--vector-floats 67108864 (0: none)]
 // Exits 77 (skip) when no GPU is usable, as the CUDA tests do.
 #include <algorithm>
@@ -120,12 +120,16 @@ static json exchange_transfers(Backend& backend, std::size_t n) {
     return result;
 }
 
-static json train(const std::string& data_dir, const std::vector<std::string>& layers, int device, int batch, int epochs) {
+static json train(const std::string& data_dir, const std::vector<std::string>& layers, int device, int batch, int epochs,
+                  bool tf32) {
     json document = {{"data", {{"dir", data_dir}}},
-                     {"training", {{"batch_size", batch}, {"device", "cuda"}, {"epochs", epochs}, {"optimizer", {{"name", "adam"}}}}}};
+                     {"training", {{"batch_size", batch}, {"device", "cuda"}, {"epochs", epochs}, {"tf32", tf32},
+                                   {"optimizer", {{"name", "adam"}}}}}};
     if (!layers.empty()) document["model"] = {{"layers", layers}};
     const RunConfig config = parse_config(document);
-    auto backend = make_backend({"cuda", 1, device, false});
+    BackendOptions options{"cuda", 1, device, false};
+    options.tf32 = config.training.tf32;
+    auto backend = make_backend(options);
     const TrainTestSplit data = load_data(config.data, 1);
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), 1);
     for (int i = 0; i < 20; ++i) trainer.step();  // warm-up: cuBLAS handles, kernel loads
@@ -159,7 +163,7 @@ static json train(const std::string& data_dir, const std::vector<std::string>& l
 
 int main(int argc, char** argv) {
     std::vector<int> batches{64, 512};
-    int epochs = 5, device = 0;
+    int epochs = 5, device = 0, tf32 = 0;
     std::size_t vector_floats = std::size_t(1) << 26;
     std::string data_dir = DataConfig{}.dir;
     std::vector<std::string> layers;
@@ -171,6 +175,7 @@ int main(int argc, char** argv) {
         } else if (flag == "--epochs") epochs = std::atoi(value.c_str());
         else if (flag == "--data") data_dir = value;
         else if (flag == "--device") device = std::atoi(value.c_str());
+        else if (flag == "--tf32") tf32 = std::atoi(value.c_str());
         else if (flag == "--layers") layers = split(value, ';');
         else if (flag == "--vector-floats") vector_floats = std::size_t(std::atoll(value.c_str()));
         else {
@@ -194,7 +199,7 @@ int main(int argc, char** argv) {
     }
     json training = json::array();
     for (int batch : batches) {
-        training.push_back(train(data_dir, layers, device, batch, epochs));
+        training.push_back(train(data_dir, layers, device, batch, epochs, tf32 != 0));
         std::fprintf(stderr, "batch %d: %.0f samples/s, test accuracy %.4f\n", batch,
                      training.back()["samples_per_second"].get<double>(), training.back()["test_accuracy"].get<double>());
     }

@@ -7,7 +7,7 @@ lr 1e-3, cross-entropy, Fashion-MNIST, one model trained for the whole run), one
 other, and prints samples/s, test accuracy and the ratios. PyTorch runs twice per batch size:
 gathering each batch on the host and copying it over (what tether does), and with the whole
 training set resident on the GPU (PyTorch at its fastest).
-    python3 experiments/bench_gpu.py [--epochs 5] [--batches 64 512] [--cnn [--cnn-epochs 2]] [--json FILE]
+    python3 experiments/bench_gpu.py [--epochs 5] [--batches 64 512] [--cnn [--cnn-epochs 2]] [--tf32] [--json FILE]
 Needs a PyTorch built with CUDA and a GPU; exits 77 without one.
 """
 import argparse
@@ -42,6 +42,8 @@ def run_tether(args, layers):
            "--batches", ",".join(map(str, args.batches))]
     if layers:
         cmd += ["--layers", ";".join(layers), "--vector-floats", "0"]
+    if args.tf32:
+        cmd += ["--tf32", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     sys.stderr.write(done.stderr)
     if done.returncode != 0:
@@ -140,6 +142,7 @@ def main():
     p.add_argument("--batches", type=int, nargs="+", default=[64, 512])
     p.add_argument("--cnn", action="store_true", help="also the CNN of configs/cnn-sequential.json")
     p.add_argument("--cnn-epochs", type=int, default=2, help="epochs of the CNN runs (each is slower)")
+    p.add_argument("--tf32", action="store_true", help="tether with training.tf32 (PyTorch keeps its defaults)")
     p.add_argument("--data", type=Path, default=Path("/usr/share/datasets/fashion-mnist"))
     p.add_argument("--json", type=Path, help="also write every figure here")
     args = p.parse_args()
@@ -156,7 +159,7 @@ def main():
                                     "torch": [{"batch": b, "resident": r, **v} for (b, r), v in torch_runs.items()]}
         if not layers:
             mlp_result = tether
-        training_table(f"{title}, Adam, {epochs_of(args, layers)} epochs, samples/s (PyTorch {torch.__version__}, "
+        training_table(f"{title}, Adam, {epochs_of(args, layers)} epochs{', tether with TF32 GEMMs' if args.tf32 else ''}, samples/s (PyTorch {torch.__version__}, "
                        f"{torch.cuda.get_device_name()})", tether, torch_runs)
 
     print(f"\nVector kernels on {mlp_result['device']}: GB/s (bytes read + written once), and / copy")

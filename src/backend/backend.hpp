@@ -42,6 +42,10 @@ public:
     // thread and used on another (the center's evaluation thread) must call it there first.
     virtual void use_on_this_thread() {}
 
+    // Lets GEMMs round their float32 inputs to TF32 (10-bit mantissa) and run on tensor cores,
+    // accumulating in float32, as PyTorch's convolutions do by default. The CPU ignores it.
+    virtual void allow_tf32(bool /*allowed*/) {}
+
     // Page-locks host memory [p, p + bytes) so that copies between it and the device run at
     // the DMA engine's rate (a GPU's: about twice a pageable copy's); it stays locked until the
     // returned token is released, which must happen before the memory is freed. The token
@@ -105,6 +109,7 @@ struct BackendOptions {
     // backend's OpenMP team (backend/float_mode.hpp). Only for threads tether owns: the
     // backend must then be made on the thread that will use it.
     bool flush_denormals = false;
+    bool tf32 = false;  // Backend::allow_tf32 (training.tf32)
 };
 
 // Makes the backend `options.device` asks for. Throws ConfigError when "cuda" is asked for

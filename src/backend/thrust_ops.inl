@@ -39,10 +39,11 @@ struct IsFinite {
 };
 struct Minimum { TETHER_HD int operator()(int a, int b) const { return a < b ? a : b; } };
 
+template <typename Index>  // see Im2colElement (layer_ops.inl)
 struct AddBias {
     float* z; const float* bias; int cols; bool relu;
     TETHER_HD void operator()(std::size_t i) const {
-        float v = z[i] + bias[i % cols];
+        float v = z[i] + bias[Index(i) % Index(cols)];
         z[i] = (relu && v < 0.f) ? 0.f : v;
     }
 };
@@ -144,7 +145,7 @@ public:
     bool all_finite(const float* x, std::size_t n) override { return reduce(n, IsFinite{x}, 1, Minimum{}) == 1; }
     void add_bias(float* z, const float* bias, int rows, int cols, bool relu) override {
         if (kRowwise) each(std::size_t(rows), AddBiasRow{z, bias, cols, relu}, std::size_t(rows) * cols);
-        else each(std::size_t(rows) * cols, AddBias{z, bias, cols, relu});
+        else each_value<AddBias>(std::size_t(rows) * cols, z, bias, cols, relu);
     }
     void relu_backward(float* dz, const float* activation, std::size_t n) override {
         each(n, ReluBackward{dz, activation});
@@ -161,16 +162,16 @@ public:
     void im2col(const float* images, float* columns, const WindowShape& s) override {
         const std::size_t rows = std::size_t(s.batch) * s.out_height();
         if (kRowwise) each(rows, Im2colRow{images, columns, s}, s.positions() * s.patch());
-        else each(s.positions() * s.patch(), Im2colElement{images, columns, s});
+        else each_value<Im2colElement>(s.positions() * s.patch(), images, columns, s);
     }
     void col2im(const float* columns, float* images, const WindowShape& s) override {
         const std::size_t pixels = std::size_t(s.batch) * s.height * s.width;
         if (kRowwise) each(pixels, Col2im{columns, images, s}, pixels * s.channels);
-        else each(pixels * s.channels, Col2imElement{columns, images, s});
+        else each_value<Col2imElement>(pixels * s.channels, columns, images, s);
     }
     void maxpool(const float* in, float* out, std::int32_t* argmax, const WindowShape& s) override {
         if (kRowwise) each(s.positions(), MaxPool{in, out, argmax, s}, s.positions() * s.channels);
-        else each(s.positions() * s.channels, MaxPoolElement{in, out, argmax, s});
+        else each_value<MaxPoolElement>(s.positions() * s.channels, in, out, argmax, s);
     }
     void maxpool_backward(const float* dout, const std::int32_t* argmax, float* din, const WindowShape& s) override {
         fill(din, std::size_t(s.batch) * s.height * s.width * s.channels, 0.f);
@@ -212,6 +213,12 @@ protected:
         }
         prepare_parallel();
         thrust::for_each(policy_, count(0), count(n), f);
+    }
+    // One unit per value, the functor dividing its index in 32 bits when the count fits.
+    template <template <typename> class F, typename... Fields>
+    void each_value(std::size_t n, Fields... fields) {
+        if (n <= std::size_t(UINT32_MAX)) each(n, F<std::uint32_t>{fields...});
+        else each(n, F<std::uint64_t>{fields...});
     }
     template <typename F, typename T, typename Op>
     T reduce(std::size_t n, F f, T init, Op op) {

@@ -77,6 +77,7 @@ TrainingConfig parse_training(JsonReader r) {
     t.threads = r.integer("threads", t.threads, 0, 4096);
     t.thread_split = r.choice("thread_split", t.thread_split, {"auto", "layers", "rows"});
     t.flush_denormals = r.boolean("flush_denormals", t.flush_denormals);
+    t.tf32 = r.boolean("tf32", t.tf32);
     t.seed = r.integer("seed", t.seed, 0, std::numeric_limits<std::int64_t>::max());
     t.optimizer = parse_optimizer(r.object("optimizer"));
     r.finish();

@@ -59,6 +59,7 @@ struct TrainingConfig {
     std::int64_t threads = 0;      // CPU threads per worker; 0 = cores / workers
     std::string thread_split = "auto";  // auto | layers | rows: how a CPU worker's threads share a step
     bool flush_denormals = true;   // flush-to-zero + denormals-are-zero on tether's threads
+    bool tf32 = false;             // a GPU's GEMMs may round their inputs to TF32 (tensor cores)
     std::int64_t seed = 1;
     OptimizerConfig optimizer;
 };

@@ -30,6 +30,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     use_cpu_threads(config, threads, 1);
     BackendOptions device = choose_backend(config.training.device, threads, launcher_local_rank().value_or(0));
     device.flush_denormals = config.training.flush_denormals;
+    device.tf32 = config.training.tf32;
     auto backend = make_backend(device);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
 

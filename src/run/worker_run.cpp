@@ -52,6 +52,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     const int slot = launcher_local_rank().value_or(int(welcome.worker_id));
     BackendOptions device = choose_backend(config.training.device, threads, slot);
     device.flush_denormals = config.training.flush_denormals;
+    device.tf32 = config.training.tf32;
     backend = make_backend(device);
 
     const std::size_t workers = std::size_t(k.workers);

@@ -4,6 +4,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -64,6 +66,39 @@ TEST_CASE("gemm matches the CPU in all four transpose combinations") {
                 CHECK(max_relative_error(results[1], results[0]) < 1e-4);
             }
     }
+}
+
+// training.tf32: cuBLAS may round the inputs to TF32 (10-bit mantissa, a relative error of at
+// most 2^-11 per input), so each product a*b is off by at most about 2^-10 of |a||b|: the
+// result is within 2e-3 of sum |a||b| of float32's, not within float32's rounding (1e-6 here);
+// and plain float32 comes back when it is turned off.
+TEST_CASE("gemm with TF32 allowed stays within TF32's precision of the CPU, and plain float32 comes back") {
+    Pair p;
+    const int m = 256, n = 192, k = 512;
+    const auto a = random_vector(std::size_t(m) * k, 41), b = random_vector(std::size_t(k) * n, 42);
+    auto product = [&](Backend& backend, const std::vector<float>& x, const std::vector<float>& y) {
+        auto dx = to_backend(backend, x), dy = to_backend(backend, y);
+        DeviceBuffer<float> dc(backend, std::size_t(m) * n);
+        backend.gemm(false, false, m, n, k, 1.f, dx.data(), dy.data(), 0.f, dc.data());
+        return to_host(dc);
+    };
+    std::vector<float> abs_a(a.size()), abs_b(b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::fabs(a[i]);
+    for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::fabs(b[i]);
+    const auto exact = product(*p.cpu, a, b), scale = product(*p.cpu, abs_a, abs_b);
+    auto worst_error = [&](const std::vector<float>& c) {
+        double worst = 0;
+        for (std::size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::fabs(double(c[i]) - exact[i]) / scale[i]);
+        return worst;
+    };
+    p.gpu->allow_tf32(true);
+    CHECK(p.gpu->description().find("TF32") != std::string::npos);
+    const double rounded = worst_error(product(*p.gpu, a, b));
+    CHECK(rounded < 2e-3);
+    CHECK(rounded > 1e-5);  // the inputs were rounded: the tensor cores did run it
+    p.gpu->allow_tf32(false);
+    CHECK(p.gpu->description().find("TF32") == std::string::npos);
+    CHECK(worst_error(product(*p.gpu, a, b)) < 1e-6);
 }
 
 TEST_CASE("add_bias and relu_backward match the CPU") {

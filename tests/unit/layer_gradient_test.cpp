@@ -137,16 +137,25 @@ TEST_CASE("the GPU's per-value im2col, col2im and maxpool units equal the CPU's 
         // Rounded to 0.25, so that windows hold ties and the first winner must be the same.
         auto images = random_vector(pixels * g.channels, 11);
         for (float& v : images) v = std::round(v * 4.f) / 4.f;
-        std::vector<float> by_row(s.positions() * s.patch(), -7.f), by_value(by_row.size(), -7.f);
+        std::vector<float> by_row(s.positions() * s.patch(), -7.f), by_value(by_row.size(), -7.f), by_value64 = by_value;
         for (std::size_t r = 0; r < std::size_t(g.batch) * s.out_height(); ++r) ops::Im2colRow{images.data(), by_row.data(), s}(r);
-        for (std::size_t i = 0; i < by_value.size(); ++i) ops::Im2colElement{images.data(), by_value.data(), s}(i);
+        for (std::size_t i = 0; i < by_value.size(); ++i) {
+            ops::Im2colElement<std::uint32_t>{images.data(), by_value.data(), s}(i);
+            ops::Im2colElement<std::uint64_t>{images.data(), by_value64.data(), s}(i);
+        }
         CHECK(by_value == by_row);
+        CHECK(by_value64 == by_row);
 
         const auto columns = random_vector(by_row.size(), 12);
-        std::vector<float> summed_by_pixel(pixels * g.channels, -7.f), summed_by_value(summed_by_pixel.size(), -7.f);
+        std::vector<float> summed_by_pixel(pixels * g.channels, -7.f), summed_by_value(summed_by_pixel.size(), -7.f),
+            summed_by_value64 = summed_by_value;
         for (std::size_t p = 0; p < pixels; ++p) ops::Col2im{columns.data(), summed_by_pixel.data(), s}(p);
-        for (std::size_t i = 0; i < summed_by_value.size(); ++i) ops::Col2imElement{columns.data(), summed_by_value.data(), s}(i);
+        for (std::size_t i = 0; i < summed_by_value.size(); ++i) {
+            ops::Col2imElement<std::uint32_t>{columns.data(), summed_by_value.data(), s}(i);
+            ops::Col2imElement<std::uint64_t>{columns.data(), summed_by_value64.data(), s}(i);
+        }
         CHECK(summed_by_value == summed_by_pixel);
+        CHECK(summed_by_value64 == summed_by_pixel);
 
         if (g.kh != g.kw || g.kh != g.stride || g.pad != 0) continue;  // pooling windows do not overlap
         const std::size_t outputs = s.positions() * g.channels;
@@ -155,7 +164,11 @@ TEST_CASE("the GPU's per-value im2col, col2im and maxpool units equal the CPU's 
         for (std::size_t p = 0; p < s.positions(); ++p)
             ops::MaxPool{images.data(), pooled_by_pixel.data(), winner_by_pixel.data(), s}(p);
         for (std::size_t i = 0; i < outputs; ++i)
-            ops::MaxPoolElement{images.data(), pooled_by_value.data(), winner_by_value.data(), s}(i);
+            ops::MaxPoolElement<std::uint32_t>{images.data(), pooled_by_value.data(), winner_by_value.data(), s}(i);
+        CHECK(pooled_by_value == pooled_by_pixel);
+        CHECK(winner_by_value == winner_by_pixel);
+        for (std::size_t i = 0; i < outputs; ++i)
+            ops::MaxPoolElement<std::uint64_t>{images.data(), pooled_by_value.data(), winner_by_value.data(), s}(i);
         CHECK(pooled_by_value == pooled_by_pixel);
         CHECK(winner_by_value == winner_by_pixel);
     }
