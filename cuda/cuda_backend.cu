@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -131,8 +132,12 @@ public:
     }
     void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
     void allow_tf32(bool allowed) override {
+        // TF32 needs compute capability 8.0 (Ampere) or newer; older GPUs ignore the mode, and
+        // the description then does not claim it.
+        cudaDeviceProp props{};
+        check(cudaGetDeviceProperties(&props, device_), "cudaGetDeviceProperties");
         check(cublasSetMathMode(blas_, allowed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-        tf32_ = allowed;
+        tf32_ = allowed && props.major >= 8;
     }
     std::shared_ptr<void> pin_host(void* p, std::size_t bytes) override {
         // Portable: pinned for every CUDA context, so that any thread may copy and unregister.
@@ -140,7 +145,16 @@ public:
             cudaGetLastError();  // refused (a locked-memory limit, say): the copies stay pageable
             return nullptr;
         }
-        return std::shared_ptr<void>(p, [](void* q) { cudaHostUnregister(q); });
+        // The last holder may be any thread (ZeroMQ's I/O thread, the center's): unregister with
+        // this backend's device current there, and leave no error in that thread's state,
+        // where the next check(cudaGetLastError()) would find it.
+        const int device = device_;
+        return std::shared_ptr<void>(p, [device](void* q) {
+            int current = -1;
+            if (cudaGetDevice(&current) != cudaSuccess || current != device) cudaSetDevice(device);
+            cudaHostUnregister(q);
+            cudaGetLastError();
+        });
     }
     void use_on_this_thread() override { check(cudaSetDevice(device_), "cudaSetDevice"); }
     bool host_addressable() const override { return false; }
@@ -150,13 +164,18 @@ public:
         if (!reduce_scratch_) {
             cudaDeviceProp props{};
             check(cudaGetDeviceProperties(&props, device_), "cudaGetDeviceProperties");
-            reduce_blocks_ = props.multiProcessorCount * 8;
+            const int blocks = props.multiProcessorCount * 8;
             // [blocks_done, padding][total][one sum per block], zeroed once: the kernel leaves
-            // blocks_done at 0 when it ends.
-            const std::size_t bytes = (2 + std::size_t(reduce_blocks_)) * sizeof(double);
-            reduce_scratch_ = static_cast<double*>(allocate_bytes(bytes));
-            check(cudaMemsetAsync(reduce_scratch_, 0, bytes, stream_), "clear reduction scratch");
-            check(cudaMallocHost(&reduce_result_, sizeof(double)), "cudaMallocHost");
+            // blocks_done at 0 when it ends. Set up whole or not at all, so a failure here
+            // (which throws) is tried again on the next call.
+            const std::size_t bytes = (2 + std::size_t(blocks)) * sizeof(double);
+            std::unique_ptr<void, void (*)(void*)> scratch(allocate_bytes(bytes), [](void* p) { cudaFree(p); });
+            check(cudaMemsetAsync(scratch.get(), 0, bytes, stream_), "clear reduction scratch");
+            double* result = nullptr;
+            check(cudaMallocHost(&result, sizeof(double)), "cudaMallocHost");
+            reduce_scratch_ = static_cast<double*>(scratch.release());
+            reduce_result_ = result;
+            reduce_blocks_ = blocks;
         }
         const std::size_t wanted = (n / 4 + kReduceThreads - 1) / kReduceThreads;
         const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(wanted, std::size_t(reduce_blocks_))));

@@ -137,6 +137,7 @@ static json train(const std::string& data_dir, const std::vector<std::string>& l
     const std::size_t steps = trainer.steps_per_epoch();
     std::vector<double> epoch_rates;
     double seconds = 0;
+    const std::size_t first = trainer.samples_seen();
     for (int e = 0; e < epochs; ++e) {
         const std::size_t before = trainer.samples_seen();
         const auto t0 = Clock::now();
@@ -154,7 +155,7 @@ static json train(const std::string& data_dir, const std::vector<std::string>& l
             {"model", trainer.model().description()},
             {"parameters", trainer.num_parameters()},
             {"epochs", epochs},
-            {"samples_per_second", double(steps) * batch * epochs / seconds},
+            {"samples_per_second", double(trainer.samples_seen() - first) / seconds},  // the last batch of a pass is short
             {"epoch_samples_per_second", epoch_rates},
             {"slowest_over_fastest", slowest / fastest},
             {"test_accuracy", test.accuracy},

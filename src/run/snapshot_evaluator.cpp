@@ -10,7 +10,9 @@ namespace tether {
 SnapshotEvaluator::SnapshotEvaluator(const RunConfig& config, const TrainTestSplit& data, RunRecorder& recorder,
                                      Progress& progress, std::unique_ptr<RemoteRanges> remote)
     : config_(config), data_(data), recorder_(recorder), progress_(progress), remote_(std::move(remote)) {
-    backend_ = make_backend(choose_backend(config.training.eval_device, 1, 0));
+    BackendOptions options = choose_backend(config.training.eval_device, 1, 0);
+    options.tf32 = config.training.tf32;  // as a sequential run, which evaluates on its training backend
+    backend_ = make_backend(options);
     const CurveSet curve = curve_set(config, data);
     curve_ = std::make_unique<Evaluator>(config, *backend_, curve.data, curve.limit);
     // The center's training loss is measured on a fixed slice of the training set.

@@ -6,9 +6,9 @@
 
 namespace tether {
 
-Payload Payload::allocate(std::size_t bytes) {
+Payload Payload::allocate(std::size_t bytes, std::size_t alignment) {
     // 64-byte alignment keeps the center's loops on whole cache lines and vector registers.
-    void* memory = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0));
+    void* memory = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment + (bytes == 0 ? alignment : 0));
     if (!memory) throw std::bad_alloc();
     return Payload(std::shared_ptr<void>(memory, std::free), static_cast<std::uint8_t*>(memory), bytes);
 }

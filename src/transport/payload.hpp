@@ -20,8 +20,9 @@ public:
     Payload(std::shared_ptr<void> owner, std::uint8_t* data, std::size_t size)
         : owner_(std::move(owner)), data_(data), size_(size) {}
 
-    // A new buffer of `bytes` uninitialized bytes, aligned for vector loops.
-    static Payload allocate(std::size_t bytes);
+    // A new buffer of `bytes` uninitialized bytes, aligned for vector loops (or to `alignment`,
+    // a power of two, its size rounded up to a multiple of it).
+    static Payload allocate(std::size_t bytes, std::size_t alignment = 64);
 
     std::uint8_t* data() const { return data_; }
     std::size_t size() const { return size_; }
@@ -58,7 +59,7 @@ public:
 private:
     Payload slots_[2];
     std::size_t last_ = 1;
-    std::function<Payload(std::size_t)> allocate_ = Payload::allocate;
+    std::function<Payload(std::size_t)> allocate_ = [](std::size_t bytes) { return Payload::allocate(bytes); };
 };
 
 }  // namespace tether

@@ -63,7 +63,8 @@ void WorkerNode::start_session_thread() {
 // memory is freed: members of Pinned are destroyed in reverse order.
 static std::function<Payload(std::size_t)> pinned_payloads(Backend& backend) {
     return [&backend](std::size_t bytes) {
-        Payload plain = Payload::allocate(bytes);
+        // Whole pages: a page shared with another pinned range would make CUDA refuse this one.
+        Payload plain = Payload::allocate(bytes, 4096);
         std::shared_ptr<void> pin = backend.pin_host(plain.data(), bytes);
         if (!pin) return plain;
         struct Pinned {
