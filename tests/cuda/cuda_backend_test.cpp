@@ -21,6 +21,7 @@
 #include "model/mlp.hpp"
 #include "optim/optimizer.hpp"
 #include "train/local_trainer.hpp"
+#include <tether/tether.hpp>
 
 namespace {
 
@@ -394,6 +395,48 @@ TEST_CASE("a conv net's loss and gradient on the GPU match the CPU (same dropout
     }
     CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
     CHECK(max_relative_error(gradients[1], gradients[0]) < 1e-3);
+}
+
+// The embedding API with parameters in GPU memory (Memory::cuda, as a PyTorch user's CUDA
+// tensors): a worker over two device buffers trains by known steps and exchanges through each
+// strategy family, blocking and overlapped; x~ and the buffers must end as with host memory.
+TEST_CASE("embedding API: a worker on GPU memory ends with the same x~ as on host memory") {
+    Pair p;
+    const std::size_t first = 1000, second = 2357, n = first + second;
+    const auto start = random_vector(n, 51), delta = random_vector(n, 52);
+    for (const char* strategy : {R"({"name": "downpour", "communication_window": 2})",
+                                 R"({"name": "aeasgd", "communication_window": 2})",
+                                 R"({"name": "adag", "communication_window": 3})"}) {
+        for (const bool overlap : {false, true}) {
+            CAPTURE(strategy);
+            CAPTURE(overlap);
+            std::vector<float> center_x[2], trained[2];
+            for (int on_gpu = 0; on_gpu < 2; ++on_gpu) {
+                Backend& b = on_gpu ? *p.gpu : *p.cpu;
+                tether::ServiceOptions options;
+                options.strategy = strategy;
+                options.overlap_exchange = overlap;
+                auto center = tether::CenterService::start(start, options);
+                DeviceBuffer<float> x(b, n), step(b, n);
+                step.upload(delta.data(), n);
+                auto worker = center->connect_worker({{x.data(), first}, {x.data() + first, second}},
+                                                     on_gpu ? tether::Memory::cuda : tether::Memory::host);
+                CHECK(to_host(x) == start);  // joined: the buffers hold x~(0)
+                for (int s = 0; s < 7; ++s) {
+                    b.axpy(x.data(), step.data(), n, -0.01f * float(s + 1));  // "a local step"
+                    b.synchronize();
+                    worker->step(1);
+                }
+                const tether::WorkerReport report = worker->finish();
+                CHECK(report.exchanges >= 3);
+                center_x[on_gpu] = center->wait();
+                trained[on_gpu] = to_host(x);
+            }
+            CHECK(max_relative_error(center_x[1], center_x[0]) < 1e-5);
+            CHECK(max_relative_error(trained[1], trained[0]) < 1e-5);
+            CHECK(max_relative_error(center_x[1], start) > 1e-3);  // the exchanges did move x~
+        }
+    }
 }
 
 int main(int argc, char** argv) {
