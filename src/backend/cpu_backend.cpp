@@ -159,6 +159,10 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals) {
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 int blas_threads() { return openblas_get_num_threads(); }
+std::string blas_core() {
+    const char* name = openblas_get_corename();
+    return name ? name : "unknown";
+}
 
 void cpu_gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
               float* c, int ldc) {

@@ -33,15 +33,15 @@ DatasetView DatasetView::shuffled(std::uint64_t seed) const {
 }
 
 void DatasetView::gather(std::size_t first, std::size_t count, float* images, std::int32_t* labels) const {
-    gather(first, count, 0, data_->features, images, labels);
+    gather(first, count, 0, data_->features, images, data_->features, labels);
 }
 
 void DatasetView::gather(std::size_t first, std::size_t count, std::size_t feature_begin, std::size_t feature_end,
-                         float* images, std::int32_t* labels) const {
-    const std::size_t f = data_->features, width = feature_end - feature_begin;
+                         float* images, std::size_t stride, std::int32_t* labels) const {
+    const std::size_t width = feature_end - feature_begin;
     for (std::size_t r = 0; r < count; ++r) {
         const std::uint32_t k = indices_[first + r];
-        std::memcpy(images + r * f + feature_begin, data_->row(k) + feature_begin, width * sizeof(float));
+        std::memcpy(images + r * stride, data_->row(k) + feature_begin, width * sizeof(float));
         if (labels) labels[r] = data_->labels[k];
     }
 }

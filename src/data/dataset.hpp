@@ -40,11 +40,11 @@ public:
 
     // Copies rows [first, first + count) of the view into contiguous host buffers.
     void gather(std::size_t first, std::size_t count, float* images, std::int32_t* labels) const;
-    // The same rows, only features [feature_begin, feature_end) of each: written at those
-    // positions of rows `features` apart in `images`, and the labels when `labels` is not null.
-    // So several threads can each gather their part of one minibatch.
+    // The same rows, only features [feature_begin, feature_end) of each: row r's at
+    // images + r * stride, and the labels when `labels` is not null. So several threads can
+    // each gather their part of one minibatch, into one buffer or each into its own.
     void gather(std::size_t first, std::size_t count, std::size_t feature_begin, std::size_t feature_end, float* images,
-                std::int32_t* labels) const;
+                std::size_t stride, std::int32_t* labels) const;
 
 private:
     std::shared_ptr<const Dataset> data_;

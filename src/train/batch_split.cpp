@@ -14,7 +14,7 @@ std::string CpuThreadPlan::describe() const {
     std::string text = plural(threads, "thread") + ": ";
     if (layer_blocks > 1) text += "each layer's weights in " + plural(layer_blocks, "block") + " of rows on as many threads, ";
     if (batch_slices > 1) text += "each minibatch in " + plural(batch_slices, "row slice") + " on as many threads, ";
-    return text + "OpenBLAS " + plural(blas_threads, "thread");
+    return text + "OpenBLAS " + plural(blas_threads, "thread") + ", " + blas_core() + " kernels";
 }
 
 CpuThreadPlan use_cpu_threads(const RunConfig& config, int threads, int workers_in_process) {
@@ -90,7 +90,7 @@ double SlicedGradient::compute(const float* parameters, const Batch& batch, floa
     team_->run(slices, [&](int s) {
         Replica& r = *replicas_[std::size_t(s)];
         const int first = batch.rows * s / slices, rows = batch.rows * (s + 1) / slices - first;
-        if (fill) fill(std::size_t(first), std::size_t(first + rows), 0, features_, true);
+        if (fill) fill(std::size_t(first), std::size_t(first + rows), 0, features_, nullptr, 0, true);
         const Batch slice{batch.inputs + std::size_t(first) * features_, batch.labels + first, rows};
         r.loss = r.model->evaluate_with_gradient(parameters, slice, s == 0 ? gradient : r.gradient.data());
         r.weight = float(rows) / float(batch.rows);

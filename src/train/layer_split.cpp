@@ -1,5 +1,6 @@
 #include "train/layer_split.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,6 +33,10 @@ struct LayerSplitMlp::Part {
     // partial[l][u]: this part's share of layer l's output, in the columns of part u's block
     // (rows x width(l + 1, u)); the head's (l = layers() - 1) is one rows x classes block.
     std::vector<std::vector<DeviceBuffer<float>>> partial;
+    // This part's block of the batch's features, rows x width(0, t): its own contiguous copy,
+    // so that no line it reads is written by another part (the batch's rows split mid-line)
+    // and its GEMMs walk rows of whole lines, as the GEMM-only bound's do.
+    DeviceBuffer<float> input;
     // activation[l], l >= 1: this part's block of layer l's input, rows x width(l, t).
     std::vector<DeviceBuffer<float>> activation;
     // delta[l], l >= 1: d(loss)/d(pre-activation) of that block.
@@ -89,6 +94,7 @@ void LayerSplitMlp::reserve(int rows) {
                 p.delta[l] = DeviceBuffer<float>(b, n * width(l, t));
             }
         }
+        p.input = DeviceBuffer<float>(b, n * width(0, t));
         p.logits = DeviceBuffer<float>(b, n * classes);
         p.dlogits = DeviceBuffer<float>(b, n * classes);
     }
@@ -108,9 +114,15 @@ void LayerSplitMlp::input_layer(int t) {
     const std::size_t r0 = begin(0, t), next = sizes_[1];
     // Its own block of features of every row: the only part of the inputs this part reads.
     // The labels (part 0's) are read after the syncs of the forward pass.
-    if (fill_) (*fill_)(0, std::size_t(rows), r0, begin(0, t + 1), t == 0);
+    const std::size_t w = width(0, t);
+    if (fill_) {
+        (*fill_)(0, std::size_t(rows), r0, r0 + w, p.input.data(), w, t == 0);
+    } else {  // the batch is in its buffer already
+        for (int r = 0; r < rows; ++r)
+            std::copy_n(batch_.inputs + std::size_t(r) * sizes_[0] + r0, w, p.input.data() + std::size_t(r) * w);
+    }
     for (int u = 0; u < threads_; ++u)
-        cpu_gemm(false, false, rows, int(width(1, u)), int(width(0, t)), batch_.inputs + r0, int(sizes_[0]),
+        cpu_gemm(false, false, rows, int(width(1, u)), int(w), p.input.data(), int(w),
                  parameters_ + weights(0) + r0 * next + begin(1, u), int(next), 0.f, p.partial[0][std::size_t(u)].data(),
                  int(width(1, u)));
 }
@@ -152,13 +164,12 @@ void LayerSplitMlp::backward_layer(int t, std::size_t l) {
     Part& p = *parts_[std::size_t(t)];
     const int rows = batch_.rows, k = int(width(l, t));
     const std::size_t r0 = begin(l, t), next = sizes_[l + 1];
-    const float* input = l == 0 ? batch_.inputs + r0 : p.activation[l].data();
-    const int input_stride = l == 0 ? int(sizes_[0]) : k;
+    const float* input = l == 0 ? p.input.data() : p.activation[l].data();
     for (int u = 0; u < threads_; ++u) {
         const float* delta = parts_[std::size_t(u)]->delta[l + 1].data();
         const int n = int(width(l + 1, u));
         const std::size_t block = r0 * next + begin(l + 1, u);
-        cpu_gemm(true, false, k, n, rows, input, input_stride, delta, n, 0.f, gradient_ + weights(l) + block, int(next));
+        cpu_gemm(true, false, k, n, rows, input, k, delta, n, 0.f, gradient_ + weights(l) + block, int(next));
         // The input layer's delta is never needed, which saves the largest GEMM of the pass.
         if (l > 0)
             cpu_gemm(false, true, rows, k, n, delta, n, parameters_ + weights(l) + block, int(next), u == 0 ? 0.f : 1.f,

@@ -89,9 +89,10 @@ double LocalTrainer::step() {
     if (threaded_) {  // on the CPU: the team's threads gather the batch, each the part it reads
         const std::size_t features = shard_.data().features;
         loss = threaded_->compute(x, batch, g, [&](std::size_t row_begin, std::size_t row_end, std::size_t feature_begin,
-                                                   std::size_t feature_end, bool labels) {
-            order_.gather(first + row_begin, row_end - row_begin, feature_begin, feature_end,
-                          inputs_.data() + row_begin * features, labels ? labels_.data() + row_begin : nullptr);
+                                                   std::size_t feature_end, float* images, std::size_t stride, bool labels) {
+            if (!images) images = inputs_.data() + row_begin * features + feature_begin, stride = features;
+            order_.gather(first + row_begin, row_end - row_begin, feature_begin, feature_end, images, stride,
+                          labels ? labels_.data() + row_begin : nullptr);
         });
     } else {
         if (backend_.host_addressable()) {

@@ -16,11 +16,13 @@ public:
     // Threads this split runs on (slices or layer blocks).
     virtual int parts() const = 0;
 
-    // Fills part of the batch's buffers: rows [row_begin, row_end), features [feature_begin,
-    // feature_end) of each, and those rows' labels when `labels`. Several threads may call it
-    // at once for disjoint parts.
+    // Fills part of a batch: features [feature_begin, feature_end) of rows [row_begin,
+    // row_end), and those rows' labels (into the batch's label buffer) when `labels`. The
+    // features go into the batch's own input buffer, in place, when `images` is null; else row
+    // r's at images + (r - row_begin) * stride (a thread's buffer of its block of features).
+    // Several threads may call it at once for disjoint parts.
     using BatchFill = std::function<void(std::size_t row_begin, std::size_t row_end, std::size_t feature_begin,
-                                         std::size_t feature_end, bool labels)>;
+                                         std::size_t feature_end, float* images, std::size_t stride, bool labels)>;
     // Runs the forward and backward pass over the batch; returns the batch's mean loss. With a
     // `fill`, the batch's buffers are filled first, each thread the part it reads, rather
     // than by the caller alone while the others wait (1-2% faster on the default job).

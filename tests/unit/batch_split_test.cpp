@@ -87,7 +87,7 @@ TEST_CASE("the thread plan splits minibatches, never below 16 rows a slice, and 
     CHECK(plan_cpu_threads(4, 16, 3).blas_threads == 1);
     CHECK(plan_cpu_threads(0, 64, 1).threads == 1);
     CHECK(plan_cpu_threads(2, 64, 1).describe() ==
-          "2 threads: each minibatch in 2 row slices on as many threads, OpenBLAS 1 thread");
+          "2 threads: each minibatch in 2 row slices on as many threads, OpenBLAS 1 thread, " + blas_core() + " kernels");
 }
 
 TEST_CASE("a minibatch in row slices gives the whole batch's loss and mean gradient (MLP)") {

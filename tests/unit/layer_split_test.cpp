@@ -145,8 +145,11 @@ TEST_CASE("the thread plan splits an MLP's layers by default, and row slices whe
     CHECK(plan_cpu_threads(mlp, 2, 1).layer_blocks == 2);
     CHECK(plan_cpu_threads(mlp, 2, 1).batch_slices == 1);
     CHECK(plan_cpu_threads(mlp, 2, 1).blas_threads == 1);
+    // With the kernels OpenBLAS runs, which set the GEMMs' speed (OPENBLAS_CORETYPE).
     CHECK(plan_cpu_threads(mlp, 2, 1).describe() ==
-          "2 threads: each layer's weights in 2 blocks of rows on as many threads, OpenBLAS 1 thread");
+          "2 threads: each layer's weights in 2 blocks of rows on as many threads, OpenBLAS 1 thread, " + blas_core() +
+              " kernels");
+    CHECK(blas_core() != "unknown");
     CHECK(plan_cpu_threads(mlp, 1, 1).layer_blocks == 1);
     // 8 threads would leave 16 of the 128 units each: too thin, so row slices.
     CHECK(plan_cpu_threads(mlp, 8, 1).layer_blocks == 1);
