@@ -8,7 +8,9 @@
    run's figure, tether / PyTorch, and the GEMM-only bound of the same shapes.
 2. The main job exactly as scripts/run-main.sh runs it (default config and threads), its
    per-epoch samples/s from metrics.jsonl, and the GEMM-only bound at its thread count,
-   measured in the same run.
+   measured in the same run right before and right after the job; the job is compared with
+   the mean of the two. This shared machine has periods of minutes in which everything runs
+   15-30% slower, so a bound taken only on one side of the job can fall in another period.
 Needs Debian's python3 (python3-torch, python3-numpy):
     /usr/bin/python3 experiments/bench_sequential.py [--epochs 10] [--skip-main-job] [--json out.json]
 """
@@ -171,15 +173,19 @@ def main():
           f"tether at {tether_rate / tether['gemm_only_samples_per_second']:.2f} of it")
 
     if not args.skip_main_job:
-        main_job = run_main_job(args)
         cores = os.cpu_count() or 1
-        # The GEMM-only bound at the main job's thread count (all cores), measured in this run:
-        # the fastest of one GEMM call on OpenBLAS's threads, the batch in row slices, and each
-        # layer in blocks of rows (what the main job's trainer does on several threads).
+        # The GEMM-only bound at the main job's thread count (all cores), measured in this run
+        # on both sides of the job: the fastest of one GEMM call on OpenBLAS's threads, the
+        # batch in row slices, and each layer in blocks of rows (what the main job's trainer
+        # does on several threads).
+        before = run_tether_bench(args, cores, 0, 3)
+        main_job = run_main_job(args)
         bounds = run_tether_bench(args, cores, 0, 3)
-        bound = bounds["gemm_only_samples_per_second"]
+        bracket = [before["gemm_only_samples_per_second"], bounds["gemm_only_samples_per_second"]]
+        bound = sum(bracket) / 2
         rates = main_job["epoch_rates"]
         main_job.update({"threads": cores, "gemm_only_samples_per_second": bound,
+                         "gemm_only_before_and_after_samples_per_second": bracket,
                          "gemm_only_one_call_samples_per_second": bounds.get("gemm_only_one_call_samples_per_second"),
                          "gemm_only_row_slices_samples_per_second": bounds.get("gemm_only_row_slices_samples_per_second"),
                          "gemm_only_layer_blocks_samples_per_second": bounds.get("gemm_only_layer_blocks_samples_per_second"),
@@ -190,9 +196,10 @@ def main():
               f"{main_job['samples_per_second']:,.0f} samples/s, test accuracy {100 * main_job['final_test_accuracy']:.2f}%")
         print("  samples/s by epoch: " + " ".join(f"{r:,.0f}" for r in rates))
         print(f"  slowest / fastest epoch {main_job['slowest_over_fastest_epoch']:.2f}; GEMM-only bound "
-              f"({cores} threads) {bound:,.0f} samples/s; main job at {main_job['fraction_of_gemm_bound']:.2f} of it")
+              f"({cores} threads) {bound:,.0f} samples/s (before the job {bracket[0]:,.0f}, after {bracket[1]:,.0f}); "
+              f"main job at {main_job['fraction_of_gemm_bound']:.2f} of it")
         if cores > 1:
-            print(f"  (GEMM-only, {cores} threads: one call on OpenBLAS's threads "
+            print(f"  (GEMM-only after the job, {cores} threads: one call on OpenBLAS's threads "
                   f"{bounds['gemm_only_one_call_samples_per_second']:,.0f}, in row slices "
                   f"{bounds['gemm_only_row_slices_samples_per_second']:,.0f}, in layer blocks "
                   f"{bounds['gemm_only_layer_blocks_samples_per_second']:,.0f} samples/s)")
