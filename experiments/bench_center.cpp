@@ -19,6 +19,7 @@
 //   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp]
 //                       [--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]
 #include <tether/tether.hpp>
+#include "bench_args.hpp"
 #include <unistd.h>
 #include <zmq.hpp>
 
@@ -165,36 +166,24 @@ double median(std::vector<double> v) {
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-template <typename T, typename Parse>
-std::vector<T> parse_list(const std::string& text, Parse parse) {
-    std::vector<T> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) out.push_back(parse(item));
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     Settings s;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (flag == "--json") s.json = true;
-        else if (flag == "--default-malloc") s.default_malloc = true;
-        else if (flag == "--clients" && has_value) s.clients = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
-        else if (flag == "--servers" && has_value) s.servers = parse_list<int>(argv[++i], [](const std::string& v) { return std::stoi(v); });
-        else if (flag == "--transports" && has_value) s.transports = parse_list<std::string>(argv[++i], [](const std::string& v) { return v; });
-        else if (flag == "--seconds" && has_value) s.seconds = std::atof(argv[++i]);
-        else if (flag == "--repeats" && has_value) s.repeats = std::max(1, std::atoi(argv[++i]));
-        else if (flag == "--elements" && has_value) s.elements = std::size_t(std::atoll(argv[++i]));
-        else {
-            std::fprintf(stderr, "tether-bench-center: unknown flag or missing value: %s\n"
-                                 "usage: tether-bench-center [--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp] "
-                                 "[--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]\n", flag.c_str());
-            return 2;
-        }
+    BenchArgs args(argc, argv, "tether-bench-center",
+                   "[--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp] [--seconds 1] [--repeats 3] "
+                   "[--elements 235146] [--default-malloc] [--json]");
+    const auto counts = [](const std::vector<long long>& values) { return std::vector<int>(values.begin(), values.end()); };
+    while (args.next()) {
+        if (args.is("--json")) s.json = true;
+        else if (args.is("--default-malloc")) s.default_malloc = true;
+        else if (args.is("--clients")) s.clients = counts(args.integers(1, 1024));
+        else if (args.is("--servers")) s.servers = counts(args.integers(1, 64));
+        else if (args.is("--transports")) s.transports = args.words({"inproc", "ipc", "tcp"});
+        else if (args.is("--seconds")) s.seconds = args.number(0.01, 3600);
+        else if (args.is("--repeats")) s.repeats = int(args.integer(1, 1000));
+        else if (args.is("--elements")) s.elements = std::size_t(args.integer(1, 1ll << 32));
+        else args.unknown();
     }
     const bool freed_memory_mapped = !s.default_malloc && tether::keep_freed_memory_mapped();
     nlohmann::json cells = nlohmann::json::array();

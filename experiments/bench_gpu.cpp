@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.hpp"
+#include "bench_args.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
 #include "train/evaluator.hpp"
@@ -30,16 +31,6 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 static double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-static std::vector<std::string> split(const std::string& value, char separator) {
-    std::vector<std::string> parts;
-    for (std::size_t start = 0; start <= value.size();) {
-        const std::size_t end = std::min(value.find(separator, start), value.size());
-        if (end > start) parts.push_back(value.substr(start, end - start));
-        start = end + 1;
-    }
-    return parts;
-}
 
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -168,21 +159,20 @@ int main(int argc, char** argv) {
     std::size_t vector_floats = std::size_t(1) << 26;
     std::string data_dir = DataConfig{}.dir;
     std::vector<std::string> layers;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--batches") {
+    BenchArgs args(argc, argv, "tether-bench-gpu",
+                   "[--batches 64,512] [--epochs 5] [--data DIR] [--device N] [--tf32 0|1] "
+                   "[--layers \"conv 32 3x3 pad 1;relu;maxpool 2;dense 10\"] [--vector-floats 67108864 (0: none)]");
+    while (args.next()) {
+        if (args.is("--batches")) {
             batches.clear();
-            for (const std::string& b : split(value, ',')) batches.push_back(std::atoi(b.c_str()));
-        } else if (flag == "--epochs") epochs = std::atoi(value.c_str());
-        else if (flag == "--data") data_dir = value;
-        else if (flag == "--device") device = std::atoi(value.c_str());
-        else if (flag == "--tf32") tf32 = std::atoi(value.c_str());
-        else if (flag == "--layers") layers = split(value, ';');
-        else if (flag == "--vector-floats") vector_floats = std::size_t(std::atoll(value.c_str()));
-        else {
-            std::fprintf(stderr, "tether-bench-gpu: unknown flag %s\n", flag.c_str());
-            return 2;
-        }
+            for (long long b : args.integers(1, 1 << 20)) batches.push_back(int(b));
+        } else if (args.is("--epochs")) epochs = int(args.integer(1, 1 << 20));
+        else if (args.is("--data")) data_dir = args.text();
+        else if (args.is("--device")) device = int(args.integer(0, 1023));
+        else if (args.is("--tf32")) tf32 = int(args.integer(0, 1));
+        else if (args.is("--layers")) layers = args.parts(';');
+        else if (args.is("--vector-floats")) vector_floats = std::size_t(args.integer(0, 1ll << 34));
+        else args.unknown();
     }
     if (cuda_device_count() == 0) {
         std::fprintf(stderr, "tether-bench-gpu: no usable GPU (%s)\n",

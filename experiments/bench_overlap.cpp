@@ -14,6 +14,7 @@
 //                        [--transport inproc|tcp] [--repeats 3] [--json]
 #include <tether/strategy.hpp>
 #include <tether/tether.hpp>
+#include "bench_args.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -139,33 +140,25 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-template <typename T>
-std::vector<T> list_of(const char* text) {
-    std::vector<T> out;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(T(std::atof(item.c_str())));
-    return out;
-}
-
 Settings parse(int argc, char** argv) {
     Settings s;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const char* v = i + 1 < argc ? argv[i + 1] : "";
-        if (a == "--workers") s.workers = list_of<int>(v), ++i;
-        else if (a == "--center-ms") s.center_ms = list_of<double>(v), ++i;
-        else if (a == "--step-ms") s.step_ms = std::atof(v), ++i;
-        else if (a == "--window") s.window = std::atoi(v), ++i;
-        else if (a == "--steps") s.steps = std::atoi(v), ++i;
-        else if (a == "--elements") s.elements = std::size_t(std::atoll(v)), ++i;
-        else if (a == "--compute") s.busy = std::strcmp(v, "busy") == 0, ++i;
-        else if (a == "--transport") s.transport = v, ++i;
-        else if (a == "--repeats") s.repeats = std::max(1, std::atoi(v)), ++i;
-        else if (a == "--json") s.json = true;
-        else {
-            std::fprintf(stderr, "unknown argument %s; see the comment at the top of experiments/bench_overlap.cpp\n", a.c_str());
-            std::exit(2);
-        }
+    BenchArgs args(argc, argv, "tether-bench-overlap",
+                   "[--workers 1,4] [--center-ms 0,5,20] [--step-ms 2] [--window 5] [--steps 200] [--elements 235146] "
+                   "[--compute sleep|busy] [--transport inproc|tcp] [--repeats 3] [--json]");
+    while (args.next()) {
+        if (args.is("--workers")) {
+            const std::vector<long long> workers = args.integers(1, 256);
+            s.workers.assign(workers.begin(), workers.end());
+        } else if (args.is("--center-ms")) s.center_ms = args.numbers(0, 60000);
+        else if (args.is("--step-ms")) s.step_ms = args.number(0, 60000);
+        else if (args.is("--window")) s.window = int(args.integer(1, 1 << 20));
+        else if (args.is("--steps")) s.steps = int(args.integer(1, 1 << 30));
+        else if (args.is("--elements")) s.elements = std::size_t(args.integer(1, 1ll << 32));
+        else if (args.is("--compute")) s.busy = args.word({"sleep", "busy"}) == "busy";
+        else if (args.is("--transport")) s.transport = args.word({"inproc", "tcp"});
+        else if (args.is("--repeats")) s.repeats = int(args.integer(1, 1000));
+        else if (args.is("--json")) s.json = true;
+        else args.unknown();
     }
     return s;
 }

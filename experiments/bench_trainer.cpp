@@ -4,7 +4,7 @@
 // of Fashion-MNIST at batch 64, and trainer_runs is the per-epoch rate, so a slowdown as
 // training goes on (denormals) shows; trainer_whole_run_samples_per_second is the whole run's.
 //   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 10] [--gemm-repeats 3]
-//                [--flush-denormals 1] [--data DIR] [--split auto|layers|rows]
+//                [--flush-denormals 1] [--data DIR] [--optimizer sgd|nesterov|adam] [--split auto|layers|rows]
 //                [--layers "conv 32 3x3 pad 1;relu;maxpool 2;dense 10"]
 // With --layers the model is that layer list (experiments/bench_cnn.py) and the GEMM-only
 // bound, which mirrors the MLP's GEMMs, is left out.
@@ -22,6 +22,7 @@
 #include <omp.h>
 
 #include "backend/cpu_backend.hpp"
+#include "bench_args.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
 #include "train/batch_split.hpp"
@@ -96,28 +97,22 @@ int main(int argc, char** argv) {
     int threads = 1, batch = 64, steps = 938, repeats = 10, gemm_repeats = 3, flush_denormals = 1;
     std::string data_dir = DataConfig{}.dir, optimizer = "adam", split = "auto";
     std::vector<std::string> layers;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--threads") threads = std::atoi(value.c_str());
-        else if (flag == "--batch") batch = std::atoi(value.c_str());
-        else if (flag == "--steps") steps = std::atoi(value.c_str());
-        else if (flag == "--repeats") repeats = std::atoi(value.c_str());
-        else if (flag == "--gemm-repeats") gemm_repeats = std::atoi(value.c_str());
-        else if (flag == "--flush-denormals") flush_denormals = std::atoi(value.c_str());
-        else if (flag == "--data") data_dir = value;
-        else if (flag == "--optimizer") optimizer = value;
-        else if (flag == "--split") split = value;
-        else if (flag == "--layers") {
-            for (std::size_t start = 0; start <= value.size();) {
-                const std::size_t end = std::min(value.find(';', start), value.size());
-                layers.push_back(value.substr(start, end - start));
-                start = end + 1;
-            }
-        }
-        else {
-            std::fprintf(stderr, "tether-bench: unknown flag %s\n", flag.c_str());
-            return 2;
-        }
+    BenchArgs args(argc, argv, "tether-bench",
+                   "[--threads 1] [--batch 64] [--steps 938] [--repeats 10] [--gemm-repeats 3] [--flush-denormals 1] "
+                   "[--data DIR] [--optimizer sgd|nesterov|adam] [--split auto|layers|rows] "
+                   "[--layers \"conv 32 3x3 pad 1;relu;maxpool 2;dense 10\"]");
+    while (args.next()) {
+        if (args.is("--threads")) threads = int(args.integer(1, 4096));
+        else if (args.is("--batch")) batch = int(args.integer(1, 1 << 20));
+        else if (args.is("--steps")) steps = int(args.integer(1, 1 << 30));
+        else if (args.is("--repeats")) repeats = int(args.integer(0, 1 << 20));
+        else if (args.is("--gemm-repeats")) gemm_repeats = int(args.integer(0, 1 << 20));
+        else if (args.is("--flush-denormals")) flush_denormals = int(args.integer(0, 1));
+        else if (args.is("--data")) data_dir = args.text();
+        else if (args.is("--optimizer")) optimizer = args.word({"sgd", "nesterov", "adam"});
+        else if (args.is("--split")) split = args.word({"auto", "layers", "rows"});
+        else if (args.is("--layers")) layers = args.parts(';');
+        else args.unknown();
     }
     nlohmann::json document = {{"data", {{"dir", data_dir}}},
                                {"training", {{"batch_size", batch}, {"device", "cpu"}, {"threads", threads},
