@@ -6,6 +6,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "util/huge_pages.hpp"
+
 namespace tether {
 namespace {
 
@@ -41,6 +43,7 @@ std::shared_ptr<Dataset> read_cifar(const std::vector<std::string>& paths, Cifar
         const std::size_t count = bytes.size() / record;
         const std::size_t first = data->labels.size();
         data->labels.resize(first + count);
+        reserve_in_huge_pages(data->images, (first + count) * kPixels);
         data->images.resize((first + count) * kPixels);
         for (std::size_t r = 0; r < count; ++r) {
             const unsigned char* rec = bytes.data() + r * record;

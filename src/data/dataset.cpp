@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "data/idx_reader.hpp"
+#include "util/huge_pages.hpp"
 
 namespace tether {
 
@@ -57,6 +58,7 @@ std::shared_ptr<Dataset> load_idx_pair(const std::string& images_path, const std
     data->features = std::size_t(images.dimensions[1]) * images.dimensions[2];
     data->height = int(images.dimensions[1]);
     data->width = int(images.dimensions[2]);
+    reserve_in_huge_pages(data->images, images.values.size());
     data->images.resize(images.values.size());
     for (std::size_t i = 0; i < images.values.size(); ++i) data->images[i] = images.values[i] * (1.f / 255.f);
     data->labels.assign(labels.values.begin(), labels.values.end());

@@ -8,6 +8,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "util/huge_pages.hpp"
+
 namespace tether {
 namespace {
 
@@ -69,6 +71,7 @@ IdxArray read_idx(const std::string& path, std::size_t expected_dimensions) {
         total *= array.dimensions.back();
     }
     if (total > (std::size_t(1) << 34)) fail(path, "header declares " + std::to_string(total) + " bytes; refusing");
+    reserve_in_huge_pages(array.values, total);
     array.values.resize(total);
     const std::size_t got = read_up_to(file.get(), array.values.data(), total, path);
     if (got != total)
