@@ -15,12 +15,18 @@ Evaluator::Evaluator(const RunConfig& config, Backend& backend, std::shared_ptr<
       model_(make_model(config, backend, *test)),
       rows_(limit ? std::min(limit, test->size()) : test->size()),
       features_(test->features),
-      inputs_(backend, rows_ * features_),
+      data_(test),
+      inputs_(backend, backend.host_addressable() ? 0 : rows_ * features_),
       labels_(backend, rows_),
       predictions_(backend, rows_),
       host_labels_(test->labels.begin(), test->labels.begin() + std::ptrdiff_t(rows_)),
       host_predictions_(rows_) {
-    inputs_.upload(test->images.data(), rows_ * features_);
+    if (backend.host_addressable()) {
+        samples_ = test->images.data();
+    } else {
+        inputs_.upload(test->images.data(), rows_ * features_);
+        samples_ = inputs_.data();
+    }
     labels_.upload(host_labels_.data(), rows_);
 }
 
@@ -29,7 +35,7 @@ Evaluation Evaluator::evaluate(const float* parameters) {
     double loss_sum = 0;
     for (std::size_t first = 0; first < rows_; first += kChunkRows) {
         const int rows = int(std::min(kChunkRows, rows_ - first));
-        const float* inputs = inputs_.data() + first * features_;
+        const float* inputs = samples_ + first * features_;
         const Batch batch{inputs, labels_.data() + first, rows};
         loss_sum += model_->evaluate(parameters, batch, predictions_.data() + first) * rows;
     }
