@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <system_error>
 
 #include "util/huge_pages.hpp"
 
@@ -33,6 +34,16 @@ std::shared_ptr<Dataset> read_cifar(const std::vector<std::string>& paths, Cifar
     data->classes = classes;
     data->channels = kChannels;
     data->height = data->width = kSide;
+    // Room for every file's records at once, asked in 2 MB pages before the first is filled:
+    // growing file by file would copy the images read so far at each file.
+    std::size_t expected = 0;
+    for (const auto& path : paths) {
+        std::error_code error;  // a missing or unreadable file is reported by read_file below
+        const auto bytes = std::filesystem::file_size(path, error);
+        if (!error) expected += std::size_t(bytes) / record;
+    }
+    reserve_in_huge_pages(data->images, expected * kPixels);
+    data->labels.reserve(expected);
     for (const auto& path : paths) {
         const std::vector<unsigned char> bytes = read_file(path);
         if (bytes.empty() || bytes.size() % record != 0)
@@ -43,7 +54,6 @@ std::shared_ptr<Dataset> read_cifar(const std::vector<std::string>& paths, Cifar
         const std::size_t count = bytes.size() / record;
         const std::size_t first = data->labels.size();
         data->labels.resize(first + count);
-        reserve_in_huge_pages(data->images, (first + count) * kPixels);
         data->images.resize((first + count) * kPixels);
         for (std::size_t r = 0; r < count; ++r) {
             const unsigned char* rec = bytes.data() + r * record;
