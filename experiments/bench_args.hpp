@@ -90,7 +90,7 @@ private:
         std::vector<std::string> out;
         std::stringstream in(list);
         for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-        if (out.empty()) fail("needs at least one value, got \"" + list + "\"");
+        if (out.empty() || list.back() == ',') fail("needs a list of values, got \"" + list + "\"");
         return out;
     }
     long long whole(const std::string& value, long long min, long long max) const {

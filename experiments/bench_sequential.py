@@ -186,9 +186,9 @@ def main():
         rates = main_job["epoch_rates"]
         main_job.update({"threads": cores, "gemm_only_samples_per_second": bound,
                          "gemm_only_before_and_after_samples_per_second": bracket,
-                         "gemm_only_one_call_samples_per_second": bounds.get("gemm_only_one_call_samples_per_second"),
-                         "gemm_only_row_slices_samples_per_second": bounds.get("gemm_only_row_slices_samples_per_second"),
-                         "gemm_only_layer_blocks_samples_per_second": bounds.get("gemm_only_layer_blocks_samples_per_second"),
+                         "gemm_only_one_call_after_job_samples_per_second": bounds.get("gemm_only_one_call_samples_per_second"),
+                         "gemm_only_row_slices_after_job_samples_per_second": bounds.get("gemm_only_row_slices_samples_per_second"),
+                         "gemm_only_layer_blocks_after_job_samples_per_second": bounds.get("gemm_only_layer_blocks_samples_per_second"),
                          "fraction_of_gemm_bound": main_job["samples_per_second"] / bound,
                          "slowest_over_fastest_epoch": min(rates) / max(rates)})
         result["main_job"] = main_job

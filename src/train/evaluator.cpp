@@ -15,7 +15,7 @@ Evaluator::Evaluator(const RunConfig& config, Backend& backend, std::shared_ptr<
       model_(make_model(config, backend, *test)),
       rows_(limit ? std::min(limit, test->size()) : test->size()),
       features_(test->features),
-      data_(test),
+      data_(backend.host_addressable() ? test : nullptr),
       inputs_(backend, backend.host_addressable() ? 0 : rows_ * features_),
       labels_(backend, rows_),
       predictions_(backend, rows_),

@@ -1,8 +1,9 @@
 // Accuracy and loss of a parameter vector on a data set (validation, test, or a slice of the
-// training set). Holds the samples in backend memory once and its own model instance, so
-// evaluating never disturbs a trainer's workspace. On a backend that reads host memory (the
-// CPU) the samples are read where the data set holds them: a copy would cost each run 50 MB of
-// fresh memory for Fashion-MNIST's evaluators, and page faults are slow on a virtual machine.
+// training set). Has its own model instance, so evaluating never disturbs a trainer's
+// workspace. A GPU backend holds the samples in its memory, uploaded once; a backend that reads
+// host memory (the CPU) reads them where the data set holds them: a copy would cost each run
+// 50 MB of fresh memory for Fashion-MNIST's evaluators, and page faults are slow on a virtual
+// machine.
 #pragma once
 
 #include <memory>
@@ -35,7 +36,7 @@ private:
     Backend& backend_;
     std::unique_ptr<Model> model_;
     std::size_t rows_, features_;
-    std::shared_ptr<const Dataset> data_;
+    std::shared_ptr<const Dataset> data_;  // kept alive while its rows are read in place
     DeviceBuffer<float> inputs_, staging_;  // inputs_: the samples, where the backend cannot read host memory
     const float* samples_ = nullptr;        // inputs_.data() or the data set's own rows
     DeviceBuffer<std::int32_t> labels_, predictions_;

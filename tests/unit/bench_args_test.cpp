@@ -108,6 +108,7 @@ TEST_CASE("a value that is not a whole number in range stops the program, naming
 TEST_CASE("a bad list item, a last flag without its value, a word not offered, an unknown flag") {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
         {{"--sizes", "1,x,3"}, "--sizes \"x\": expected a whole number from 1 to 1000"},
+        {{"--sizes", "1,2,"}, "--sizes needs a list of values, got \"1,2,\""},
         {{"--rate", "nan"}, "--rate \"nan\": expected a number from 0 to 1"},
         {{"--json", "--threads"}, "--threads needs a value"},
         {{"--split", "c"}, "--split \"c\": expected a | b"},
