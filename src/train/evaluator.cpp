@@ -21,12 +21,7 @@ Evaluator::Evaluator(const RunConfig& config, Backend& backend, std::shared_ptr<
       predictions_(backend, rows_),
       host_labels_(test->labels.begin(), test->labels.begin() + std::ptrdiff_t(rows_)),
       host_predictions_(rows_) {
-    if (backend.host_addressable()) {
-        samples_ = test->images.data();
-    } else {
-        inputs_.upload(test->images.data(), rows_ * features_);
-        samples_ = inputs_.data();
-    }
+    if (!data_) inputs_.upload(test->images.data(), rows_ * features_);
     labels_.upload(host_labels_.data(), rows_);
 }
 
@@ -35,7 +30,7 @@ Evaluation Evaluator::evaluate(const float* parameters) {
     double loss_sum = 0;
     for (std::size_t first = 0; first < rows_; first += kChunkRows) {
         const int rows = int(std::min(kChunkRows, rows_ - first));
-        const float* inputs = samples_ + first * features_;
+        const float* inputs = (data_ ? data_->images.data() : inputs_.data()) + first * features_;
         const Batch batch{inputs, labels_.data() + first, rows};
         loss_sum += model_->evaluate(parameters, batch, predictions_.data() + first) * rows;
     }

@@ -36,9 +36,8 @@ private:
     Backend& backend_;
     std::unique_ptr<Model> model_;
     std::size_t rows_, features_;
-    std::shared_ptr<const Dataset> data_;  // kept alive while its rows are read in place
-    DeviceBuffer<float> inputs_, staging_;  // inputs_: the samples, where the backend cannot read host memory
-    const float* samples_ = nullptr;        // inputs_.data() or the data set's own rows
+    std::shared_ptr<const Dataset> data_;  // the data set whose rows are read in place; null on a GPU
+    DeviceBuffer<float> inputs_, staging_;  // inputs_: the samples, uploaded, where data_ is null
     DeviceBuffer<std::int32_t> labels_, predictions_;
     std::vector<std::int32_t> host_labels_, host_predictions_;
 };
