@@ -1,9 +1,9 @@
 #include "api/service_settings.hpp"
 
-#include "config/json_reader.hpp"
 #include "run/agreed_settings.hpp"
 #include "strategy/registry.hpp"
 #include "util/errors.hpp"
+#include "util/json_reader.hpp"
 
 namespace tether {
 namespace {

@@ -1,5 +1,5 @@
 // The typed run configuration. docs/config.md documents every key; parse_config() is the one
-// place that knows them (see json_reader.hpp), and tests check that the two agree.
+// place that knows them (see util/json_reader.hpp), and tests check that the two agree.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "codec/codec.hpp"
-#include "config/json_reader.hpp"
 #include "strategy/configured_strategy.hpp"
+#include "util/json_reader.hpp"
 
 namespace tether {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config/json_reader.hpp"
 #include "strategy/configured_strategy.hpp"
+#include "util/json_reader.hpp"
 
 namespace tether {
 

@@ -1,4 +1,4 @@
-// StrategyOptions (the public reader of a strategy's block) over the config layer's JsonReader:
+// StrategyOptions (the public reader of a strategy's block) over JsonReader (util/json_reader.hpp):
 // the same strict checks, errors and documented keys for config files and the embedding API.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 #include <tether/strategy.hpp>
 
-#include "config/json_reader.hpp"
+#include "util/json_reader.hpp"
 
 namespace tether {
 

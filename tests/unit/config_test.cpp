@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "config/json_reader.hpp"
+#include "util/json_reader.hpp"
 #include "config_support.hpp"
 #include "test_support.hpp"
 #include "util/errors.hpp"

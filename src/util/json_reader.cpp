@@ -1,4 +1,4 @@
-#include "config/json_reader.hpp"
+#include "util/json_reader.hpp"
 
 #include <algorithm>
 #include <cmath>
