@@ -1,11 +1,35 @@
-#include "algorithms/adag.hpp"
-
-#include "algorithms/accumulated_update.hpp"
+// ADAG / AGN, accumulated gradient normalization (Hermans, Spanakis, Moeckel, "Accumulated
+// Gradient Normalization", ACML 2017).
+//   worker, every tau steps:  send  D / tau  with D = x_i - x_pull;  receive x~;  x_i <- x_pull <- x~
+//   center, on receipt:       x~ <- x~ + D / tau;  reply x~
+// Dividing by tau makes each commit the *mean* of the tau local updates, so the step on x~ does
+// not grow with tau as DOWNPOUR's does. N asynchronous commits stay N separate steps (each over
+// tau * B samples), so per sample ADAG moves x~ 1/tau as far as sequential training. The last,
+// shorter window of a run is divided by tau as well, so its steps weigh like all others.
+// With tau = 1 it equals DOWNPOUR.
+// Defaults: communication_window 5.
+#include "algorithms/builtin.hpp"
+#include "algorithms/pull_push.hpp"
 
 namespace tether {
+namespace {
+
+class Adag final : public WindowedStrategy {
+public:
+    // The worker sends its accumulated update, divided by tau; the center answers x~.
+    explicit Adag(int window) : WindowedStrategy(window, {WireVector::update, WireVector::state}) {}
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
+        return std::make_unique<PullPushWorker>(c.num_parameters, communication_window());
+    }
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
+        return center_rule<AccumulatingCenter>();
+    }
+};
+
+}  // namespace
 
 std::shared_ptr<const Strategy> make_adag(StrategyOptions& options, const StrategyContext&) {
-    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::adag, options);
+    return std::make_shared<Adag>(options.communication_window(5));
 }
 
 }  // namespace tether

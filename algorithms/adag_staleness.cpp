@@ -1,8 +1,19 @@
-#include "algorithms/adag_staleness.hpp"
-
+// Staleness-aware ADAG (Hermans, "On the Scalability of Asynchronous Data Parallel
+// Optimization", Maastricht University, 2017): ADAG's commits, each scaled on the center,
+// element by element, by how far x~ has moved since the committing worker pulled it.
+//   worker, every tau steps:  send D / tau  with D = x_i - x_pull;  receive x~;  x_i <- x_pull <- x~
+//   center, on receipt:       s_j = 1 / ((x~_j - x~pull_j)^2 / gamma + 1)  for every element j
+//                             x~_j <- x~_j + s_j (D / tau)_j;  reply x~
+// An element that did not move since the worker's pull takes the commit whole (s = 1, plain
+// ADAG); one that moved by sqrt(gamma) takes half of it. The center keeps each live worker's
+// pulled x~ (the reply it last sent it), so memory is bounded by workers x parameters.
+// Defaults: communication_window 5, gamma 1e-4 (with Adam at lr 1e-3 an element moves up to
+// ~1e-3 per commit: an element moved by 0.01 since the pull, about ten full commits, is halved).
 #include <cmath>
 #include <unordered_map>
+#include <vector>
 
+#include "algorithms/builtin.hpp"
 #include "algorithms/pull_push.hpp"
 
 namespace tether {
@@ -39,21 +50,20 @@ private:
     std::unordered_map<std::uint32_t, std::vector<float>> pulled_;
 };
 
-class AdagStalenessStrategy final : public Strategy {
+class AdagStaleness final : public WindowedStrategy {
 public:
-    AdagStalenessStrategy(int window, double gamma) : window_(window), gamma_(gamma) {}
-    int communication_window() const override { return window_; }
+    // As adag: the accumulated update out, x~ back.
+    AdagStaleness(int window, double gamma)
+        : WindowedStrategy(window, {WireVector::update, WireVector::state}), gamma_(gamma) {}
     // The worker half is ADAG's: the accumulated update divided by the window.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<PullPushWorker>(c.num_parameters, window_);
+        return std::make_unique<PullPushWorker>(c.num_parameters, communication_window());
     }
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
         return center_rule<StalenessScaledCenter>(float(gamma_));
     }
-    WireKinds wire_kinds() const override { return {WireVector::update, WireVector::state}; }
 
 private:
-    int window_;
     double gamma_;
 };
 
@@ -62,7 +72,7 @@ private:
 std::shared_ptr<const Strategy> make_adag_staleness(StrategyOptions& options, const StrategyContext&) {
     const int window = options.communication_window(5);
     const double gamma = options.number("gamma", 1e-4, 0.0, 1e6, true);
-    return std::make_shared<AdagStalenessStrategy>(window, gamma);
+    return std::make_shared<AdagStaleness>(window, gamma);
 }
 
 }  // namespace tether

@@ -1,11 +1,51 @@
-#include "algorithms/averaging.hpp"
+// Synchronous model averaging (parameter averaging every tau steps; McDonald et al. 2010,
+// Zhang et al. 2015 as the alpha = 1/N limit of EASGD).
+//   worker, every tau steps:  send x_i;  wait;  x_i <- x~
+//   center, round close:      x~ <- mean of the x_i received
+// Defaults: communication_window 10.
+#include <cmath>
 
-#include "algorithms/synchronous.hpp"
+#include "algorithms/builtin.hpp"
+#include "algorithms/send_parameters.hpp"
 
 namespace tether {
+namespace {
+
+class AveragingCenter final : public SynchronousCenterRule {
+public:
+    void contribute(CenterState& center, const Exchange& e) override { sum_.add(e, center.x.size()); }
+    double close_round(CenterState& center, float* reply) override {
+        double moved = 0;
+        for (std::size_t i = 0; i < sum_.size(); ++i) {
+            const float mean = float(sum_.mean(i));
+            moved += double(mean - center.x[i]) * (mean - center.x[i]);
+            center.x[i] = mean;
+            reply[i] = mean;
+        }
+        sum_.clear();
+        return std::sqrt(moved);
+    }
+
+private:
+    RoundSum sum_;
+};
+
+class Averaging final : public WindowedStrategy {
+public:
+    // The worker sends x_i; the center answers the new x~.
+    explicit Averaging(int window) : WindowedStrategy(window, {WireVector::state, WireVector::state}) {}
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
+        return std::make_unique<SendParametersWorker>(c.num_parameters);
+    }
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
+        return center_rule<AveragingCenter>();
+    }
+};
+
+}  // namespace
 
 std::shared_ptr<const Strategy> make_averaging(StrategyOptions& options, const StrategyContext&) {
-    return std::make_shared<SynchronousStrategy>(SynchronousStrategy::Kind::averaging, options.communication_window(10), 0.0);
+    return std::make_shared<Averaging>(options.communication_window(10));
 }
 
 }  // namespace tether

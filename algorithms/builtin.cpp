@@ -1,15 +1,5 @@
 #include "algorithms/builtin.hpp"
 
-#include "algorithms/adag.hpp"
-#include "algorithms/adag_staleness.hpp"
-#include "algorithms/aeasgd.hpp"
-#include "algorithms/averaging.hpp"
-#include "algorithms/diloco.hpp"
-#include "algorithms/downpour.hpp"
-#include "algorithms/dynsgd.hpp"
-#include "algorithms/eamsgd.hpp"
-#include "algorithms/easgd.hpp"
-
 namespace tether {
 
 const std::vector<BuiltinStrategy>& builtin_strategies() {

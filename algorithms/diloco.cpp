@@ -1,8 +1,19 @@
-#include "algorithms/diloco.hpp"
-
+// DiLoCo, distributed low-communication training (Douillard et al., "DiLoCo: Distributed
+// Low-Communication Training of Language Models", 2023): H local steps of the local (inner)
+// optimizer, then one synchronous round in which the center treats the mean change of the
+// workers as a gradient and takes one step of an outer SGD with Nesterov momentum.
+//   worker, every H = tau steps:  send x_i;  wait;  x_i <- x~
+//   center, round close:          g = x~ - mean_i x_i            (the outer gradient)
+//                                 v <- mu v + g
+//                                 x~ <- x~ - lr (g + mu v)        (Nesterov; plain: x~ - lr v)
+// With lr = 1 and mu = 0 this is x~ <- mean_i x_i: model averaging (a test checks it).
+// Defaults: communication_window 10, outer_learning_rate 0.7, outer_momentum 0.9, nesterov
+// true (the paper's outer optimizer; it trains with H = 500 inner steps of AdamW).
 #include <cmath>
+#include <vector>
 
-#include "algorithms/elastic.hpp"
+#include "algorithms/builtin.hpp"
+#include "algorithms/send_parameters.hpp"
 
 namespace tether {
 namespace {
@@ -13,23 +24,19 @@ struct OuterOptimizer {
     bool nesterov = true;
 };
 
-// The outer step at round close; the round's x_i are summed in double, as averaging does.
+// The outer step at round close, on the round's x_i summed as averaging sums them.
 class DilocoCenter final : public SynchronousCenterRule {
 public:
     explicit DilocoCenter(OuterOptimizer outer) : outer_(outer) {}
     void contribute(CenterState& center, const Exchange& e) override {
-        if (sum_.empty()) {
-            sum_.assign(center.x.size(), 0.0);
-            velocity_.assign(center.x.size(), 0.f);
-        }
-        for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
-        ++count_;
+        if (velocity_.empty()) velocity_.assign(center.x.size(), 0.f);
+        sum_.add(e, center.x.size());
     }
     double close_round(CenterState& center, float* reply) override {
         const double lr = outer_.learning_rate, mu = outer_.momentum;
         double moved = 0;
         for (std::size_t i = 0; i < sum_.size(); ++i) {
-            const double gradient = double(center.x[i]) - sum_[i] / double(count_);
+            const double gradient = double(center.x[i]) - sum_.mean(i);
             const double velocity = mu * velocity_[i] + gradient;
             velocity_[i] = float(velocity);
             const double step = lr * (outer_.nesterov ? gradient + mu * velocity : velocity);
@@ -38,34 +45,29 @@ public:
             center.x[i] = updated;
             reply[i] = updated;
         }
-        sum_.assign(sum_.size(), 0.0);
-        count_ = 0;
+        sum_.clear();
         return std::sqrt(moved);
     }
 
 private:
     OuterOptimizer outer_;
-    std::vector<double> sum_;
+    RoundSum sum_;
     std::vector<float> velocity_;  // the outer momentum, x~'s size
-    std::size_t count_ = 0;
 };
 
-class DilocoStrategy final : public Strategy {
+class Diloco final : public WindowedStrategy {
 public:
-    DilocoStrategy(int window, OuterOptimizer outer) : window_(window), outer_(outer) {}
-    int communication_window() const override { return window_; }
+    // As averaging: x_i out, x~ back.
+    Diloco(int window, OuterOptimizer outer) : WindowedStrategy(window, {WireVector::state, WireVector::state}), outer_(outer) {}
     // The worker half is averaging's: send x_i, take x~.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<SendParametersWorker>(c.num_parameters, SendParametersWorker::Reply::replace, 1.f);
+        return std::make_unique<SendParametersWorker>(c.num_parameters);
     }
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
         return center_rule<DilocoCenter>(outer_);
     }
-    // As averaging: x_i out, x~ back.
-    WireKinds wire_kinds() const override { return {WireVector::state, WireVector::state}; }
 
 private:
-    int window_;
     OuterOptimizer outer_;
 };
 
@@ -77,7 +79,7 @@ std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const Stra
     outer.learning_rate = options.number("outer_learning_rate", outer.learning_rate, 0.0, 100.0, true);
     outer.momentum = options.number("outer_momentum", outer.momentum, 0.0, 0.999999);
     outer.nesterov = options.boolean("nesterov", outer.nesterov);
-    return std::make_shared<DilocoStrategy>(window, outer);
+    return std::make_shared<Diloco>(window, outer);
 }
 
 }  // namespace tether

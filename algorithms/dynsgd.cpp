@@ -1,11 +1,41 @@
-#include "algorithms/dynsgd.hpp"
+// DynSGD (Jiang, Cui, Zhang, Yu, "Heterogeneity-aware Distributed Parameter Servers",
+// SIGMOD 2017): staleness-aware damping of accumulated updates.
+//   worker, every tau steps:  send  D = x_i - x_pull  and v_pull;  receive x~;  x_i <- x_pull <- x~
+//   center, on receipt:       x~ <- x~ + D / (v - v_pull + 1);  reply x~
+// v is the center's version (updates applied). Defaults: communication_window 5.
+#include <algorithm>
 
-#include "algorithms/accumulated_update.hpp"
+#include "algorithms/builtin.hpp"
+#include "algorithms/pull_push.hpp"
 
 namespace tether {
+namespace {
+
+class DynsgdCenter final : public AsynchronousCenterRule {
+public:
+    double apply(CenterState& center, const Exchange& e, float* reply) override {
+        const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
+        return accumulate(center, e, 1.f / float(staleness + 1), reply);
+    }
+};
+
+class Dynsgd final : public WindowedStrategy {
+public:
+    // The worker sends its accumulated update (v_pull travels in every exchange); the center
+    // answers x~.
+    explicit Dynsgd(int window) : WindowedStrategy(window, {WireVector::update, WireVector::state}) {}
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
+        return std::make_unique<PullPushWorker>(c.num_parameters, 0);
+    }
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
+        return center_rule<DynsgdCenter>();
+    }
+};
+
+}  // namespace
 
 std::shared_ptr<const Strategy> make_dynsgd(StrategyOptions& options, const StrategyContext&) {
-    return make_accumulated_update(AccumulatedUpdateStrategy::Kind::dynsgd, options);
+    return std::make_shared<Dynsgd>(options.communication_window(5));
 }
 
 }  // namespace tether

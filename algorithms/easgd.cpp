@@ -1,8 +1,75 @@
-#include "algorithms/easgd.hpp"
+// Synchronous EASGD (Zhang, Choromanska, LeCun, NIPS 2015, eqs. 5-6).
+//   worker, every tau steps:  send x_i;  when the round closes receive x~_old;
+//                             x_i <- x_i - alpha (x_i - x~_old)
+//   center, round close:      x~ <- x~ + alpha sum_i (x_i - x~_old)
+// The center's step is x~ <- (1 - beta) x~ + beta mean_i(x_i) with beta = N alpha. The paper
+// keeps beta < 1; beta >= 1 (x~ lands on or past the workers' mean) is refused unless
+// allow_unstable. Defaults: communication_window 10, moving_rate 0.9 / N, allow_unstable false.
+#include <cmath>
+#include <string>
+#include <vector>
 
-#include "algorithms/synchronous.hpp"
+#include "algorithms/builtin.hpp"
+#include "algorithms/send_parameters.hpp"
 
 namespace tether {
+namespace {
+
+// x_i <- x_i - alpha (x_i - x~_old), as (1 - alpha) x_i + alpha x~_old.
+class EasgdWorker final : public SendParametersWorker {
+public:
+    EasgdWorker(std::size_t size, float alpha) : SendParametersWorker(size), alpha_(alpha) {}
+    void apply_reply(VectorOps& ops, float* x, const float* reply_host) override {
+        const float* reply = on_device(ops, reply_host);
+        ops.scale(x, size(), 1.f - alpha_);
+        ops.axpy(x, reply, size(), alpha_);
+    }
+
+private:
+    float alpha_;
+};
+
+// The round's sum_i (x_i - x~_old) in double; at its close x~ <- x~ + alpha sum, reply x~_old.
+class EasgdCenter final : public SynchronousCenterRule {
+public:
+    explicit EasgdCenter(float alpha) : alpha_(alpha) {}
+    void contribute(CenterState& center, const Exchange& e) override {
+        if (pull_.empty()) pull_.assign(center.x.size(), 0.0);
+        for (std::size_t i = 0; i < e.size; ++i) pull_[i] += double(e.payload[i]) - center.x[i];
+    }
+    double close_round(CenterState& center, float* reply) override {
+        double moved = 0;
+        for (std::size_t i = 0; i < pull_.size(); ++i) {
+            const float step = float(alpha_ * pull_[i]);
+            reply[i] = center.x[i];
+            center.x[i] += step;
+            moved += double(step) * step;
+        }
+        pull_.assign(pull_.size(), 0.0);
+        return std::sqrt(moved);
+    }
+
+private:
+    float alpha_;
+    std::vector<double> pull_;
+};
+
+class Easgd final : public WindowedStrategy {
+public:
+    // The worker sends x_i; the center answers x~_old.
+    Easgd(int window, double alpha) : WindowedStrategy(window, {WireVector::state, WireVector::state}), alpha_(alpha) {}
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
+        return std::make_unique<EasgdWorker>(c.num_parameters, float(alpha_));
+    }
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
+        return center_rule<EasgdCenter>(float(alpha_));
+    }
+
+private:
+    double alpha_;
+};
+
+}  // namespace
 
 std::shared_ptr<const Strategy> make_easgd(StrategyOptions& options, const StrategyContext& context) {
     const int window = options.communication_window(10);
@@ -17,7 +84,7 @@ std::shared_ptr<const Strategy> make_easgd(StrategyOptions& options, const Strat
                           " >= 1: each round would put x~ on or past the workers' mean (Zhang et al. 2015 keep beta < 1, "
                           "0.9 in their experiments); use moving_rate < 1 / N, or set " + options.path_of("allow_unstable") +
                           ": true to run it anyway (docs/strategies.md#easgd)");
-    return std::make_shared<SynchronousStrategy>(SynchronousStrategy::Kind::easgd, window, alpha);
+    return std::make_shared<Easgd>(window, alpha);
 }
 
 }  // namespace tether

@@ -1,10 +1,8 @@
 #include "algorithms/pull_push.hpp"
 
-#include <algorithm>
-
 namespace tether {
 
-void PullPushWorker::join(VectorOps& ops, float* x, const float*) {
+void PullPushWorker::on_join(VectorOps& ops, float* x, const float*) {
     if (!ops.host_addressable()) scratch_ = DeviceBuffer<float>(ops, size_);
     copy_to_pulled(ops, x);  // x = x~ already
 }
@@ -15,7 +13,7 @@ void PullPushWorker::copy_to_pulled(VectorOps& ops, const float* x) {
     ops.copy(pulled_.data(), x, size_ * sizeof(float));
 }
 
-void PullPushWorker::write_payload(VectorOps& ops, const float* x, float* payload_host) {
+void PullPushWorker::make_payload(VectorOps& ops, const float* x, float* payload_host) {
     // In host memory the update is computed straight into the message; a GPU computes it in
     // its own memory and downloads it once.
     float* update = ops.host_addressable() ? payload_host : scratch_.data();
@@ -24,21 +22,19 @@ void PullPushWorker::write_payload(VectorOps& ops, const float* x, float* payloa
     if (update != payload_host) scratch_.download(payload_host, size_);
 }
 
-void PullPushWorker::apply(VectorOps& ops, float* x, const float* reply_host) {
+void PullPushWorker::apply_reply(VectorOps& ops, float* x, const float* reply_host) {
     ops.copy_from_host(x, reply_host, size_ * sizeof(float));
     copy_to_pulled(ops, x);
 }
 
 void PullPushWorker::apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) {
-    if (!ops.host_addressable()) return apply(ops, x, reply_host.get());
+    if (!ops.host_addressable()) return apply_reply(ops, x, reply_host.get());
     ops.copy_from_host(x, reply_host.get(), size_ * sizeof(float));
     kept_reply_ = std::move(reply_host);
     pulled_ = DeviceBuffer<float>();  // a model's worth of memory, unused while a reply is kept
 }
 
-double AccumulatingCenter::apply(CenterState& center, const Exchange& e, float* reply) {
-    const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
-    const float d = damping(staleness);
+double accumulate(CenterState& center, const Exchange& e, float d, float* reply) {
     float* x = center.x.data();
     const float* payload = e.payload;
     // The norm of what x~ moved, in the same pass; payload[i] is read before reply[i] (possibly

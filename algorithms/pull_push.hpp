@@ -1,5 +1,5 @@
-// The worker and center halves shared by the accumulated-update family (downpour, adag,
-// dynsgd, adag-staleness): the worker sends x_i - x_pull (adag: divided by the local steps it
+// The halves shared by the accumulated-update strategies (downpour, adag, dynsgd,
+// adag-staleness): the worker sends x_i - x_pull (adag: divided by the local steps it
 // accumulates), the center adds it (possibly damped) and replies with x~, which becomes both
 // x_i and the next x_pull.
 #pragma once
@@ -15,10 +15,9 @@ public:
     // tau / k times as much as any other step, just before the final evaluation).
     PullPushWorker(std::size_t size, int normalize_window) : normalize_window_(normalize_window), size_(size) {}
 
-protected:
-    void join(VectorOps& ops, float* x, const float* center_host) override;
-    void write_payload(VectorOps& ops, const float* x, float* payload_host) override;
-    void apply(VectorOps& ops, float* x, const float* reply_host) override;
+    void on_join(VectorOps& ops, float* x, const float* center_host) override;
+    void make_payload(VectorOps& ops, const float* x, float* payload_host) override;
+    void apply_reply(VectorOps& ops, float* x, const float* reply_host) override;
     // In host memory x_pull is the reply itself, kept: one pass less per exchange.
     void apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) override;
 
@@ -33,14 +32,15 @@ private:
     DeviceBuffer<float> pulled_, scratch_;
 };
 
-// x~ <- x~ + damping(staleness) * payload; reply x~.
-class AccumulatingCenter : public AsynchronousCenterRule {
-public:
-    double apply(CenterState& center, const Exchange& exchange, float* reply) override;
+// x~ <- x~ + d * payload; reply x~. Returns the norm of the step on x~.
+double accumulate(CenterState& center, const Exchange& exchange, float d, float* reply);
 
-protected:
-    // 1 for downpour and adag; 1 / (staleness + 1) for dynsgd.
-    virtual float damping(std::uint64_t staleness) const { (void)staleness; return 1.f; }
+// x~ <- x~ + payload; reply x~ (downpour, adag).
+class AccumulatingCenter final : public AsynchronousCenterRule {
+public:
+    double apply(CenterState& center, const Exchange& exchange, float* reply) override {
+        return accumulate(center, exchange, 1.f, reply);
+    }
 };
 
 }  // namespace tether

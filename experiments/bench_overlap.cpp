@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/downpour.hpp"
+#include "algorithms/builtin.hpp"
 
 namespace {
 

@@ -36,50 +36,34 @@ struct StrategyContext {
     // The length of x_i and x~. Rules always get it; a factory gets 0 while a config file is
     // checked before its model has met the data (it is known in the embedding API).
     std::size_t num_parameters = 0;
+    // The local optimizer the workers run ("sgd", "nesterov", "adam": training.optimizer.name),
+    // for a factory that needs one (eamsgd). Empty where tether does not run it: in the
+    // embedding API the local optimizer is the user's own.
+    std::string local_optimizer = "";
 };
 
-// The worker half. Made once per worker (per-run state such as x_pull lives here).
+// The worker half. Made once per worker (per-run state such as x_pull lives here). tether calls
+// it with x, the worker's parameters (num_parameters floats, device memory); *_host are host
+// buffers of num_parameters floats. The center's version that every exchange carries (how the
+// center measures staleness) is tether's business: a rule never sees it.
 class WorkerRule {
 public:
     virtual ~WorkerRule() = default;
-
-    // What tether calls. x is the worker's parameters (num_parameters floats, device memory),
-    // *_host are host buffers of num_parameters floats. The version is the center's (updates
-    // applied to x~); it is recorded here, so a rule cannot forget it: every exchange carries
-    // the version the worker last pulled, which is how the center measures staleness.
-    //   on_join: x already equals x~ (the welcome), center_host is x~ as well.
-    void on_join(VectorOps& ops, float* x, const float* center_host, std::uint64_t version) {
-        join(ops, x, center_host);
-        pull_version_ = version;
-    }
-    void make_payload(VectorOps& ops, const float* x, float* payload_host) { write_payload(ops, x, payload_host); }
-    void apply_reply(VectorOps& ops, float* x, const float* reply_host, std::uint64_t version) {
-        apply(ops, x, reply_host);
-        pull_version_ = version;
-    }
-    //   A reply the rule may keep: what tether itself passes, the received message as it is.
-    void apply_reply(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host, std::uint64_t version) {
-        apply_shared(ops, x, std::move(reply_host));
-        pull_version_ = version;
-    }
-    std::uint64_t pull_version() const { return pull_version_; }
-
-protected:
-    // What a rule implements: allocate its state (DeviceBuffer) and read x~ on joining; write
-    // the payload from x; apply the reply to x.
-    virtual void join(VectorOps& ops, float* x, const float* center_host) { (void)ops, (void)x, (void)center_host; }
-    virtual void write_payload(VectorOps& ops, const float* x, float* payload_host) = 0;
-    virtual void apply(VectorOps& ops, float* x, const float* reply_host) = 0;
-    // What a rule may implement instead of copying the reply into state of its own (x_pull):
-    // hold on to `reply_host`. Its floats are host memory that nobody writes to again while
-    // anybody holds them. Copying ~1 MB per exchange is a pass over memory a worker waits for
-    // at every exchange. The default applies it through apply().
+    // On joining, x already equals x~ (the welcome) and center_host is x~ as well: allocate the
+    // rule's state (DeviceBuffer) here. Called again when a center that forgot the worker
+    // welcomes it anew.
+    virtual void on_join(VectorOps& ops, float* x, const float* center_host) { (void)ops, (void)x, (void)center_host; }
+    // Writes what the worker sends, from x.
+    virtual void make_payload(VectorOps& ops, const float* x, float* payload_host) = 0;
+    // Applies the center's answer to x.
+    virtual void apply_reply(VectorOps& ops, float* x, const float* reply_host) = 0;
+    // What tether itself calls with a reply: the received message as it is, which a rule may
+    // hold on to instead of copying it into state of its own (x_pull). Its floats are host
+    // memory that nobody writes to again while anybody holds them. Copying ~1 MB per exchange
+    // is a pass over memory a worker waits for at every exchange. By default, apply_reply().
     virtual void apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) {
-        apply(ops, x, reply_host.get());
+        apply_reply(ops, x, reply_host.get());
     }
-
-private:
-    std::uint64_t pull_version_ = 0;
 };
 
 // The center's state: x~ and its version (the center, not the rule, counts versions).
@@ -190,6 +174,20 @@ public:
     virtual std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const = 0;
     // What the payload and the reply are (above). Declare it to allow compressed exchanges.
     virtual WireKinds wire_kinds() const { return {}; }
+};
+
+// A strategy that holds its window and its wire kinds, so that it only makes its rules: what
+// every built-in derives from, and a strategy of your own may too.
+class WindowedStrategy : public Strategy {
+public:
+    explicit WindowedStrategy(int communication_window, WireKinds wire_kinds = {})
+        : window_(communication_window), wire_kinds_(wire_kinds) {}
+    int communication_window() const override { return window_; }
+    WireKinds wire_kinds() const override { return wire_kinds_; }
+
+private:
+    int window_;
+    WireKinds wire_kinds_;
 };
 
 // The strategy's own JSON block, read strictly: each getter names its key, its default and what

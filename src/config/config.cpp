@@ -147,7 +147,7 @@ SecurityConfig parse_security(JsonReader r) {
 }
 
 // Rules that tie the strategy to other sections; a strategy's factory sees only its own block
-// and the worker count.
+// and its StrategyContext.
 void check_strategy_against_run(const RunConfig& c) {
     const std::string& name = c.strategy.name;
     if (name == "sequential" && c.cluster.workers != 1)
@@ -165,11 +165,6 @@ void check_strategy_against_run(const RunConfig& c) {
     check_codec("codec", c.cluster.payload_codec().kind, kinds.payload, "workers' exchanges");
     check_codec(c.cluster.reply_codec == "same" ? "codec" : "reply_codec", c.cluster.reply_codec_options().kind, kinds.reply,
                 "center's replies");
-    if (name == "eamsgd" && c.training.optimizer.name != "nesterov")
-        throw ConfigError("strategy.name: \"eamsgd\" runs Nesterov momentum locally, but training.optimizer.name is \"" +
-                          c.training.optimizer.name +
-                          "\"; set it to \"nesterov\" (training.optimizer.momentum is the paper's delta), or use "
-                          "\"aeasgd\" with any local optimizer");
 }
 
 // training.thread_split "layers" needs an MLP with a hidden layer (the widths against the
@@ -199,10 +194,11 @@ RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
     c.cluster = parse_cluster(root.object("cluster"));
     c.security = parse_security(root.object("security"));
     {
-        // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N. The model
-        // has not met the data yet, so the parameter count is not known here (0).
+        // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N; after the
+        // training section: a strategy may need a local optimizer (eamsgd). The model has not
+        // met the data yet, so the parameter count is not known here (0).
         JsonReader s = root.object("strategy");
-        c.strategy.rule = make_strategy(s, StrategyContext{int(c.cluster.workers), 0});
+        c.strategy.rule = make_strategy(s, StrategyContext{int(c.cluster.workers), 0, c.training.optimizer.name});
         c.strategy.name = c.strategy.rule->name();
         s.finish();
     }

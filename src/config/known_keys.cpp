@@ -9,10 +9,12 @@ namespace tether {
 std::vector<KeyInfo> known_config_keys() {
     std::vector<KeyInfo> all;
     std::set<std::string> seen;
-    // Each strategy reads its own keys, so parse one config per strategy and merge.
+    // Each strategy reads its own keys, so parse one config per strategy and merge. Nesterov is
+    // a local optimizer every built-in runs with (eamsgd needs it); defaults are recorded as such.
     for (const auto& name : strategy_names()) {
-        nlohmann::json document = {{"strategy", {{"name", name}}}, {"cluster", {{"workers", name == "sequential" ? 1 : 2}}}};
-        if (name == "eamsgd") document["training"] = {{"optimizer", {{"name", "nesterov"}}}};
+        const nlohmann::json document = {{"strategy", {{"name", name}}},
+                                          {"cluster", {{"workers", name == "sequential" ? 1 : 2}}},
+                                          {"training", {{"optimizer", {{"name", "nesterov"}}}}}};
         std::vector<KeyInfo> keys;
         parse_config(document, &keys);
         for (auto& k : keys) {

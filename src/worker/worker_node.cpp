@@ -92,7 +92,7 @@ void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameter
 void WorkerNode::take_welcome(const Welcome& welcome) {
     backend_->copy_from_host(layout_->x(), welcome.center.data(), welcome.center.size() * sizeof(float));
     if (layout_->staged()) layout_->scatter();
-    rule_->on_join(*backend_, layout_->x(), welcome.center.data(), welcome.version);
+    rule_->on_join(*backend_, layout_->x(), welcome.center.data());
     backend_->synchronize();
 }
 
@@ -109,7 +109,7 @@ void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
     // hold what the rule just made of their replies, these ranges x~.
     std::vector<float> x(num_parameters_);
     backend_->copy_to_host(x.data(), layout_->x(), x.size() * sizeof(float));
-    rule_->on_join(*backend_, layout_->x(), x.data(), outcome.version);
+    rule_->on_join(*backend_, layout_->x(), x.data());
 }
 
 Payload WorkerNode::make_payload() {
@@ -142,7 +142,7 @@ void WorkerNode::exchange() {
     if (rejoined_everywhere(outcome)) {
         take_welcome(welcome_of(outcome));  // this window's work is replaced by x~ from the center
     } else {
-        rule_->apply_reply(*backend_, layout_->x(), outcome.reply.shared_floats(), outcome.version);
+        rule_->apply_shared(*backend_, layout_->x(), outcome.reply.shared_floats());
         if (!outcome.rejoined.empty()) take_partial_welcome(outcome);
         if (layout_->staged()) layout_->scatter();
         backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once
@@ -170,7 +170,7 @@ void WorkerNode::complete_posted() {
         // become x_k' + d: the rule's change lands one window late and the local steps of that
         // window are kept.
         layout_->subtract_x();
-        rule_->apply_reply(*backend_, layout_->x(), outcome.reply.shared_floats(), outcome.version);
+        rule_->apply_shared(*backend_, layout_->x(), outcome.reply.shared_floats());
         if (!outcome.rejoined.empty()) take_partial_welcome(outcome);  // the window's steps kept there too
         layout_->add_x();
         backend_->synchronize();

@@ -19,19 +19,18 @@ class Worker final : public tether::WorkerRule {
 public:
     explicit Worker(std::size_t size) : size_(size) {}
 
-protected:
-    void join(tether::VectorOps& ops, float* x, const float*) override {
+    void on_join(tether::VectorOps& ops, float* x, const float*) override {
         pulled_ = tether::DeviceBuffer<float>(ops, size_);
         scratch_ = tether::DeviceBuffer<float>(ops, size_);
         ops.copy(pulled_.data(), x, size_ * sizeof(float));  // x_pull <- x = x~
     }
-    void write_payload(tether::VectorOps& ops, const float* x, float* payload_host) override {
+    void make_payload(tether::VectorOps& ops, const float* x, float* payload_host) override {
         // Host memory: straight into the message. A GPU: on the device, then one download.
         float* update = ops.host_addressable() ? payload_host : scratch_.data();
         ops.difference(update, x, pulled_.data(), size_);  // D = x_i - x_pull
         if (update != payload_host) scratch_.download(payload_host, size_);
     }
-    void apply(tether::VectorOps& ops, float* x, const float* reply_host) override {
+    void apply_reply(tether::VectorOps& ops, float* x, const float* reply_host) override {
         ops.copy_from_host(x, reply_host, size_ * sizeof(float));  // x_i <- x~
         ops.copy(pulled_.data(), x, size_ * sizeof(float));        // x_pull <- x~
     }
@@ -59,10 +58,10 @@ private:
     float scale_;
 };
 
-class Strategy final : public tether::Strategy {
+// WindowedStrategy holds tau (and would hold the wire kinds, which damped-sum leaves unsaid).
+class Strategy final : public tether::WindowedStrategy {
 public:
-    Strategy(int window, float scale) : window_(window), scale_(scale) {}
-    int communication_window() const override { return window_; }
+    Strategy(int window, float scale) : WindowedStrategy(window), scale_(scale) {}
     std::unique_ptr<tether::WorkerRule> make_worker_rule(const tether::StrategyContext& c) const override {
         return std::make_unique<Worker>(c.num_parameters);
     }
@@ -71,7 +70,6 @@ public:
     }
 
 private:
-    int window_;
     float scale_;
 };
 

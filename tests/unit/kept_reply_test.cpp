@@ -28,19 +28,18 @@ class KeepingWorker final : public tether::WorkerRule {
 public:
     explicit KeepingWorker(std::size_t size) : size_(size) {}
 
-protected:
-    void join(tether::VectorOps&, float* x, const float*) override {
+    void on_join(tether::VectorOps&, float* x, const float*) override {
         kept_.reset();
         joined_.assign(x, x + size_);  // the test runs on the CPU: x is host memory
     }
-    void write_payload(tether::VectorOps& ops, const float* x, float* payload_host) override {
+    void make_payload(tether::VectorOps& ops, const float* x, float* payload_host) override {
         if (kept_ && !std::equal(seen_.begin(), seen_.end(), kept_.get()))
             throw std::runtime_error("the reply this rule keeps was written to while it held it");
         const float* pulled = kept_ ? kept_.get() : joined_.data();
         ops.copy(payload_host, x, size_ * sizeof(float));
         ops.axpy(payload_host, pulled, size_, -1.f);
     }
-    void apply(tether::VectorOps&, float*, const float*) override {
+    void apply_reply(tether::VectorOps&, float*, const float*) override {
         throw std::logic_error("tether gave the reply as a plain pointer, which a rule cannot keep");
     }
     void apply_shared(tether::VectorOps& ops, float* x, std::shared_ptr<const float> reply) override {
@@ -88,21 +87,17 @@ private:
 };
 
 template <typename CenterRule>
-class KeepingStrategy final : public tether::Strategy {
+class KeepingStrategy final : public tether::WindowedStrategy {
 public:
-    explicit KeepingStrategy(int window) : window_(window) {}
-    int communication_window() const override { return window_; }
+    // Wire kinds, so that a lossy codec (decoded replies) is allowed too.
+    explicit KeepingStrategy(int window)
+        : WindowedStrategy(window, {tether::WireVector::update, tether::WireVector::state}) {}
     std::unique_ptr<tether::WorkerRule> make_worker_rule(const tether::StrategyContext& c) const override {
         return std::make_unique<KeepingWorker>(c.num_parameters);
     }
     std::unique_ptr<tether::CenterRule> make_center_rule(const tether::StrategyContext&) const override {
         return tether::center_rule<CenterRule>();
     }
-    // So that a lossy codec (decoded replies) is allowed too.
-    tether::WireKinds wire_kinds() const override { return {tether::WireVector::update, tether::WireVector::state}; }
-
-private:
-    int window_;
 };
 
 void register_once() {

@@ -68,7 +68,8 @@ public:
             rules_.push_back(strategy_->make_worker_rule(context));
             x_.emplace_back(*backend_, kDim);
             x_.back().upload(start.data(), kDim);
-            rules_.back()->on_join(*backend_, x_.back().data(), center_.x.data(), center_.version);
+            rules_.back()->on_join(*backend_, x_.back().data(), center_.x.data());
+            pulled_.push_back(center_.version);
         }
     }
 
@@ -87,13 +88,15 @@ public:
         for (std::size_t i = 0; i < minima_.size(); ++i) {
             train(i, kTau);
             rules_[i]->make_payload(*backend_, x_[i].data(), payloads[i].data());
-            center_rule_->contribute(center_, {std::uint32_t(i), rules_[i]->pull_version(), payloads[i].data(), kDim});
+            center_rule_->contribute(center_, {std::uint32_t(i), pulled_[i], payloads[i].data(), kDim});
         }
         Vec reply(kDim);
         center_rule_->close_round(center_, reply.data());
         ++center_.version;
-        for (std::size_t i = 0; i < minima_.size(); ++i)
-            rules_[i]->apply_reply(*backend_, x_[i].data(), reply.data(), center_.version);
+        for (std::size_t i = 0; i < minima_.size(); ++i) {
+            rules_[i]->apply_reply(*backend_, x_[i].data(), reply.data());
+            pulled_[i] = center_.version;
+        }
     }
 
     // Worker i trains tau steps and runs one asynchronous exchange.
@@ -102,9 +105,10 @@ public:
         train(i, kTau);
         Vec payload(kDim), reply(kDim);
         rules_[i]->make_payload(*backend_, x_[i].data(), payload.data());
-        center_rule_->apply(center_, {std::uint32_t(i), rules_[i]->pull_version(), payload.data(), kDim}, reply.data());
+        center_rule_->apply(center_, {std::uint32_t(i), pulled_[i], payload.data(), kDim}, reply.data());
         ++center_.version;
-        rules_[i]->apply_reply(*backend_, x_[i].data(), reply.data(), center_.version);
+        rules_[i]->apply_reply(*backend_, x_[i].data(), reply.data());
+        pulled_[i] = center_.version;
     }
 
     Vec worker(std::size_t i) const {
@@ -122,6 +126,8 @@ private:
     tether::CenterState center_;
     std::vector<std::unique_ptr<tether::WorkerRule>> rules_;
     std::vector<tether::DeviceBuffer<float>> x_;
+    // The center version of each worker's last pull, which its session sends with every exchange.
+    std::vector<std::uint64_t> pulled_;
 };
 
 }  // namespace

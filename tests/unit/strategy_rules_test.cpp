@@ -65,9 +65,9 @@ struct Worker {
     Worker(Backend& b, const Strategy& s, int workers) : backend(b), rule(s.make_worker_rule({workers, kSize})), x(b, kSize) {}
 
     // Every worker starts from x~, as the welcome sets it.
-    void join(const Vec& center, std::uint64_t version) {
+    void join(const Vec& center) {
         set(center);
-        rule->on_join(backend, x.data(), center.data(), version);
+        rule->on_join(backend, x.data(), center.data());
     }
     void set(const Vec& value) { x.upload(value.data(), kSize); }
     Vec get() const {
@@ -81,12 +81,12 @@ struct Worker {
         return p;
     }
     // As tether passes it: a buffer the rule may keep, which the caller lets go of at once.
-    void apply(const Vec& reply, std::uint64_t version) {
+    void apply(const Vec& reply) {
         const auto received = std::make_shared<const Vec>(reply);
-        rule->apply_reply(backend, x.data(), std::shared_ptr<const float>(received, received->data()), version);
+        rule->apply_shared(backend, x.data(), std::shared_ptr<const float>(received, received->data()));
     }
     // A plain pointer, as a caller of the rule outside tether may give it: the rule copies.
-    void apply_plain(const Vec& reply, std::uint64_t version) { rule->apply_reply(backend, x.data(), reply.data(), version); }
+    void apply_plain(const Vec& reply) { rule->apply_reply(backend, x.data(), reply.data()); }
 };
 
 Exchange exchange_of(std::uint32_t worker, std::uint64_t pull_version, const Vec& payload) {
@@ -117,8 +117,8 @@ TEST_CASE_FIXTURE(Fixture, "averaging: x~ <- mean of the x_i; every worker takes
     auto center_rule = s->make_center_rule({2, kSize});
     CHECK(center_rule->synchronous());
     Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
-    w1.join(kCenter, 0);
-    w2.join(kCenter, 0);
+    w1.join(kCenter);
+    w2.join(kCenter);
     w1.set(kX1);
     w2.set(kX2);
 
@@ -134,11 +134,10 @@ TEST_CASE_FIXTURE(Fixture, "averaging: x~ <- mean of the x_i; every worker takes
     check_equal(center.x, mean);
     check_equal(reply, mean);
     CHECK(moved == doctest::Approx(norm({0.f, 3.f, 2.5f})));
-    w1.apply(reply, 1);
-    w2.apply(reply, 1);
+    w1.apply(reply);
+    w2.apply(reply);
     check_equal(w1.get(), mean);
     check_equal(w2.get(), mean);
-    CHECK(w1.rule->pull_version() == 1);
 
     // The next round starts from an empty sum.
     center_rule->contribute(center, exchange_of(0, 1, kX2));
@@ -154,8 +153,8 @@ TEST_CASE_FIXTURE(Fixture, "easgd: reply x~_old, x~ <- x~ + alpha sum(x_i - x~_o
     auto center_rule = s->make_center_rule({2, kSize});
     CHECK(center_rule->synchronous());
     Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
-    w1.join(kCenter, 0);
-    w2.join(kCenter, 0);
+    w1.join(kCenter);
+    w2.join(kCenter);
     w1.set(kX1);
     w2.set(kX2);
 
@@ -168,8 +167,8 @@ TEST_CASE_FIXTURE(Fixture, "easgd: reply x~_old, x~ <- x~ + alpha sum(x_i - x~_o
     check_equal(center.x, {1.f, 0.5f, 1.75f});
     check_equal(reply, kCenter);  // x~_old
     CHECK(moved == doctest::Approx(norm({0.f, 1.5f, 1.25f})));
-    w1.apply(reply, 1);
-    w2.apply(reply, 1);
+    w1.apply(reply);
+    w2.apply(reply);
     check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
     check_equal(w2.get(), {0.25f, 2.75f, 0.875f});
 }
@@ -192,8 +191,8 @@ TEST_CASE_FIXTURE(Fixture, "aeasgd: e = alpha(x_i - x~) from the current x~; x~ 
     auto center_rule = s->make_center_rule({2, kSize});
     CHECK_FALSE(center_rule->synchronous());
     Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
-    w1.join(kCenter, 0);
-    w2.join(kCenter, 0);
+    w1.join(kCenter);
+    w2.join(kCenter);
     w1.set(kX1);
     w2.set(kX2);
 
@@ -206,16 +205,15 @@ TEST_CASE_FIXTURE(Fixture, "aeasgd: e = alpha(x_i - x~) from the current x~; x~ 
     check_equal(reply, e1);
     check_equal(center.x, {1.25f, -0.75f, 1.625f});
     CHECK(moved == doctest::Approx(norm(e1)));
-    w1.apply(reply, 1);
+    w1.apply(reply);
     check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
-    CHECK(w1.rule->pull_version() == 1);
 
     // The second worker is pulled towards the x~ the first one already moved.
     moved = center_rule->apply(center, exchange_of(1, 0, w2.payload()), reply.data());
     const Vec e2{-0.3125f, 1.1875f, -0.15625f};  // 0.25 * ((0, 4, 1) - (1.25, -0.75, 1.625))
     check_equal(reply, e2);
     check_equal(center.x, {0.9375f, 0.4375f, 1.46875f});
-    w2.apply(reply, 2);
+    w2.apply(reply);
     check_equal(w2.get(), {0.3125f, 2.8125f, 1.15625f});
     CHECK_THROWS_AS(center_rule->contribute(center, exchange_of(0, 0, p1)), std::logic_error);
 }
@@ -229,14 +227,14 @@ TEST_CASE_FIXTURE(Fixture, "eamsgd: the aeasgd exchange, with Nesterov as the lo
     auto center_rule = s->make_center_rule({2, kSize});
     CHECK_FALSE(center_rule->synchronous());
     Worker w1(*backend, *s, 2);
-    w1.join(kCenter, 0);
+    w1.join(kCenter);
     w1.set(kX1);
     CenterState center{kCenter, 0};
     Vec reply(3);
     center_rule->apply(center, exchange_of(0, 0, w1.payload()), reply.data());
     check_equal(reply, {0.25f, 0.25f, 1.125f});
     check_equal(center.x, {1.25f, -0.75f, 1.625f});
-    w1.apply(reply, 1);
+    w1.apply(reply);
     check_equal(w1.get(), {1.75f, -0.25f, 3.875f});
 
     json with_adam = document;
@@ -257,8 +255,8 @@ TEST_CASE_FIXTURE(Fixture, "downpour: send x_i - x_pull; x~ += it; x_i and x_pul
     auto center_rule = s->make_center_rule({2, kSize});
     CHECK_FALSE(center_rule->synchronous());
     Worker w1(*backend, *s, 2), w2(*backend, *s, 2);
-    w1.join(kCenter, 0);
-    w2.join(kCenter, 0);
+    w1.join(kCenter);
+    w2.join(kCenter);
     check_equal(w1.payload(), {0.f, 0.f, 0.f});  // no local work yet
     w1.set(kX1);
     w2.set(kX2);
@@ -267,21 +265,20 @@ TEST_CASE_FIXTURE(Fixture, "downpour: send x_i - x_pull; x~ += it; x_i and x_pul
     Vec reply(3);
     const Vec d1 = w1.payload();
     check_equal(d1, {1.f, 1.f, 4.5f});
-    double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d1), reply.data());
+    double moved = center_rule->apply(center, exchange_of(0, 0, d1), reply.data());
     check_equal(center.x, kX1);
     check_equal(reply, kX1);
     CHECK(moved == doctest::Approx(norm(d1)));
     center.version = 1;  // the Center counts versions, not the rule
-    w1.apply(reply, 1);
+    w1.apply(reply);
     check_equal(w1.get(), kX1);
-    CHECK(w1.rule->pull_version() == 1);
 
     // The second worker's whole update lands on the x~ the first one moved: (2, 0, 5) + (-1, 5, 0.5).
     const Vec d2 = w2.payload();
     check_equal(d2, {-1.f, 5.f, 0.5f});
-    center_rule->apply(center, exchange_of(1, w2.rule->pull_version(), d2), reply.data());
+    center_rule->apply(center, exchange_of(1, 0, d2), reply.data());
     check_equal(center.x, {1.f, 5.f, 5.5f});
-    w2.apply(reply, 2);
+    w2.apply(reply);
     check_equal(w2.get(), {1.f, 5.f, 5.5f});
 
     // x_pull moved with x: the next payload is only the new local work.
@@ -295,7 +292,7 @@ TEST_CASE_FIXTURE(Fixture, "adag: the payload is (x_i - x_pull) / communication_
     CHECK(s->communication_window() == 4);
     auto center_rule = s->make_center_rule({2, kSize});
     Worker w1(*backend, *s, 2);
-    w1.join(kCenter, 0);
+    w1.join(kCenter);
     w1.set(kX1);
     const Vec p = w1.payload();
     check_equal(p, {0.25f, 0.25f, 1.125f});  // (1, 1, 4.5) / 4
@@ -304,7 +301,7 @@ TEST_CASE_FIXTURE(Fixture, "adag: the payload is (x_i - x_pull) / communication_
     center_rule->apply(center, exchange_of(0, 0, p), reply.data());
     check_equal(center.x, {1.25f, -0.75f, 1.625f});
     check_equal(reply, center.x);
-    w1.apply(reply, 1);
+    w1.apply(reply);
     check_equal(w1.get(), center.x);
     check_equal(w1.payload(), {0.f, 0.f, 0.f});
 
@@ -319,8 +316,7 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
     REQUIRE(s->name() == "dynsgd");
     auto center_rule = s->make_center_rule({2, kSize});
     Worker w1(*backend, *s, 2);
-    w1.join(kCenter, 3);
-    CHECK(w1.rule->pull_version() == 3);
+    w1.join(kCenter);  // at version 3, which the worker's session sends with its exchanges
     w1.set({4.f, -7.f, 2.f});
     const Vec d = w1.payload();
     check_equal(d, {3.f, -6.f, 1.5f});  // not scaled on the worker
@@ -328,14 +324,13 @@ TEST_CASE_FIXTURE(Fixture, "dynsgd: the update is divided by staleness + 1, stal
     SUBCASE("stale by 2: a third of the update") {
         CenterState center{kCenter, 5};
         Vec reply(3);
-        const double moved = center_rule->apply(center, exchange_of(0, w1.rule->pull_version(), d), reply.data());
+        const double moved = center_rule->apply(center, exchange_of(0, 3, d), reply.data());
         check_equal(center.x, {2.f, -3.f, 1.f});
         check_equal(reply, center.x);
         CHECK(moved == doctest::Approx(norm(d) / 3));
         CHECK(center.version == 5);
-        w1.apply(reply, 6);
+        w1.apply(reply);
         check_equal(w1.get(), center.x);
-        CHECK(w1.rule->pull_version() == 6);
     }
     SUBCASE("fresh: the whole update") {
         CenterState center{kCenter, 3};
@@ -350,12 +345,12 @@ TEST_CASE_FIXTURE(Fixture, "the pull-push rules keep the reply as x_pull in host
         CAPTURE(name);
         const auto s = strategy({{"strategy", {{"name", name}, {"communication_window", 2}}}, {"cluster", {{"workers", 2}}}});
         Worker kept(*backend, *s, 2), copied(*backend, *s, 2);
-        kept.join(kCenter, 0);
-        copied.join(kCenter, 0);
+        kept.join(kCenter);
+        copied.join(kCenter);
         const auto reply = std::make_shared<const Vec>(kX1);
         const std::shared_ptr<const float> shared(reply, reply->data());
-        kept.rule->apply_reply(*backend, kept.x.data(), shared, 1);
-        copied.apply_plain(kX1, 1);
+        kept.rule->apply_shared(*backend, kept.x.data(), shared);
+        copied.apply_plain(kX1);
         CHECK(reply.use_count() == 3);  // here twice, and the rule
         check_equal(kept.get(), kX1);
         // The next payload is the same from the kept reply as from a copy of it.
@@ -363,10 +358,10 @@ TEST_CASE_FIXTURE(Fixture, "the pull-push rules keep the reply as x_pull in host
         copied.set(kX2);
         check_equal(kept.payload(), copied.payload());
         // Joining again (the center forgot the worker) starts x_pull from x: the reply is let go.
-        kept.join(kCenter, 2);
+        kept.join(kCenter);
         CHECK(reply.use_count() == 2);
         kept.set(kX2);
-        copied.join(kCenter, 2);
+        copied.join(kCenter);
         copied.set(kX2);
         check_equal(kept.payload(), copied.payload());
     }
@@ -439,10 +434,10 @@ TEST_CASE_FIXTURE(Fixture, "diloco with outer lr 1 and no momentum is model aver
     }
     // The worker half is averaging's: x_i <- x~.
     Worker w(*backend, *diloco, 2);
-    w.join(kCenter, 0);
+    w.join(kCenter);
     w.set(kX1);
     check_equal(w.payload(), kX1);
-    w.apply(ra, 3);
+    w.apply(ra);
     check_equal(w.get(), ra);
 }
 
@@ -469,7 +464,7 @@ TEST_CASE_FIXTURE(Fixture, "adag-staleness: each element of a commit scaled by 1
     check_equal(center.x, {4.f, 2.f, 4.5f});
     // The worker half is ADAG's: (x_i - x_pull) / tau.
     Worker w(*backend, *s, 2);
-    w.join(kCenter, 0);
+    w.join(kCenter);
     w.set(kX1);
     check_equal(w.payload(), {0.5f, 0.5f, 2.25f});
 }
