@@ -122,7 +122,6 @@ double LocalTrainer::step() {
     return loss;
 }
 
-void LocalTrainer::set_parameters_from_host(const float* host) { parameters_.upload(host, num_parameters()); }
 void LocalTrainer::parameters_to_host(float* host) const { parameters_.download(host, model_->num_parameters()); }
 
 }  // namespace tether

@@ -44,7 +44,6 @@ public:
     std::size_t samples_seen() const { return samples_seen_; }
     std::size_t steps_taken() const { return steps_taken_; }
 
-    void set_parameters_from_host(const float* host);
     void parameters_to_host(float* host) const;
 
 private:
