@@ -7,12 +7,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "fake_center.hpp"
 #include "protocol/framing.hpp"
+#include "worker/server_session.hpp"
 
 namespace {
 
@@ -224,5 +227,59 @@ TEST_CASE("a lossy state travels as its change from the receiver's copy, decoded
         REQUIRE(in.add(h, chunks[0].payload) == Result::refused);
         CHECK(in.refusal().reason == "wrong encoding");
         CHECK(in.refusal().detail == "this run's reply payloads are changes from the receiver's copy (flag bit 1)");
+    }
+}
+
+// The worker's end: a ServerSession receives welcomes and replies through the same assembler,
+// so it takes a reply cut into chunks whole, and stops on a chunk that breaks the layout.
+TEST_CASE("a worker reassembles a reply sent in chunks, and refuses one whose chunks do not fit") {
+    using tether::testing::FakeCenter;
+    using tether::testing::kFingerprint;
+    for (const std::string fault : {"none", "out of order", "wrong count", "wrong chunk count"}) {
+        CAPTURE(fault);
+        FakeCenter center;
+        SessionOptions options;
+        options.fingerprint = kFingerprint;
+        options.chunk_elements = 2;  // 3 parameters: chunks of 2 and 1
+        options.join_timeout_ms = options.reply_timeout_ms = 5000;
+        options.server_address = "the-server";
+        ServerSession session(center.transport->connect(center.endpoint->address(), "w", {}), options, 3);
+        auto joined = std::async(std::launch::async, [&] { return session.join(); });
+        const auto hello = center.receive();
+        ChunkSender sender(ChunkFormat{3, 2});
+        Header h;
+        h.type = MessageType::welcome;
+        h.fingerprint = kFingerprint;
+        sender.send(h, payload_of({1, 2, 3}), [&](const Header& chunk_header, const Payload& chunk) {
+            center.endpoint->send(hello.peer, encode(chunk_header), chunk);
+        });
+        CHECK(joined.get().center == Vec{1, 2, 3});
+        auto exchanged = std::async(std::launch::async, [&] { return session.exchange(payload_of({4, 5, 6}), {1, 1}); });
+        const auto first = center.receive(), second = center.receive();  // the exchange's two chunks
+        CHECK(first.header.chunk_index == 0);
+        CHECK(second.header.chunk_index == 1);
+        CHECK((second.header.flags & kFlagLastChunk) != 0);
+        h.type = MessageType::reply;
+        h.sequence = first.header.sequence;
+        std::vector<Chunk> reply = chunks_of(sender, payload_of({7, 8, 9}));
+        Header& last = reply[1].header;
+        last.type = MessageType::reply;
+        last.sequence = first.header.sequence;
+        last.fingerprint = kFingerprint;
+        reply[0].header = last;
+        reply[0].header.chunk_index = 0;
+        reply[0].header.element_count = 2;
+        if (fault == "out of order") std::swap(reply[0], reply[1]);
+        if (fault == "wrong count") reply[0].header.element_count = 1;
+        if (fault == "wrong chunk count") reply[0].header.chunk_count = 1;
+        for (const Chunk& c : reply) center.endpoint->send(first.peer, encode(c.header), c.payload);
+        if (fault == "none") {
+            CHECK(floats_of(exchanged.get().reply) == Vec{7, 8, 9});
+            continue;
+        }
+        const std::string reason = fault == "out of order" ? "chunk out of order" : fault;
+        CHECK_THROWS_WITH_AS(exchanged.get(),
+                             doctest::Contains(("inconsistent reply chunk from the server: " + reason + ": ").c_str()),
+                             std::runtime_error);
     }
 }
