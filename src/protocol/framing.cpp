@@ -42,7 +42,6 @@ ChunkSender::ChunkSender(const ChunkFormat& format) : format_(format) {
 }
 
 ChunkSender::~ChunkSender() = default;
-ChunkSender::ChunkSender(ChunkSender&&) noexcept = default;
 
 void ChunkSender::reset(const float* x) {
     if (encoder_) encoder_->reset(x);

@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +53,6 @@ class ChunkSender {
 public:
     explicit ChunkSender(const ChunkFormat& format);
     ~ChunkSender();
-    ChunkSender(ChunkSender&&) noexcept;
     // The receiver now holds x (a welcome): a lossy codec's state starts again from it.
     void reset(const float* x);
     // Calls send(header, payload) for each chunk of `data` (n floats), `h` completed for each
@@ -85,7 +83,7 @@ struct ChunkRefusal {
 // received frame itself, adopted without a copy (the center answers in it, in place); longer
 // or compressed ones are reassembled or decoded into one of two recycled buffers, which a reply
 // still queued in ZeroMQ (or a vector the caller kept) may hold. A refused chunk drops the
-// partial vector whole, so do drop() and a refusal of any other kind from the same peer.
+// partial vector whole; drop() does the same when the peer was refused for another reason.
 //
 // Memory: bytes_held() is what the assembler holds for a vector not yet complete. Issue 26's
 // byte budget (per peer, and over all peers of a center) is checked at one place: in add(),
@@ -111,8 +109,6 @@ public:
     void drop();
     std::uint32_t chunks_received() const { return next_; }
     std::size_t bytes_held() const { return next_ > 0 ? vector_.size() : 0; }
-    // How a reassembly buffer is made (default Payload::allocate).
-    void allocate_with(std::function<Payload(std::size_t bytes)> allocate) { buffers_.allocate_with(std::move(allocate)); }
 
 private:
     Result refuse(std::string reason, std::string detail);
