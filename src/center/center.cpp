@@ -7,7 +7,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include "util/all_finite.hpp"
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
 #include "protocol/framing.hpp"
@@ -229,7 +228,9 @@ void Center::send_chunks(const std::string& peer, Header h, const Payload& data,
 }
 
 void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
-    if (w.state == Worker::State::lost) return;
+    // A worker that left (lost, or said bye while its synchronous round was open) gets nothing:
+    // it reads no more, and its reply encoder went with it.
+    if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     Header h;
     h.type = type;
     h.worker_id = w.id;
