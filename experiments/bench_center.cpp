@@ -6,7 +6,7 @@
 //           copies the reply into its parameters;
 //   tether  the embedding API (CenterService + WorkerClient::step()) with downpour and aeasgd:
 //           every validation (header, size, dtype, finiteness) and the strategy's rule included,
-//           on S servers (ServiceOptions.servers: x~ split into S key ranges, each server on
+//           on S servers (ServiceOptions.servers: x~ split into S server ranges, each server on
 //           its own thread and socket, every client exchanging with all of them in parallel).
 // Prints GB/s (both directions) and tether / raw for each cell; --json prints one object.
 // Both run with freed memory kept mapped, as in the tether command (keep_freed_memory_mapped(),

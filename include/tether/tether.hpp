@@ -69,8 +69,8 @@ struct ServiceOptions {
     // then waits only when the previous exchange has not come back yet. docs/embedding.md
     // gives the rule and the measured effect.
     bool overlap_exchange = false;
-    // Servers that split x~ into contiguous key ranges, each with its own thread and address
-    // (docs/architecture.md, "Sharded center"): address() then lists them, server 0 first,
+    // Servers that split x~ into contiguous server ranges, each with its own thread and address
+    // (docs/architecture.md, "Several servers"): address() then lists them, server 0 first,
     // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
     // per server the same way.
     int servers = 1;

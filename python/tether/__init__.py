@@ -121,7 +121,7 @@ class CenterService:
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options (milliseconds): join_timeout_ms, worker_timeout_ms,
     reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers);
-    servers (x~ split into that many key ranges, each served on its own thread: ``address``
+    servers (x~ split into that many server ranges, each served on its own thread: ``address``
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
     lists them, server 0 first, separated by ','); codec, reply_codec and
     topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same").

@@ -11,7 +11,7 @@
 #include "backend/backend.hpp"
 #include "backend/float_mode.hpp"
 #include "center/server_group.hpp"
-#include "codec/wire_vector.hpp"
+#include "protocol/framing.hpp"
 #include "run/agreed_settings.hpp"
 #include "run/center_run.hpp"
 #include "transport/peer_identity.hpp"
@@ -109,8 +109,8 @@ public:
         c.payload_codec = settings_.payload_codec;
         c.reply_codec = settings_.reply_codec;
         c.wire_kinds = settings_.strategy->wire_kinds();
-        c.max_message_bytes = std::max(c.max_message_bytes, max_payload_bytes(c.payload_codec, c.shard_elements) + 8192);
-        // The centers never block on a send to a peer that stopped reading (as in center_run):
+        c.max_message_bytes = std::max(c.max_message_bytes, max_payload_bytes(c.payload_codec, c.chunk_elements) + 8192);
+        // The servers never block on a send to a peer that stopped reading (as in center_run):
         // they hold the state lock that snapshot() and stats_json() wait for.
         TransportOptions bind_options;
         bind_options.send_timeout_ms = 0;

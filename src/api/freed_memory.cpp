@@ -14,7 +14,7 @@ bool keep_freed_memory_mapped() {
     // adaptive mmap threshold, so every ~1 MB message is mmapped afresh (4 clients: 0.31 GB/s),
     // and a fixed mmap threshold alone leaves the heap trimmed after each free (1.3 GB/s).
     // 32 MiB is the largest mmap threshold glibc accepts on 64-bit; a 4 MiB frame
-    // (cluster.shard_elements) is well below it.
+    // (cluster.chunk_elements) is well below it.
     constexpr int kMmapThreshold = 32 << 20, kTrimThreshold = 256 << 20;
     return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
 #else

@@ -87,7 +87,7 @@ ServiceSettings service_settings(const ServiceOptions& o, std::size_t count) {
         agreed["cluster"]["topk_ratio"] = o.topk_ratio;
     for (std::size_t k = 0; k < std::size_t(o.servers); ++k) {
         ServerIdentity server;
-        server.range = key_range(count, std::size_t(o.servers), k);
+        server.range = server_range(count, std::size_t(o.servers), k);
         server.agreed = server_settings(agreed, k);
         server.fingerprint = settings_fingerprint(server.agreed);
         s.servers.push_back(std::move(server));

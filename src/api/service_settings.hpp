@@ -1,6 +1,6 @@
 // What the ServiceOptions of the embedding API decide, checked and resolved once, the same way
 // for a CenterService and for each WorkerClient: the strategy, the codecs, and per server of x~
-// its key range and the settings (and fingerprint) it agrees with its workers. Errors are
+// its server range and the settings (and fingerprint) it agrees with its workers. Errors are
 // ConfigErrors naming the option ("ServiceOptions.codec: ...").
 #pragma once
 

@@ -7,16 +7,16 @@
 #include <optional>
 #include <stdexcept>
 
-#include "util/all_finite.hpp"
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
-#include "codec/wire_vector.hpp"
+#include "protocol/framing.hpp"
 
 namespace tether {
 
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
-    : endpoint_(std::move(endpoint)), rule_(std::move(rule)), options_(options) {
+    : endpoint_(std::move(endpoint)), rule_(std::move(rule)), options_(options),
+      float32_out_(ChunkFormat{initial.size(), options.chunk_elements}) {
     state_.x = std::move(initial);
     next_snapshot_samples_ = options_.samples_per_snapshot;
 }
@@ -125,83 +125,39 @@ void Center::welcome(Worker& w) {
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = w.last_exchange = Clock::now();
-    const std::size_t n = state_.x.size(), frame = options_.shard_elements;
-    if (lossy(options_.payload_codec.kind)) {
-        w.from_worker = std::make_unique<WireReceiver>(options_.payload_codec, options_.wire_kinds.payload, n, frame);
-        w.from_worker->reset(state_.x.data());  // the worker's x_i is the x~ it is welcomed with
-    }
-    if (lossy(options_.reply_codec.kind)) {
-        w.to_worker = std::make_unique<WireSender>(options_.reply_codec, options_.wire_kinds.reply, n, frame);
-        w.to_worker->reset(state_.x.data());
-    }
+    const std::size_t n = state_.x.size(), chunk = options_.chunk_elements;
+    w.from_worker = std::make_unique<ChunkAssembler>(ChunkFormat{n, chunk, options_.payload_codec, options_.wire_kinds.payload},
+                                                     "exchange", "cluster.codec", /*refuse_non_finite=*/true);
+    w.to_worker = std::make_unique<ChunkSender>(ChunkFormat{n, chunk, options_.reply_codec, options_.wire_kinds.reply});
+    // The worker's x_i is the x~ it is welcomed with: both compressed directions start from it.
+    w.from_worker->reset(state_.x.data());
+    w.to_worker->reset(state_.x.data());
     Payload center = Payload::allocate(state_.x.size() * sizeof(float));
     std::memcpy(center.data(), state_.x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
 }
 
 void Center::release_pending(Worker& w) {
-    // The received frame, or a buffer of w.assembly, which keeps it for the next exchange.
+    // The received frame, or a buffer of w.from_worker's, which keeps it for the next exchange.
     w.pending = Payload();
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
-    const std::size_t n = state_.x.size(), shard = options_.shard_elements;
-    const std::uint32_t shard_count = std::uint32_t(frame_count(n, shard));
-    const FrameRange range = h.shard_id < shard_count ? frame_range(n, shard, h.shard_id) : FrameRange{};
-    const std::size_t first = range.first, expected = range.count;
-    auto fail = [&](const std::string& reason, const std::string& detail) {
-        w.shards_received = 0;  // the partial exchange is dropped whole
-        reject(w.peer, w.id, reason, detail);
-    };
-    const Dtype dtype = dtype_of(options_.payload_codec.kind);
-    if (h.dtype != dtype)
-        return fail("wrong dtype", std::string("exchange payloads of this run are ") + to_string(dtype) +
-                                       " (cluster.codec), got " + to_string(h.dtype));
-    if (w.in_round) return fail("exchange in flight", "wait for the reply to the previous exchange");
-    if (h.shard_count != shard_count)
-        return fail("wrong shard count", "expected " + std::to_string(shard_count) + ", got " + std::to_string(h.shard_count));
-    if (h.shard_id != w.shards_received)
-        return fail("shard out of order", "expected shard " + std::to_string(w.shards_received) + ", got " + std::to_string(h.shard_id));
-    if (h.element_count != expected)
-        return fail("wrong count", "shard " + std::to_string(h.shard_id) + " holds " + std::to_string(expected) +
-                                       " elements, message says " + std::to_string(h.element_count));
-    if (w.from_worker) {
-        if ((h.flags & kFlagChangeFromCopy) != w.from_worker->flags())
-            return fail("wrong encoding", w.from_worker->flags() ? "this run's exchanges are changes from the center's copy (flag bit 1)"
-                                                                 : "this run's exchanges are values, not changes (flag bit 1)");
-        if (h.shard_id == 0) w.pending = w.assembly.next(n * sizeof(float));
-        try {
-            w.from_worker->decode(h.shard_id, frames.payload.data(), frames.payload.size(), w.pending.floats());
-        } catch (const CodecError& e) {
-            return fail("bad encoding", e.what());
-        }
-    } else {
-        if (frames.payload.size() != expected * sizeof(float))
-            return fail("wrong size", "payload of " + std::to_string(frames.payload.size()) + " bytes for " +
-                                          std::to_string(expected) + " float32 elements");
-        if (!host::all_finite(frames.payload.floats(), expected))
-            return fail("non-finite payload", "the exchange holds NaN or Inf");
-        if (shard_count == 1) {
-            w.pending = frames.payload;  // adopted: no copy
-        } else {
-            // Reassembly needs one buffer of the whole vector.
-            if (h.shard_id == 0) w.pending = w.assembly.next(n * sizeof(float));
-            std::memcpy(w.pending.floats() + first, frames.payload.data(), frames.payload.size());
-        }
-    }
-    if (h.shard_id == 0) {
+    if (w.in_round) return reject(w.peer, w.id, "exchange in flight", "wait for the reply to the previous exchange");
+    const ChunkAssembler::Result result = w.from_worker->add(h, frames.payload);
+    if (result == ChunkAssembler::Result::refused)
+        return reject(w.peer, w.id, w.from_worker->refusal().reason, w.from_worker->refusal().detail);
+    if (h.chunk_index == 0) {
         w.sequence = h.sequence;
         w.pull_version = h.center_version;
         w.bytes_in = 0;
     }
     w.bytes_in += frames.header.size() + frames.payload.size();
-    if (++w.shards_received == shard_count) {
-        w.shards_received = 0;
-        w.last_exchange = Clock::now();
-        count_samples(w, samples);
-        if (w.from_worker) w.from_worker->commit(w.pending.floats());
-        complete_exchange(w);
-    }
+    if (result == ChunkAssembler::Result::partial) return;
+    w.last_exchange = Clock::now();
+    count_samples(w, samples);
+    w.pending = w.from_worker->take();
+    complete_exchange(w);
 }
 
 void Center::complete_exchange(Worker& w) {
@@ -261,26 +217,27 @@ void Center::maybe_close_round(bool deadline_passed) {
     maybe_snapshot(false);
 }
 
-void Center::send_frames(const std::string& peer, Header h, const Payload& data, WireSender* encoder) {
+void Center::send_chunks(const std::string& peer, Header h, const Payload& data, ChunkSender& sender) {
     h.center_version = state_.version;
     h.fingerprint = options_.fingerprint;
-    for_each_frame(h, data, state_.x.size(), options_.shard_elements, encoder,
-                   [&](const Header& frame_header, const Payload& frame) {
-        const auto header = encode(frame_header);
-        endpoint_->send(peer, header, frame);
-        stats_.bytes_sent += header.size() + frame.size();
+    sender.send(h, data, [&](const Header& chunk_header, const Payload& chunk) {
+        const auto header = encode(chunk_header);
+        endpoint_->send(peer, header, chunk);
+        stats_.bytes_sent += header.size() + chunk.size();
     });
 }
 
 void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
-    if (w.state == Worker::State::lost) return;
+    // A worker that left (lost, or said bye while its synchronous round was open) gets nothing:
+    // it reads no more, and its reply encoder went with it.
+    if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     Header h;
     h.type = type;
     h.worker_id = w.id;
     h.sequence = sequence;
     try {
         // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
-        send_frames(w.peer, h, data, type == MessageType::reply ? w.to_worker.get() : nullptr);
+        send_chunks(w.peer, h, data, type == MessageType::reply ? *w.to_worker : float32_out_);
     } catch (const DeliveryError& e) {
         lose(w, e.what());
     }

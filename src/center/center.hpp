@@ -1,6 +1,8 @@
-// The center node: owns x~, its version and the strategy's CenterRule, and serves workers
-// through an Endpoint. Every message is validated (protocol/header.hpp); a bad one is
-// answered with an `error`, counted by reason, and leaves x~ untouched.
+// One server of the center: owns its server range of x~ (all of x~ when cluster.servers is 1,
+// the usual case, so the class keeps the role's name), its version and the strategy's
+// CenterRule over that range, and serves workers through an Endpoint. Every message is
+// validated (protocol/header.hpp, protocol/framing.hpp); a bad one is answered with an `error`,
+// counted by reason, and leaves x~ untouched.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 
 #include <tether/strategy.hpp>
 #include "codec/codec.hpp"
+#include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
@@ -25,7 +28,7 @@ namespace tether {
 struct CenterOptions {
     int expected_workers = 1;
     std::uint64_t fingerprint = 0;
-    std::size_t shard_elements = 1 << 20;
+    std::size_t chunk_elements = 1 << 20;  // cluster.chunk_elements (protocol/framing.hpp)
     double quorum = 0.5;
     int round_timeout_ms = 30000;
     int worker_timeout_ms = 10000;
@@ -54,7 +57,7 @@ struct CenterOptions {
     bool ids_from_hello = false;
     // After the last worker left, stay until a `snapshot` request with kFlagFinal has been
     // answered (at most join_timeout_ms): a lead server in another process assembles the final
-    // x~ from every key range.
+    // x~ from every server range.
     bool await_final_snapshot = false;
     std::string name = "center";  // in log lines ("server 2/4")
     // Snapshot x~ once more when serve() ends (unless unchanged since the last one). Off where
@@ -97,7 +100,6 @@ struct Snapshot {
 };
 
 struct Checkpoint;  // center/checkpoint.hpp
-class WireSender;   // codec/wire_vector.hpp
 
 class Center {
 public:
@@ -144,10 +146,10 @@ private:
     void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
     void complete_exchange(Worker& w);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
-    // Sends `data` (x~'s size) in shards, without copying it (through `encoder` when given);
-    // `h` gives type, worker id and sequence. Throws DeliveryError.
-    void send_frames(const std::string& peer, Header h, const Payload& data, WireSender* encoder);
-    // send_frames to a worker, whose place a failed delivery costs.
+    // Sends `data` (x~'s size) in chunks through `sender` (float32: without copying it); `h`
+    // gives type, worker id and sequence. Throws DeliveryError.
+    void send_chunks(const std::string& peer, Header h, const Payload& data, ChunkSender& sender);
+    // send_chunks to a worker, whose place a failed delivery costs.
     void send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence);
     // center_snapshots.cpp: a `snapshot` request, answered now or (kFlagFinal) when every
     // worker has finished.
@@ -174,6 +176,7 @@ private:
     mutable std::mutex state_mutex_;
     std::unique_ptr<CenterRule> rule_;
     CenterOptions options_;
+    ChunkSender float32_out_;  // welcomes and snapshots: always float32
     CenterState state_;
     CenterStats stats_;
     std::vector<std::unique_ptr<Worker>> workers_;

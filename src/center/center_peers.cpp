@@ -80,7 +80,7 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
                     const std::string& detail) {
     ++stats_.rejected[reason];
     // Any rejection drops the sender's partly received exchange whole, whichever check failed.
-    if (Worker* w = find(peer)) w->shards_received = 0;
+    if (Worker* w = find(peer); w && w->from_worker) w->from_worker->drop();
     const std::string text = reason + ": " + detail;
     if (rejections_logged_++ < 50)
         std::fprintf(stderr, "%s: rejected a message from worker %u: %s (x~ unchanged)\n", options_.name.c_str(), worker_id,

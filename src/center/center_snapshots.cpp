@@ -1,6 +1,6 @@
 // What the center hands out of x~: snapshots for evaluation (on a schedule of samples, and at
 // the end), copies for other threads, answers to `snapshot` requests from other processes (a
-// lead server assembling x~ from every key range), and checkpoints.
+// lead server assembling x~ from every server range), and checkpoints.
 #include <cstring>
 
 #include "center/center.hpp"
@@ -98,7 +98,7 @@ void Center::answer_snapshot(const std::string& peer, const Header& request) {
     Payload x = Payload::allocate(state_.x.size() * sizeof(float));
     std::memcpy(x.data(), state_.x.data(), x.size());
     try {
-        send_frames(peer, h, x, nullptr);
+        send_chunks(peer, h, x, float32_out_);
     } catch (const DeliveryError&) {
         ++stats_.replies_dropped;  // the center never waits on a peer; the asker times out
     }

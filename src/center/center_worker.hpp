@@ -3,7 +3,7 @@
 #pragma once
 
 #include "center/center.hpp"
-#include "codec/wire_vector.hpp"
+#include "protocol/framing.hpp"
 
 namespace tether {
 
@@ -13,17 +13,15 @@ struct Center::Worker {
     std::uint32_t id = 0;
     State state = State::joining;
     Clock::time_point last_seen;
-    // The exchange being received: the received frame itself when it came as one shard (the
-    // rule then answers in it, in place), else the shards reassembled (or decoded) into one of
-    // `assembly`, which a reply still queued in ZeroMQ (or kept by the worker) may hold.
+    // The complete exchange, taken from `from_worker`: the received frame itself when it came
+    // as one float32 chunk (the rule then answers in it, in place), else a buffer of its.
     Payload pending;
-    RecycledPayloads assembly;
-    std::uint32_t shards_received = 0;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
     bool in_round = false;
-    // Lossy codecs only (else null): the decoder of its exchanges, the encoder of its replies.
-    std::unique_ptr<WireReceiver> from_worker;
-    std::unique_ptr<WireSender> to_worker;
+    // From its welcome until it leaves: its exchanges' chunks in (checked, reassembled or
+    // decoded), its replies' chunks out (through the reply codec).
+    std::unique_ptr<ChunkAssembler> from_worker;
+    std::unique_ptr<ChunkSender> to_worker;
     Clock::time_point last_exchange;  // or the welcome: a round waits on it at most the heartbeat timeout
 };
 

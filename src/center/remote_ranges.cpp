@@ -4,17 +4,18 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "codec/wire_vector.hpp"
 #include "protocol/header.hpp"
 #include "transport/peer_identity.hpp"
 
 namespace tether {
 
 RemoteRanges::RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
-                           std::size_t shard_elements, int timeout_ms)
-    : servers_(std::move(servers)), shard_elements_(shard_elements), timeout_ms_(timeout_ms) {
-    for (const auto& s : servers_)
+                           std::size_t chunk_elements, int timeout_ms)
+    : servers_(std::move(servers)), timeout_ms_(timeout_ms) {
+    for (const auto& s : servers_) {
         channels_.push_back(transport.connect(s.address, unique_peer_identity("server-0-snapshots"), options));
+        answers_.emplace_back(ChunkFormat{s.range.count, chunk_elements}, "snapshot", "", /*refuse_non_finite=*/false);
+    }
 }
 
 RemoteRanges::~RemoteRanges() {
@@ -38,10 +39,10 @@ void RemoteRanges::receive(std::size_t i, float* x, int timeout_ms) {
     const RemoteServer& s = servers_[i];
     const std::string who = "server " + std::to_string(s.index) + " at " + s.address;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    const std::uint32_t shards = std::uint32_t(frame_count(s.range.count, shard_elements_));
-    std::uint32_t next = 0;
+    ChunkAssembler& answer = answers_[i];
+    answer.drop();  // what an answer given up on left
     Frames frames;
-    while (next < shards) {
+    while (true) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
         if (left <= 0 || !channels_[i]->receive(frames, int(left)))
             throw std::runtime_error(who + " sent no x~ range within " + std::to_string(timeout_ms) +
@@ -52,13 +53,13 @@ void RemoteRanges::receive(std::size_t i, float* x, int timeout_ms) {
         if (h->type == MessageType::error)
             throw std::runtime_error(who + " refused the snapshot request: " + std::string(frames.payload.begin(), frames.payload.end()));
         if (h->type != MessageType::snapshot || h->sequence != sequence_) continue;  // an answer to a request given up on
-        const FrameRange r = frame_range(s.range.count, shard_elements_, h->shard_id);
-        if (h->shard_id != next || h->shard_count != shards || h->dtype != Dtype::float32 || h->element_count != r.count ||
-            frames.payload.size() != r.count * sizeof(float))
-            throw std::runtime_error(who + ": inconsistent snapshot shard " + std::to_string(h->shard_id));
-        std::memcpy(x + s.range.first + r.first, frames.payload.data(), frames.payload.size());
-        ++next;
+        const ChunkAssembler::Result result = answer.add(*h, frames.payload);
+        if (result == ChunkAssembler::Result::refused)
+            throw std::runtime_error(who + ": inconsistent snapshot chunk: " + answer.refusal().reason + ": " + answer.refusal().detail);
+        if (result == ChunkAssembler::Result::complete) break;
     }
+    const Payload range = answer.take();
+    std::memcpy(x + s.range.first, range.data(), range.size());
 }
 
 }  // namespace tether

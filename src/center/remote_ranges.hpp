@@ -1,6 +1,6 @@
-// The key ranges of x~ that other processes serve (`tether server --shard K/S`, K > 0), as
+// The server ranges of x~ that other processes serve (`tether server --server K/S`, K > 0), as
 // server 0 fetches them to evaluate x~: one DEALER per server, a `snapshot` request to each
-// (all sent before any answer is awaited), answered with its range of x~ in float32 shards.
+// (all sent before any answer is awaited), answered with its range of x~ in float32 chunks.
 // A final fetch asks each server for x~ once its workers have all finished.
 #pragma once
 
@@ -9,14 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "protocol/key_ranges.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/server_ranges.hpp"
 #include "transport/transport.hpp"
 
 namespace tether {
 
 struct RemoteServer {
     std::size_t index = 0;  // server k of S
-    KeyRange range;
+    ServerRange range;
     std::string address;
     std::uint64_t fingerprint = 0;  // that server's (its agreed settings name its index)
 };
@@ -24,7 +25,7 @@ struct RemoteServer {
 class RemoteRanges {
 public:
     RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
-                 std::size_t shard_elements, int timeout_ms);
+                 std::size_t chunk_elements, int timeout_ms);
     ~RemoteRanges();
     bool empty() const { return servers_.empty(); }
     // Writes every remote range into x (x~'s full size). `final`: each server answers once all
@@ -37,7 +38,7 @@ private:
 
     std::vector<RemoteServer> servers_;
     std::vector<std::unique_ptr<Channel>> channels_;
-    std::size_t shard_elements_;
+    std::vector<ChunkAssembler> answers_;  // one per server
     int timeout_ms_;
     std::uint64_t sequence_ = 0;
 };

@@ -1,6 +1,6 @@
 // The servers of x~ one process serves (cluster.servers): all S of them in embedded and local
-// runs and in the embedding API, one with `tether server --shard K/S`. Each is a Center owning
-// a contiguous key range, with its own endpoint, rule, rounds and versions, on its own thread;
+// runs and in the embedding API, one with `tether server --server K/S`. Each is a Center owning
+// a contiguous server range, with its own endpoint, rule, rounds and versions, on its own thread;
 // the group serves them together and gives one view over them: x~ copied from every range it
 // holds, and the statistics combined.
 //
@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "center/center.hpp"
-#include "protocol/key_ranges.hpp"
+#include "protocol/server_ranges.hpp"
 
 namespace tether {
 
 struct GroupMember {
     std::unique_ptr<Center> center;
     std::size_t index = 0;  // server k of S
-    KeyRange range;
+    ServerRange range;
 };
 
 class ServerGroup {

@@ -25,7 +25,7 @@ namespace tether::cli {
 namespace {
 
 struct Common {
-    std::string config_path, address, out, resume, shard, servers;
+    std::string config_path, address, out, resume, server, other_servers;
     std::vector<std::string> overrides;
 };
 
@@ -41,10 +41,11 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
     if (std::string(address_flag) == "bind")
         options.add_options()("resume", po::value(&c.resume),
                               "go on from RUN_DIR/checkpoint.bin (config from RUN_DIR/config.json unless --config)")(
-            "shard", po::value(&c.shard),
-            "K/S: run server K of the S = cluster.servers servers of x~ (its key range) only; one --bind address")(
-            "other-servers", po::value(&c.servers),
-            "with --shard 0/S: the addresses of servers 1..S-1, in order, separated by ',' (server 0 fetches their "
+            "server", po::value(&c.server),
+            "K/S: run server K of the S = cluster.servers servers of x~ (its server range) only; one --bind address")(
+            "shard", po::value<std::string>(), "the old name of --server (deprecated)")(
+            "other-servers", po::value(&c.other_servers),
+            "with --server 0/S: the addresses of servers 1..S-1, in order, separated by ',' (server 0 fetches their "
             "ranges of x~ to evaluate it)");
     po::variables_map vm;
     po::store(po::command_line_parser(arguments).options(options).run(), vm);
@@ -52,6 +53,11 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
     if (vm.count("help")) {
         std::cout << options << "\n";
         return false;
+    }
+    if (vm.count("shard")) {
+        if (vm.count("server")) throw po::error("--shard is the old name of --server; give only --server");
+        std::fprintf(stderr, "tether server: --shard is deprecated; it is now --server\n");
+        c.server = vm["shard"].as<std::string>();
     }
     if (!c.resume.empty()) {
         if (c.config_path.empty()) c.config_path = c.resume + "/config.json";
@@ -72,40 +78,40 @@ std::string bind_address_for(const std::string& connect) {
 }
 
 // The servers this process runs: all of cluster.servers (one --bind address each), or server K
-// of S with --shard K/S.
+// of S with --server K/S.
 ServerPlan plan_from(const Common& c, const RunConfig& config) {
     ServerPlan plan;
     plan.bind = split_addresses(c.address, "--bind");
     const std::size_t servers = std::size_t(config.cluster.servers);
-    if (c.shard.empty()) {
-        if (!c.servers.empty()) throw ConfigError("--other-servers: only with --shard 0/S (server 0 run alone)");
+    if (c.server.empty()) {
+        if (!c.other_servers.empty()) throw ConfigError("--other-servers: only with --server 0/S (server 0 run alone)");
         if (plan.bind.size() != servers)
             throw ConfigError("--bind " + c.address + ": cluster.servers is " + std::to_string(servers) + "; give one address per "
-                              "server (all in this process), separated by ',', or run each with --shard K/" + std::to_string(servers));
+                              "server (all in this process), separated by ',', or run each with --server K/" + std::to_string(servers));
         return plan;
     }
     std::size_t k = 0, s = 0;
     char slash = 0;
-    std::istringstream in(c.shard);
+    std::istringstream in(c.server);
     if (!(in >> k >> slash >> s) || slash != '/' || !in.eof() || s == 0 || k >= s)
-        throw ConfigError("--shard " + c.shard + ": expected K/S with 0 <= K < S, e.g. --shard 1/3");
+        throw ConfigError("--server " + c.server + ": expected K/S with 0 <= K < S, e.g. --server 1/3");
     if (s != servers)
-        throw ConfigError("--shard " + c.shard + ": cluster.servers is " + std::to_string(servers) + " in " + c.config_path +
-                          "; use --shard K/" + std::to_string(servers) + " or --set cluster.servers=" + std::to_string(s));
-    if (plan.bind.size() != 1) throw ConfigError("--bind " + c.address + ": --shard runs one server; give one address");
+        throw ConfigError("--server " + c.server + ": cluster.servers is " + std::to_string(servers) + " in " + c.config_path +
+                          "; use --server K/" + std::to_string(servers) + " or --set cluster.servers=" + std::to_string(s));
+    if (plan.bind.size() != 1) throw ConfigError("--bind " + c.address + ": --server runs one server; give one address");
     plan.first = k;
     if (k > 0) {
-        if (!c.servers.empty())
-            throw ConfigError("--other-servers: only server 0 (--shard 0/S) fetches the other servers' ranges");
+        if (!c.other_servers.empty())
+            throw ConfigError("--other-servers: only server 0 (--server 0/S) fetches the other servers' ranges");
         return plan;
     }
     if (s > 1) {
-        if (c.servers.empty())
-            throw ConfigError("--shard 0/" + std::to_string(s) + ": server 0 evaluates x~ and needs the other servers' "
+        if (c.other_servers.empty())
+            throw ConfigError("--server 0/" + std::to_string(s) + ": server 0 evaluates x~ and needs the other servers' "
                               "addresses: --other-servers A1,...,A" + std::to_string(s - 1));
-        plan.remote = split_addresses(c.servers, "--other-servers");
+        plan.remote = split_addresses(c.other_servers, "--other-servers");
         if (plan.remote.size() != s - 1)
-            throw ConfigError("--other-servers " + c.servers + ": " + std::to_string(plan.remote.size()) + " address(es); servers 1.." +
+            throw ConfigError("--other-servers " + c.other_servers + ": " + std::to_string(plan.remote.size()) + " address(es); servers 1.." +
                               std::to_string(s - 1) + " are " + std::to_string(s - 1));
     }
     return plan;
@@ -145,7 +151,7 @@ int serve(const Common& c) {
 int server_command(const std::vector<std::string>& arguments) {
     Common c;
     if (!parse(arguments,
-               "tether server --config C --bind tcp://*:PORT[,...] [--shard K/S [--other-servers A1,...]] [--out DIR] "
+               "tether server --config C --bind tcp://*:PORT[,...] [--server K/S [--other-servers A1,...]] [--out DIR] "
                "[--resume RUN_DIR] [--set K=V]...",
                "bind", "address to bind, e.g. tcp://*:5555 (tcp://127.0.0.1:* lets the OS pick a port); one per server", c))
         return 0;

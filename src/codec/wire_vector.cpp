@@ -1,36 +1,12 @@
 #include "codec/wire_vector.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "util/all_finite.hpp"
 
 namespace tether {
-
-Dtype dtype_of(CodecKind kind) {
-    switch (kind) {
-        case CodecKind::float32: return Dtype::float32;
-        case CodecKind::fp16: return Dtype::fp16;
-        case CodecKind::bf16: return Dtype::bf16;
-        case CodecKind::int8: return Dtype::int8;
-        case CodecKind::topk: return Dtype::topk;
-    }
-    throw std::invalid_argument("unknown codec");
-}
-
-std::size_t max_payload_bytes(const CodecOptions& codec, std::size_t frame_elements) {
-    return std::max(frame_elements * sizeof(float), make_codec(codec)->max_encoded_bytes(frame_elements));
-}
-
-std::size_t frame_count(std::size_t n, std::size_t frame_elements) {
-    return std::max<std::size_t>(1, (n + frame_elements - 1) / frame_elements);
-}
-
-FrameRange frame_range(std::size_t n, std::size_t frame_elements, std::size_t frame) {
-    const std::size_t first = std::min(n, frame * frame_elements);
-    return {first, std::min(frame_elements, n - first)};
-}
 
 namespace {
 
@@ -43,9 +19,8 @@ void check_kind(WireVector kind, const CodecOptions& codec) {
 
 }  // namespace
 
-WireSender::WireSender(const CodecOptions& codec, WireVector kind, std::size_t n, std::size_t frame_elements)
-    : codec_(make_codec(codec)), kind_(kind), n_(n), frame_elements_(frame_elements), kept_(n, 0.f),
-      scratch_(std::min(n, frame_elements)), arrived_(scratch_.size()) {
+WireSender::WireSender(const CodecOptions& codec, WireVector kind, std::size_t n)
+    : codec_(make_codec(codec)), kind_(kind), n_(n), kept_(n, 0.f) {
     check_kind(kind, codec);
 }
 
@@ -54,42 +29,32 @@ void WireSender::reset(const float* x) {
     else std::fill(kept_.begin(), kept_.end(), 0.f);
 }
 
-std::vector<Payload> WireSender::encode(const float* x) {
-    const std::size_t frames = frame_count(n_, frame_elements_);
-    std::vector<std::size_t> offsets{0};
-    for (std::size_t f = 0; f < frames; ++f)
-        offsets.push_back(offsets.back() + codec_->max_encoded_bytes(frame_range(n_, frame_elements_, f).count));
-    // The last exchange's buffer once ZeroMQ has let go of it: a fresh one of this size each
-    // time would cost page faults on every exchange.
-    if (!(buffer_.unique() && buffer_.size() >= offsets.back())) buffer_ = Payload::allocate(offsets.back());
-    const Payload& buffer = buffer_;
-    std::vector<Payload> out;
-    for (std::size_t f = 0; f < frames; ++f) {
-        const FrameRange r = frame_range(n_, frame_elements_, f);
-        float* kept = kept_.data() + r.first;
-        float* v = scratch_.data();
-        // What is sent: the update plus the residual, or the state's change from the copy.
-        if (kind_ == WireVector::update)
-            for (std::size_t i = 0; i < r.count; ++i) v[i] = x[r.first + i] + kept[i];
-        else
-            for (std::size_t i = 0; i < r.count; ++i) v[i] = x[r.first + i] - kept[i];
-        std::uint8_t* bytes = buffer.data() + offsets[f];
-        const std::size_t used = codec_->encode(v, r.count, bytes);
-        // What the receiver will read, decoded here from the same bytes.
-        float* arrived = arrived_.data();
-        codec_->decode(bytes, used, r.count, arrived);
-        if (kind_ == WireVector::update)
-            for (std::size_t i = 0; i < r.count; ++i) kept[i] = v[i] - arrived[i];
-        else
-            for (std::size_t i = 0; i < r.count; ++i) kept[i] += arrived[i];
-        out.push_back(buffer.slice(offsets[f], used));
+std::size_t WireSender::encode(const float* x, std::size_t first, std::size_t count, std::uint8_t* out) {
+    if (first > n_ || count > n_ - first) throw std::logic_error("a slice outside the vector");
+    if (scratch_.size() < count) {  // once: every chunk but the last is as long as the first
+        scratch_.resize(count);
+        arrived_.resize(count);
     }
-    return out;
+    float* kept = kept_.data() + first;
+    float* v = scratch_.data();
+    // What is sent: the update plus the residual, or the state's change from the copy.
+    if (kind_ == WireVector::update)
+        for (std::size_t i = 0; i < count; ++i) v[i] = x[first + i] + kept[i];
+    else
+        for (std::size_t i = 0; i < count; ++i) v[i] = x[first + i] - kept[i];
+    const std::size_t used = codec_->encode(v, count, out);
+    // What the receiver will read, decoded here from the same bytes.
+    float* arrived = arrived_.data();
+    codec_->decode(out, used, count, arrived);
+    if (kind_ == WireVector::update)
+        for (std::size_t i = 0; i < count; ++i) kept[i] = v[i] - arrived[i];
+    else
+        for (std::size_t i = 0; i < count; ++i) kept[i] += arrived[i];
+    return used;
 }
 
-WireReceiver::WireReceiver(const CodecOptions& codec, WireVector kind, std::size_t n, std::size_t frame_elements)
-    : codec_(make_codec(codec)), kind_(kind), n_(n), frame_elements_(frame_elements),
-      copy_(kind == WireVector::state ? n : 0, 0.f), frame_(std::min(n, frame_elements)) {
+WireReceiver::WireReceiver(const CodecOptions& codec, WireVector kind, std::size_t n)
+    : codec_(make_codec(codec)), kind_(kind), n_(n), copy_(kind == WireVector::state ? n : 0, 0.f) {
     check_kind(kind, codec);
 }
 
@@ -97,18 +62,18 @@ void WireReceiver::reset(const float* x) {
     if (kind_ == WireVector::state) std::copy(x, x + n_, copy_.begin());
 }
 
-void WireReceiver::decode(std::size_t frame, const std::uint8_t* bytes, std::size_t size, float* out) {
-    if (frame >= frame_count(n_, frame_elements_))
-        throw CodecError("frame " + std::to_string(frame) + " of a vector of " + std::to_string(frame_count(n_, frame_elements_)));
-    const FrameRange r = frame_range(n_, frame_elements_, frame);
-    codec_->decode(bytes, size, r.count, frame_.data());  // throws before anything is written
+void WireReceiver::decode(const std::uint8_t* bytes, std::size_t size, std::size_t first, std::size_t count, float* out) {
+    if (first > n_ || count > n_ - first)
+        throw CodecError("elements [" + std::to_string(first) + ", " + std::to_string(first + count) + ") of a vector of " +
+                         std::to_string(n_));
+    if (slice_.size() < count) slice_.resize(count);
+    codec_->decode(bytes, size, count, slice_.data());  // throws before anything is written
     if (kind_ == WireVector::state) {
-        for (std::size_t i = 0; i < r.count; ++i) frame_[i] += copy_[r.first + i];
+        for (std::size_t i = 0; i < count; ++i) slice_[i] += copy_[first + i];
         // Each part was finite; their sum may still overflow.
-        if (!host::all_finite(frame_.data(), r.count))
-            throw CodecError("the change from the receiver's copy overflows float32");
+        if (!host::all_finite(slice_.data(), count)) throw CodecError("the change from the receiver's copy overflows float32");
     }
-    std::copy(frame_.begin(), frame_.begin() + std::ptrdiff_t(r.count), out + r.first);
+    std::copy(slice_.begin(), slice_.begin() + std::ptrdiff_t(count), out + first);
 }
 
 void WireReceiver::commit(const float* x) {

@@ -9,9 +9,10 @@
 // Q is the codec's encode + decode; the sender decodes its own message, so both ends compute
 // c from the same floats and stay equal bit for bit. Over an exchange sequence the sum of what
 // arrived (update) or the last value that arrived (state) differs from the truth by one
-// residual, which does not grow. A vector travels in frames of at most frame_elements elements
-// (cluster.shard_elements), each encoded on its own, so a receiver checks and decodes each
-// frame as it arrives. float32 loses nothing: no object of this file is made for it.
+// residual, which does not grow. A vector travels in chunks (protocol/framing.hpp, which cuts
+// it and calls these), each encoded on its own, so both classes work on one slice
+// [first, first + count) of the vector at a time and a receiver checks and decodes each chunk
+// as it arrives. float32 loses nothing: no object of this file is made for it.
 #pragma once
 
 #include <tether/strategy.hpp>
@@ -22,90 +23,51 @@
 #include <vector>
 
 #include "codec/codec.hpp"
-#include "protocol/header.hpp"
-#include "transport/payload.hpp"
 
 namespace tether {
 
-Dtype dtype_of(CodecKind kind);
-// The most bytes one message's payload may hold: frame_elements elements as float32 or through
-// `codec`, whichever is larger (a hello's settings ride on the slack the caller adds).
-std::size_t max_payload_bytes(const CodecOptions& codec, std::size_t frame_elements);
-
-// Frame k of a vector of n elements cut into frames of `frame_elements`: [first, first + count).
-struct FrameRange {
-    std::size_t first = 0, count = 0;
-};
-std::size_t frame_count(std::size_t n, std::size_t frame_elements);
-FrameRange frame_range(std::size_t n, std::size_t frame_elements, std::size_t frame);
-
-class WireSender;
-
-// The frames of one vector message, in order: calls send(header, frame) with `h` completed for
-// each frame (dtype, shard count and id, element count, flags), the frame encoded by `encoder`
-// or, without one, a zero-copy float32 slice of `data`. The worker's exchanges and the
-// center's replies and welcomes share this, so both ends cut a vector the same way.
-template <typename Send>
-void for_each_frame(Header h, const Payload& data, std::size_t n, std::size_t frame_elements, WireSender* encoder,
-                    Send send);
-
 class WireSender {
 public:
-    // `kind` must be state or update, and codec.kind lossy.
-    WireSender(const CodecOptions& codec, WireVector kind, std::size_t n, std::size_t frame_elements);
+    // `kind` must be state or update, and codec.kind lossy; the vector has n elements.
+    WireSender(const CodecOptions& codec, WireVector kind, std::size_t n);
     // The receiver now holds x (a welcome): the copy c of a state restarts from it, the residual
     // of an update from zero.
     void reset(const float* x);
-    // Encodes x[0, n) into one payload per frame (slices of one new buffer, so a zero-copy send
-    // of one frame never shares memory with the next exchange).
-    std::vector<Payload> encode(const float* x);
-    Dtype dtype() const { return dtype_of(codec_->kind()); }
-    // Header flags every frame carries.
-    std::uint32_t flags() const { return kind_ == WireVector::state ? kFlagChangeFromCopy : 0; }
+    CodecKind codec() const { return codec_->kind(); }
+    WireVector kind() const { return kind_; }
+    std::size_t max_encoded_bytes(std::size_t count) const { return codec_->max_encoded_bytes(count); }
+    // Encodes the slice x[first, first + count) of the whole vector x into `out`
+    // (max_encoded_bytes(count) long) and moves what it keeps of that slice on; returns the
+    // bytes written.
+    std::size_t encode(const float* x, std::size_t first, std::size_t count, std::uint8_t* out);
 
 private:
     std::unique_ptr<Codec> codec_;
     WireVector kind_;
-    std::size_t n_, frame_elements_;
-    std::vector<float> kept_;     // update: the residual; state: the receiver's copy c
-    std::vector<float> scratch_, arrived_;  // one frame: what is encoded, what it decodes to
-    Payload buffer_;                        // the frames' bytes, reused once nobody holds them
+    std::size_t n_;
+    std::vector<float> kept_;               // update: the residual; state: the receiver's copy c
+    std::vector<float> scratch_, arrived_;  // one slice: what is encoded, what it decodes to
 };
 
 class WireReceiver {
 public:
-    WireReceiver(const CodecOptions& codec, WireVector kind, std::size_t n, std::size_t frame_elements);
+    WireReceiver(const CodecOptions& codec, WireVector kind, std::size_t n);
     void reset(const float* x);
-    Dtype dtype() const { return dtype_of(codec_->kind()); }
-    std::uint32_t flags() const { return kind_ == WireVector::state ? kFlagChangeFromCopy : 0; }
-    // Decodes frame `frame` (`bytes` bytes) into out[first, first + count) of the whole vector.
-    // Throws CodecError (size, index or value wrong, or a rebuilt element not finite) and then
-    // leaves `out` untouched.
-    void decode(std::size_t frame, const std::uint8_t* bytes, std::size_t size, float* out);
-    // Every frame of `x` arrived and was decoded: x is the receiver's copy now (state).
+    CodecKind codec() const { return codec_->kind(); }
+    WireVector kind() const { return kind_; }
+    // Decodes `size` bytes holding the slice [first, first + count) into out[first, first +
+    // count) of the whole vector. Throws CodecError (size, index or value wrong, the slice
+    // outside the vector, or a rebuilt element not finite) and then leaves `out` untouched.
+    void decode(const std::uint8_t* bytes, std::size_t size, std::size_t first, std::size_t count, float* out);
+    // Every slice of `x` arrived and was decoded: x is the receiver's copy now (state).
     void commit(const float* x);
 
 private:
     std::unique_ptr<Codec> codec_;
     WireVector kind_;
-    std::size_t n_, frame_elements_;
-    std::vector<float> copy_;  // state: c
-    std::vector<float> frame_;
+    std::size_t n_;
+    std::vector<float> copy_;   // state: c
+    std::vector<float> slice_;  // one slice, decoded
 };
-
-template <typename Send>
-void for_each_frame(Header h, const Payload& data, std::size_t n, std::size_t frame_elements, WireSender* encoder,
-                    Send send) {
-    const std::vector<Payload> encoded = encoder ? encoder->encode(data.floats()) : std::vector<Payload>{};
-    h.dtype = encoder ? encoder->dtype() : Dtype::float32;
-    h.shard_count = std::uint32_t(frame_count(n, frame_elements));
-    for (std::uint32_t s = 0; s < h.shard_count; ++s) {
-        const FrameRange r = frame_range(n, frame_elements, s);
-        h.shard_id = s;
-        h.element_count = r.count;
-        h.flags = (s + 1 == h.shard_count ? kFlagLastShard : 0) | (encoder ? encoder->flags() : 0);
-        send(h, encoder ? encoded[s] : data.slice(r.first * sizeof(float), r.count * sizeof(float)));
-    }
-}
 
 }  // namespace tether

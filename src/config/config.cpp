@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,35 @@ namespace tether {
 using nlohmann::json;
 
 namespace {
+
+// Keys renamed since they were documented: the old name still works, with a warning on stderr
+// naming the new one; the resolved config (config.json) has the new name.
+struct RenamedKey {
+    const char *section, *old_name, *new_name;
+};
+constexpr RenamedKey kRenamedKeys[] = {{"cluster", "shard_elements", "chunk_elements"}};
+
+// `document`, or a copy of it in `renamed` with the old names replaced by the new ones.
+const json& with_current_names(const json& document, json& renamed) {
+    const json* current = &document;
+    for (const RenamedKey& k : kRenamedKeys) {
+        if (!current->is_object() || !current->contains(k.section)) continue;
+        const json& section = current->at(k.section);
+        if (!section.is_object() || !section.contains(k.old_name)) continue;
+        const std::string old_path = std::string(k.section) + "." + k.old_name, new_path = std::string(k.section) + "." + k.new_name;
+        if (section.contains(k.new_name))
+            throw ConfigError(old_path + " is the old name of " + new_path + "; give only " + new_path);
+        if (current == &document) {
+            renamed = document;
+            current = &renamed;
+        }
+        json& moved = renamed[k.section];
+        moved[k.new_name] = moved[k.old_name];
+        moved.erase(k.old_name);
+        std::fprintf(stderr, "tether: config key %s is deprecated; it is now %s\n", old_path.c_str(), new_path.c_str());
+    }
+    return *current;
+}
 
 DataConfig parse_data(JsonReader r) {
     DataConfig d;
@@ -104,7 +134,7 @@ ClusterConfig parse_cluster(JsonReader r) {
     k.heartbeat_ms = r.integer("heartbeat_ms", k.heartbeat_ms, 10, 3'600'000);
     k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
     k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
-    k.shard_elements = r.integer("shard_elements", k.shard_elements, 1, 1 << 24);
+    k.chunk_elements = r.integer("chunk_elements", k.chunk_elements, 1, 1 << 24);
     k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
     k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
     k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
@@ -181,8 +211,10 @@ void check_thread_split(const RunConfig& c) {
 
 }  // namespace
 
-RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys) {
+RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys) {
     RunConfig c;
+    json renamed;
+    const json& document = with_current_names(given, renamed);
     JsonReader root(&document, "", c.resolved, keys);
     c.name = root.string("name", c.name);
     if (c.name.empty() || c.name.find('/') != std::string::npos)

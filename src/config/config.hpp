@@ -85,7 +85,7 @@ struct ClusterConfig {
     std::int64_t heartbeat_ms = 2000;
     std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
     std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
-    std::int64_t shard_elements = 1 << 20;   // largest payload of one message (4 MiB of float32)
+    std::int64_t chunk_elements = 1 << 20;   // elements of one chunk, the largest payload of one message (4 MiB of float32)
     // Extra milliseconds worker k sleeps after each local step (entry k; missing entries 0):
     // simulated stragglers, to study strategies with workers of unequal speed.
     std::vector<std::int64_t> step_delay_ms;
@@ -97,8 +97,8 @@ struct ClusterConfig {
     // Each exchange runs on the worker's own thread while it trains the next window; its reply
     // lands one window late (worker/worker_node.hpp, docs/embedding.md).
     bool overlap = false;
-    std::int64_t max_peers = 256;          // identities the center keeps state for at once
-    std::int64_t servers = 1;              // centers that split x~ into key ranges (protocol/key_ranges.hpp)
+    std::int64_t max_peers = 256;          // identities each server keeps state for at once
+    std::int64_t servers = 1;              // servers that split x~ into server ranges (protocol/server_ranges.hpp)
     // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
     // ("same": as codec); topk keeps this share of the elements.
     std::string codec = "float32";

@@ -74,8 +74,8 @@ std::vector<std::uint8_t> encode(const Header& h) {
     w.put<std::uint64_t>(h.center_version);
     w.put<std::uint64_t>(h.local_step);
     w.put<std::uint64_t>(h.samples);
-    w.put<std::uint32_t>(h.shard_id);
-    w.put<std::uint32_t>(h.shard_count);
+    w.put<std::uint32_t>(h.chunk_index);
+    w.put<std::uint32_t>(h.chunk_count);
     w.put<std::uint64_t>(h.element_count);
     w.put<std::uint64_t>(h.fingerprint);
     return out;
@@ -118,31 +118,15 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     h.center_version = r.get<std::uint64_t>();
     h.local_step = r.get<std::uint64_t>();
     h.samples = r.get<std::uint64_t>();
-    h.shard_id = r.get<std::uint32_t>();
-    h.shard_count = r.get<std::uint32_t>();
+    h.chunk_index = r.get<std::uint32_t>();
+    h.chunk_count = r.get<std::uint32_t>();
     h.element_count = r.get<std::uint64_t>();
     h.fingerprint = r.get<std::uint64_t>();
-    if (h.shard_count == 0 || h.shard_id >= h.shard_count) {
-        reason = "bad shard";
+    if (h.chunk_count == 0 || h.chunk_index >= h.chunk_count) {
+        reason = "bad chunk";
         return std::nullopt;
     }
     return h;
-}
-
-std::uint64_t fingerprint(std::size_t parameters, const std::vector<std::size_t>& layer_sizes,
-                          const std::string& strategy) {
-    std::uint64_t hash = 1469598103934665603ull;
-    auto mix = [&](std::uint64_t v) {
-        for (int i = 0; i < 8; ++i) {
-            hash ^= (v >> (8 * i)) & 0xff;
-            hash *= 1099511628211ull;
-        }
-    };
-    mix(parameters);
-    mix(layer_sizes.size());
-    for (auto s : layer_sizes) mix(s);
-    for (char c : strategy) mix(std::uint8_t(c));
-    return hash;
 }
 
 }  // namespace tether

@@ -22,7 +22,7 @@ enum class MessageType : std::uint8_t {
     heartbeat = 5,  // worker -> center: still alive between exchanges
     bye = 6,        // worker -> center: finished; payload empty
     error = 7,      // center -> worker: payload is a UTF-8 reason
-    snapshot = 8,   // to a center: "send me your x~"; from it: x~ of its key range (no join needed)
+    snapshot = 8,   // to a center: "send me your x~"; from it: x~ of its server range (no join needed)
 };
 const char* to_string(MessageType type);
 
@@ -31,8 +31,8 @@ enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2, fp16 = 3, bf1
 constexpr std::uint8_t kLastDtype = 6;
 const char* to_string(Dtype dtype);
 
-// Set on the last shard of a multi-shard exchange, reply or welcome.
-constexpr std::uint32_t kFlagLastShard = 1u << 0;
+// Set on the last chunk of a vector (protocol/framing.hpp): an exchange, reply, welcome or snapshot.
+constexpr std::uint32_t kFlagLastChunk = 1u << 0;
 // Set when a compressed payload is the change from the receiver's copy of a state vector (x_i,
 // x~; codec/wire_vector.hpp) rather than the values themselves.
 constexpr std::uint32_t kFlagChangeFromCopy = 1u << 1;
@@ -48,10 +48,10 @@ struct Header {
     std::uint64_t center_version = 0;  // from the worker: version at its last pull; from the center: now
     std::uint64_t local_step = 0;      // worker's local steps so far
     std::uint64_t samples = 0;         // worker's training samples so far
-    std::uint32_t shard_id = 0;        // this message's slice of the vector
-    std::uint32_t shard_count = 1;
+    std::uint32_t chunk_index = 0;     // this message's chunk of the vector (protocol/framing.hpp)
+    std::uint32_t chunk_count = 1;
     std::uint64_t element_count = 0;   // elements in this message's payload
-    std::uint64_t fingerprint = 0;     // model + strategy; checked on every message
+    std::uint64_t fingerprint = 0;     // of the agreed settings (run/agreed_settings.cpp); checked on every message
 };
 
 std::vector<std::uint8_t> encode(const Header& header);
@@ -59,10 +59,5 @@ std::vector<std::uint8_t> encode(const Header& header);
 // Decodes and checks magic, version, size and type; on failure returns nullopt and sets
 // `reason` to a short machine-readable reason ("short header", "bad magic", ...).
 std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::string& reason);
-
-// FNV-1a over parameter count, layer sizes and strategy name: two processes agree on it only
-// when they train the same model with the same strategy.
-std::uint64_t fingerprint(std::size_t parameters, const std::vector<std::size_t>& layer_sizes,
-                          const std::string& strategy);
 
 }  // namespace tether

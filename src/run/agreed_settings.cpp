@@ -76,7 +76,7 @@ nlohmann::json agreed_settings(const RunConfig& config, const std::vector<std::s
     const ClusterConfig& k = config.cluster;
     nlohmann::json cluster = {{"workers", k.workers},
                               {"servers", k.servers},
-                              {"shard_elements", k.shard_elements},
+                              {"chunk_elements", k.chunk_elements},
                               {"codec", to_string(k.payload_codec().kind)},
                               {"reply_codec", to_string(k.reply_codec_options().kind)}};
     if (k.payload_codec().kind == CodecKind::topk || k.reply_codec_options().kind == CodecKind::topk)

@@ -1,5 +1,5 @@
 // Everything the center and its workers must agree on, as one canonical JSON object: the
-// strategy with all its options, the worker count, the shard size, the model's shapes and the
+// strategy with all its options, the worker count, the chunk size, the model's shapes and the
 // identity of the training data. The fingerprint in every header is a hash of it; the hello
 // carries the object itself, so that a mismatch is refused naming the key and both values.
 #pragma once

@@ -9,7 +9,7 @@
 #include "backend/float_mode.hpp"
 #include "center/checkpoint.hpp"
 #include "center/server_group.hpp"
-#include "codec/wire_vector.hpp"
+#include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "run/agreed_settings.hpp"
 #include "run/center_security.hpp"
@@ -96,7 +96,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                           " of servers elsewhere; server 0 must know them all");
     TransportOptions transport_options;
     transport_options.max_message_bytes =
-        kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.shard_elements)) + 4096;
+        kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements)) + 4096;
     // The center never waits on a peer: a reply that cannot be queued at once is dropped and
     // counted (rejections, heartbeat answers) or costs that worker its place (data replies).
     transport_options.send_timeout_ms = 0;
@@ -110,7 +110,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     options.max_samples_per_worker = std::uint64_t(config.training.epochs) *
                                      ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
     options.expected_workers = int(k.workers);
-    options.shard_elements = std::size_t(k.shard_elements);
+    options.chunk_elements = std::size_t(k.chunk_elements);
     options.payload_codec = k.payload_codec();
     options.reply_codec = k.reply_codec_options();
     options.wire_kinds = config.strategy.rule->wire_kinds();
@@ -141,7 +141,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
             const Checkpoint checkpoint = read_checkpoint(path);
             if (checkpoint.fingerprint != id.fingerprint || checkpoint.x.size() != id.range.count)
                 throw ConfigError(path + ": written by a run with other settings (model, strategy, cluster.workers, "
-                                  "cluster.servers, cluster.shard_elements, codecs or data); resume it with the config in "
+                                  "cluster.servers, cluster.chunk_elements, codecs or data); resume it with the config in "
                                   "its run directory");
             center->resume(checkpoint);
             std::printf("%sresumed from %s at center version %llu (%llu samples)\n",
@@ -185,7 +185,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     if (!s.plan.remote.empty()) secure_client(config, s.plan.remote.front(), fetch_options);  // as a worker would
     s.evaluator = std::make_unique<SnapshotEvaluator>(
         config, data, s.recorder, s.progress,
-        std::make_unique<RemoteRanges>(transport, std::move(remote), fetch_options, std::size_t(k.shard_elements),
+        std::make_unique<RemoteRanges>(transport, std::move(remote), fetch_options, std::size_t(k.chunk_elements),
                                        int(k.join_timeout_ms)));
     s.group->center(0).on_snapshot = [&s](Snapshot&& snapshot) {
         PendingSnapshot p = s.assemble(std::move(snapshot), false);

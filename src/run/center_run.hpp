@@ -20,8 +20,8 @@ namespace tether {
 // Which of the S = cluster.servers servers of x~ this process runs, and where the others are.
 struct ServerPlan {
     std::vector<std::string> bind;    // one address per server run here, servers first, first + 1, ...
-    std::size_t first = 0;            // K with `tether server --shard K/S`, else 0
-    std::vector<std::string> remote;  // server 0 alone here (--shard 0/S): the addresses of servers 1..S-1
+    std::size_t first = 0;            // K with `tether server --server K/S`, else 0
+    std::vector<std::string> remote;  // server 0 alone here (--server 0/S): the addresses of servers 1..S-1
 };
 
 class CenterRun {

@@ -19,7 +19,7 @@ ModelIdentity model_identity(const RunConfig& config, const Dataset& train) {
     id.agreed = agreed_settings(config, model->layer_sizes(), id.num_parameters);
     for (std::size_t k = 0; k < servers; ++k) {
         ServerIdentity s;
-        s.range = key_range(id.num_parameters, servers, k);
+        s.range = server_range(id.num_parameters, servers, k);
         s.agreed = server_settings(id.agreed, k);
         s.fingerprint = settings_fingerprint(s.agreed);
         id.servers.push_back(std::move(s));

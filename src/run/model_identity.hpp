@@ -1,6 +1,6 @@
 // What the model of a config looks like to the protocol: its size, the settings a center and
 // its workers must agree on, and the seeded starting point x~(0) every worker also starts from;
-// per server of x~ (cluster.servers), its key range and the settings and fingerprint that
+// per server of x~ (cluster.servers), its server range and the settings and fingerprint that
 // server agrees to (the run's, with its index).
 #pragma once
 
@@ -12,12 +12,12 @@
 
 #include "config/config.hpp"
 #include "data/dataset.hpp"
-#include "protocol/key_ranges.hpp"
+#include "protocol/server_ranges.hpp"
 
 namespace tether {
 
 struct ServerIdentity {
-    KeyRange range;
+    ServerRange range;
     nlohmann::json agreed;  // run/agreed_settings.hpp: server_settings()
     std::uint64_t fingerprint = 0;
 };

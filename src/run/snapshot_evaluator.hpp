@@ -1,7 +1,7 @@
 // Server 0's evaluation of x~ during a distributed run: snapshots queue up here and one thread
 // scores them in order, so no server ever waits for an evaluation. A snapshot holds x~ from
 // every range served in this process; ranges served by other processes (`tether server
-// --shard K/S`) are fetched on this thread just before the snapshot is scored (within
+// --server K/S`) are fetched on this thread just before the snapshot is scored (within
 // milliseconds of it being taken, unless evaluations lag), and with kFlagFinal for the final
 // one, which waits until those servers' workers are done.
 #pragma once

@@ -19,7 +19,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     std::unique_ptr<Backend> backend;
     const ModelIdentity model = model_identity(config, *data.train);
     WorkerOptions options;
-    options.shard_elements = std::size_t(k.shard_elements);
+    options.chunk_elements = std::size_t(k.chunk_elements);
     options.payload_codec = k.payload_codec();
     options.reply_codec = k.reply_codec_options();
     options.wire_kinds = config.strategy.rule->wire_kinds();

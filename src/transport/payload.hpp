@@ -1,6 +1,6 @@
 // A message payload that crosses the transport without being copied: a received ZeroMQ frame
 // adopted as it is, or a buffer the sender filled. Ownership is shared, so one reply can go to
-// many workers, a slice can go out as one shard, and a zero-copy send completes on ZeroMQ's
+// many workers, a slice can go out as one chunk, and a zero-copy send completes on ZeroMQ's
 // I/O thread after the caller has moved on; the bytes live until the last holder lets go.
 // Whoever hands a Payload to send() must not write to it again (the receiver may be reading
 // it, over inproc:// even in place).

@@ -1,6 +1,8 @@
 // The Transport seam: a worker's Channel to the center and the center's Endpoint facing all
 // workers. Messages are two frames, header and payload, opaque here (protocol/header.hpp
-// gives them meaning). Only transport/zmq_transport.cpp includes <zmq.hpp>.
+// gives them meaning). ZeroMQ itself is included only by the files of src/transport/ behind this
+// seam: zmq_transport.cpp (the sockets), zap_handler.cpp (the CURVE allowlist, a socket of its
+// own) and curve_keys.cpp (zmq_curve_keypair, from <zmq.h>).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 
 namespace tether {
 
-SessionThread::SessionThread(ShardedSession& session, int heartbeat_ms)
+SessionThread::SessionThread(ServerSessions& session, int heartbeat_ms)
     : session_(session), heartbeat_(std::max(heartbeat_ms, 0)), thread_([this] { run(); }) {}
 
 SessionThread::~SessionThread() {
@@ -19,7 +19,7 @@ SessionThread::~SessionThread() {
     thread_.join();
 }
 
-void SessionThread::post(Payload payload, const Progress& at) {
+void SessionThread::post(Payload payload, const WorkerProgress& at) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (posted_) throw std::logic_error("SessionThread::post: an exchange is already posted");
     job_ = std::move(payload);
@@ -44,7 +44,7 @@ void SessionThread::run() {
     while (!stop_) {
         if (job_) {
             Payload payload = std::move(*job_);
-            const Progress at = job_progress_;
+            const WorkerProgress at = job_progress_;
             job_.reset();
             lock.unlock();
             std::optional<ExchangeOutcome> outcome;

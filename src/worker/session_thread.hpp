@@ -13,21 +13,21 @@
 #include <optional>
 #include <thread>
 
-#include "worker/sharded_session.hpp"
+#include "worker/server_sessions.hpp"
 
 namespace tether {
 
 class SessionThread {
 public:
     // heartbeat_ms <= 0: no heartbeats from here (the training thread's own only).
-    SessionThread(ShardedSession& session, int heartbeat_ms);
+    SessionThread(ServerSessions& session, int heartbeat_ms);
     // Interrupts a posted exchange that is still waiting, and joins.
     ~SessionThread();
     SessionThread(const SessionThread&) = delete;
     SessionThread& operator=(const SessionThread&) = delete;
 
     // Starts exchanging `payload`, made at `at`; at most one exchange is posted at a time.
-    void post(Payload payload, const Progress& at);
+    void post(Payload payload, const WorkerProgress& at);
     bool posted() const { return posted_; }
     // Waits for the posted exchange; rethrows what it failed with.
     ExchangeOutcome wait();
@@ -35,13 +35,13 @@ public:
 private:
     void run();
 
-    ShardedSession& session_;
+    ServerSessions& session_;
     const std::chrono::milliseconds heartbeat_;
     std::mutex mutex_;
     std::condition_variable changed_;
     bool stop_ = false, posted_ = false;
     std::optional<Payload> job_;
-    Progress job_progress_;
+    WorkerProgress job_progress_;
     std::optional<ExchangeOutcome> outcome_;
     std::exception_ptr failure_;
     std::thread thread_;  // last: it starts once the fields above exist

@@ -28,7 +28,7 @@ namespace {
 
 std::vector<ServerLink> one_server(std::unique_ptr<Channel> channel, const SessionOptions& o) {
     std::vector<ServerLink> links;
-    links.push_back({std::move(channel), o.fingerprint, o.agreed_settings, o.center_address});
+    links.push_back({std::move(channel), o.fingerprint, o.agreed_settings, o.server_address});
     return links;
 }
 
@@ -96,14 +96,14 @@ void WorkerNode::take_welcome(const Welcome& welcome) {
     backend_->synchronize();
 }
 
-Progress WorkerNode::progress() const { return {result_.steps, result_.samples}; }
+WorkerProgress WorkerNode::progress() const { return {result_.steps, result_.samples}; }
 
 bool WorkerNode::rejoined_everywhere(const ExchangeOutcome& outcome) const {
     return outcome.rejoined.size() == session_.servers();
 }
 
 void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
-    for (const KeyRange& r : outcome.rejoined)
+    for (const ServerRange& r : outcome.rejoined)
         backend_->copy_from_host(layout_->x() + r.first, outcome.reply.floats() + r.first, r.count * sizeof(float));
     // The rule's own state (x_pull, ...) starts again from x, as on joining: its other ranges
     // hold what the rule just made of their replies, these ranges x~.

@@ -18,13 +18,13 @@
 #include "backend/backend.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
-#include "worker/sharded_session.hpp"
+#include "worker/server_sessions.hpp"
 #include "worker/parameter_layout.hpp"
 #include "worker/session_thread.hpp"
 
 namespace tether {
 
-// The session's options (center_session.hpp) and the training loop's. heartbeat_ms: a
+// The session's options (server_session.hpp) and the training loop's. heartbeat_ms: a
 // heartbeat when nothing was sent for this long, from the training thread after a step and
 // from the worker's own thread while the training loop is away; 0: one after every step that
 // does not exchange, and none from the worker's thread (for tests).
@@ -49,7 +49,7 @@ struct WorkerResult {
 class WorkerNode {
 public:
     // One server per link (cluster.servers), in order; options.fingerprint, agreed_settings and
-    // center_address are taken from the links.
+    // server_address are taken from the links.
     WorkerNode(std::vector<ServerLink> servers, WorkerOptions options, std::size_t num_parameters);
     // One server, as the options describe it.
     WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters);
@@ -84,12 +84,12 @@ private:
     // forgotten this worker): x <- x~ there, and the rule starts again from x.
     void take_partial_welcome(const ExchangeOutcome& outcome);
     bool rejoined_everywhere(const ExchangeOutcome& outcome) const;
-    Progress progress() const;
+    WorkerProgress progress() const;
     void publish_progress() { session_.set_progress(progress()); }
 
     WorkerOptions options_;
     std::size_t num_parameters_;
-    ShardedSession session_;
+    ServerSessions session_;
     Backend* backend_ = nullptr;
     std::optional<ParameterLayout> layout_;
     std::unique_ptr<WorkerRule> rule_;

@@ -121,11 +121,11 @@ TEST_CASE("a worker whose settings differ is refused at join, naming the setting
     REQUIRE(other_exit.has_value());
     CHECK(*other_exit == 1);
     CHECK(contains(other.err(), "strategy.moving_rate: center 0.9, worker 0.5"));
-    Process wider({"worker", "--config", config, "--connect", address, "--set", "cluster.shard_elements=100"},
+    Process wider({"worker", "--config", config, "--connect", address, "--set", "cluster.chunk_elements=100"},
                   dir.file("y.out"), dir.file("y.err"));
     REQUIRE(wider.wait(30000).has_value());
     CAPTURE(wider.err());
-    CHECK(contains(wider.err(), "cluster.shard_elements: center 1048576, worker 100"));
+    CHECK(contains(wider.err(), "cluster.chunk_elements: center 1048576, worker 100"));
     Process compressing({"worker", "--config", config, "--connect", address, "--set", "cluster.codec=bf16"},
                         dir.file("z.out"), dir.file("z.err"));
     REQUIRE(compressing.wait(30000).has_value());

@@ -200,3 +200,25 @@ TEST_CASE("a synchronous round does not wait on a peer that joined but sends onl
     CHECK(served.center().stats().workers_lost == 1);
     CHECK(served.center().stats().rounds == 1);
 }
+
+TEST_CASE("a worker that says bye while its synchronous round is open is answered nothing, and the run goes on") {
+    ServedCenter served({{"name", "averaging"}}, options_for(2));
+    auto leaving = served.connect("leaving"), staying = served.connect("staying");
+    send(*leaving, header(MessageType::hello, 3), {});
+    send(*staying, header(MessageType::hello, 3), {});
+    Frames frames;
+    receive(*leaving, MessageType::welcome, frames);
+    receive(*staying, MessageType::welcome, frames);
+    send(*leaving, exchange_header(1), {3.f, 3.f, 3.f});
+    send(*leaving, header(MessageType::bye), {});
+    // Its x_i closes the round (the one live worker left has not reported); the reply goes to
+    // nobody: the worker that left reads no more, and its reply's encoder is gone.
+    CHECK_FALSE(leaving->receive(frames, 300));
+    send(*staying, exchange_header(1), {1.f, 1.f, 1.f});
+    receive(*staying, MessageType::reply, frames);
+    served.finish();
+    REQUIRE_FALSE(served.failure());
+    CHECK(served.center().stats().rounds == 2);
+    CHECK(served.center().stats().workers_finished == 1);
+    check_equal(served.center().state().x, {1.f, 1.f, 1.f});
+}

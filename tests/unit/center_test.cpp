@@ -25,7 +25,7 @@ TEST_CASE("aeasgd over the wire: hello, welcome, exchange, reply e, bye") {
     CHECK(reply.sequence == 1);
     CHECK(reply.center_version == 1);
     CHECK(reply.dtype == Dtype::float32);
-    CHECK((reply.flags & tether::kFlagLastShard) != 0);
+    CHECK((reply.flags & tether::kFlagLastChunk) != 0);
     check_equal(floats_of(frames), {0.25f, 0.25f, 1.125f});  // e = 0.25 ((2, 0, 5) - (1, -1, 0.5))
 
     send(*worker, header(MessageType::heartbeat), {});

@@ -59,15 +59,15 @@ TEST_CASE("every malformed message is answered with an error, counted by reason,
     }
     {
         Header h = header(MessageType::hello, 3);
-        h.shard_id = 1;
-        check_rejected("bad shard", tether::encode(h));
-        h.shard_id = 0;
-        h.shard_count = 0;
-        check_rejected("bad shard", tether::encode(h));
+        h.chunk_index = 1;
+        check_rejected("bad chunk", tether::encode(h));
+        h.chunk_index = 0;
+        h.chunk_count = 0;
+        check_rejected("bad chunk", tether::encode(h));
     }
     {
         Header h = header(MessageType::hello, 3);
-        h.fingerprint = tether::fingerprint(3, {3}, "downpour");
+        h.fingerprint = kFingerprint ^ 0x100;  // another model or strategy
         check_rejected("wrong fingerprint", tether::encode(h));
     }
     check_rejected("wrong count", tether::encode(header(MessageType::hello, 4)));
@@ -92,8 +92,8 @@ TEST_CASE("every malformed message is answered with an error, counted by reason,
     }
     {
         Header h = exchange_header(1);
-        h.shard_count = 2;
-        check_rejected("wrong shard count", tether::encode(h), x_i);
+        h.chunk_count = 2;
+        check_rejected("wrong chunk count", tether::encode(h), x_i);
     }
     {
         Header h = exchange_header(1);
@@ -179,61 +179,61 @@ TEST_CASE("a message with an extra frame is rejected") {
     CHECK(served.center().state().x == kInitial);
 }
 
-TEST_CASE("an exchange split into shards is reassembled; a bad shard drops the whole exchange") {
+TEST_CASE("an exchange split into chunks is reassembled; a bad chunk drops the whole exchange") {
     CenterOptions options = options_for(1);
-    options.shard_elements = 2;  // 3 elements: shard 0 holds 2, shard 1 holds 1
+    options.chunk_elements = 2;  // 3 elements: chunk 0 holds 2, chunk 1 holds 1
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     send(*worker, header(MessageType::hello, 3), {});
     Frames frames;
     Header w0 = receive(*worker, MessageType::welcome, frames);
-    CHECK(w0.shard_count == 2);
-    CHECK(w0.shard_id == 0);
+    CHECK(w0.chunk_count == 2);
+    CHECK(w0.chunk_index == 0);
     CHECK(floats_of(frames) == Vec{1.f, -1.f});
     Header w1 = receive(*worker, MessageType::welcome, frames);
-    CHECK(w1.shard_id == 1);
-    CHECK((w1.flags & tether::kFlagLastShard) != 0);
+    CHECK(w1.chunk_index == 1);
+    CHECK((w1.flags & tether::kFlagLastChunk) != 0);
     CHECK(floats_of(frames) == Vec{0.5f});
 
-    auto shard = [](std::uint32_t id, std::uint64_t count, std::uint64_t sequence) {
+    auto chunk = [](std::uint32_t id, std::uint64_t count, std::uint64_t sequence) {
         Header h = exchange_header(sequence, count);
-        h.shard_id = id;
-        h.shard_count = 2;
-        h.flags = id == 1 ? tether::kFlagLastShard : 0;
+        h.chunk_index = id;
+        h.chunk_count = 2;
+        h.flags = id == 1 ? tether::kFlagLastChunk : 0;
         return tether::encode(h);
     };
-    // Shard 0 fine, shard 1 NaN: nothing lands on x~, and the next exchange starts at shard 0.
-    send_raw(*worker, shard(0, 2, 1), {2.f, 0.f});
-    CHECK(starts_with(rejection(*worker, shard(1, 1, 1), {std::numeric_limits<float>::quiet_NaN()}),
+    // Chunk 0 fine, chunk 1 NaN: nothing lands on x~, and the next exchange starts at chunk 0.
+    send_raw(*worker, chunk(0, 2, 1), {2.f, 0.f});
+    CHECK(starts_with(rejection(*worker, chunk(1, 1, 1), {std::numeric_limits<float>::quiet_NaN()}),
                       "non-finite payload"));
-    CHECK(starts_with(rejection(*worker, shard(1, 1, 2), {5.f}), "shard out of order"));
-    CHECK(starts_with(rejection(*worker, shard(0, 3, 2), {2.f, 0.f, 5.f}), "wrong count"));
-    // Any rejection drops the partial exchange, even one that fails before the shard checks.
-    send_raw(*worker, shard(0, 2, 2), {2.f, 0.f});
+    CHECK(starts_with(rejection(*worker, chunk(1, 1, 2), {5.f}), "chunk out of order"));
+    CHECK(starts_with(rejection(*worker, chunk(0, 3, 2), {2.f, 0.f, 5.f}), "wrong count"));
+    // Any rejection drops the partial exchange, even one that fails before the chunk checks.
+    send_raw(*worker, chunk(0, 2, 2), {2.f, 0.f});
     {
-        std::vector<std::uint8_t> bad_magic = shard(1, 1, 2);
+        std::vector<std::uint8_t> bad_magic = chunk(1, 1, 2);
         bad_magic[0] ^= 0xFF;
         CHECK(starts_with(rejection(*worker, bad_magic, {5.f}), "bad magic"));
     }
-    CHECK(starts_with(rejection(*worker, shard(1, 1, 2), {5.f}), "shard out of order"));
-    send_raw(*worker, shard(0, 2, 2), {2.f, 0.f});
+    CHECK(starts_with(rejection(*worker, chunk(1, 1, 2), {5.f}), "chunk out of order"));
+    send_raw(*worker, chunk(0, 2, 2), {2.f, 0.f});
     {
         Header other_model = exchange_header(2, 1);
-        other_model.shard_id = 1;
-        other_model.shard_count = 2;
+        other_model.chunk_index = 1;
+        other_model.chunk_count = 2;
         other_model.fingerprint ^= 1;
         CHECK(starts_with(rejection(*worker, tether::encode(other_model), {5.f}), "wrong fingerprint"));
     }
-    CHECK(starts_with(rejection(*worker, shard(1, 1, 2), {5.f}), "shard out of order"));
+    CHECK(starts_with(rejection(*worker, chunk(1, 1, 2), {5.f}), "chunk out of order"));
 
-    send_raw(*worker, shard(0, 2, 3), {2.f, 0.f});
-    send_raw(*worker, shard(1, 1, 3), {5.f});
+    send_raw(*worker, chunk(0, 2, 3), {2.f, 0.f});
+    send_raw(*worker, chunk(1, 1, 3), {5.f});
     const Header r0 = receive(*worker, MessageType::reply, frames);
-    CHECK(r0.shard_id == 0);
+    CHECK(r0.chunk_index == 0);
     CHECK(r0.sequence == 3);
     check_equal(floats_of(frames), {0.25f, 0.25f});
     const Header r1 = receive(*worker, MessageType::reply, frames);
-    CHECK(r1.shard_id == 1);
+    CHECK(r1.chunk_index == 1);
     check_equal(floats_of(frames), {1.125f});
 
     served.finish();
@@ -243,20 +243,20 @@ TEST_CASE("an exchange split into shards is reassembled; a bad shard drops the w
     CHECK(served.center().stats().rejected_total() == 7);
 }
 
-// Whichever check rejects a message (hello, type, shard), the sender's partial exchange goes.
+// Whichever check rejects a message (hello, type, chunk), the sender's partial exchange goes.
 TEST_CASE("a rejection of any kind drops a partly received exchange") {
     CenterOptions options = options_for(1);
-    options.shard_elements = 2;
+    options.chunk_elements = 2;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     send(*worker, header(MessageType::hello, 3), {});
     Frames frames;
     receive(*worker, MessageType::welcome, frames);
     receive(*worker, MessageType::welcome, frames);
-    auto shard = [](std::uint32_t id, std::uint64_t count) {
+    auto chunk = [](std::uint32_t id, std::uint64_t count) {
         Header h = exchange_header(1, count);
-        h.shard_id = id;
-        h.shard_count = 2;
+        h.chunk_index = id;
+        h.chunk_count = 2;
         return tether::encode(h);
     };
     const std::vector<std::vector<std::uint8_t>> interruptions{
@@ -264,20 +264,20 @@ TEST_CASE("a rejection of any kind drops a partly received exchange") {
         tether::encode(header(MessageType::welcome, 3, Dtype::float32)),  // unexpected type
     };
     for (const auto& interruption : interruptions) {
-        send_raw(*worker, shard(0, 2), {2.f, 0.f});
+        send_raw(*worker, chunk(0, 2), {2.f, 0.f});
         const std::string refused = rejection(*worker, interruption);
         CAPTURE(refused);
-        send_raw(*worker, shard(1, 1), {5.f});
-        // The second shard must not complete an exchange whose first shard came before a rejection.
+        send_raw(*worker, chunk(1, 1), {5.f});
+        // The second chunk must not complete an exchange whose first chunk came before a rejection.
         REQUIRE(worker->receive(frames, 3000));
         std::string reason;
         const auto h = tether::decode(frames.header.data(), frames.header.size(), reason);
         REQUIRE(h.has_value());
         CHECK(h->type == MessageType::error);
         if (h->type == MessageType::reply) {
-            REQUIRE(worker->receive(frames, 3000));  // the reply's second shard
+            REQUIRE(worker->receive(frames, 3000));  // the reply's second chunk
         } else {
-            CHECK(starts_with(std::string(frames.payload.begin(), frames.payload.end()), "shard out of order"));
+            CHECK(starts_with(std::string(frames.payload.begin(), frames.payload.end()), "chunk out of order"));
         }
     }
     served.finish();

@@ -1,4 +1,4 @@
-// Compressed exchanges through the real path: a worker's CenterSession and a Center over
+// Compressed exchanges through the real path: a worker's ServerSession and a Center over
 // inproc://, with lossy codecs both ways. Error feedback makes what reached x~ follow the sum of
 // the true updates, a worker's copy of x~ follows x~, an update reply (aeasgd's e) sums up to
 // what the center applied, and the bytes counted are the compressed ones.
@@ -13,7 +13,7 @@
 #include "config/config.hpp"
 #include "fake_center.hpp"
 #include "random_vectors.hpp"
-#include "worker/center_session.hpp"
+#include "worker/server_session.hpp"
 
 namespace {
 
@@ -27,7 +27,7 @@ constexpr std::uint64_t kFingerprint = 0x5eed;
 struct Link {
     std::shared_ptr<Transport> transport = make_zmq_transport();
     std::unique_ptr<Center> center;
-    std::unique_ptr<CenterSession> session;
+    std::unique_ptr<ServerSession> session;
     std::thread serving;
 
     Link(const std::string& strategy, const Vec& initial, CodecOptions payload, CodecOptions reply, std::size_t frame) {
@@ -37,7 +37,7 @@ struct Link {
         const RunConfig config = parse_config(document);
         CenterOptions c;
         c.fingerprint = kFingerprint;
-        c.shard_elements = frame;
+        c.chunk_elements = frame;
         c.payload_codec = payload;
         c.reply_codec = reply;
         c.wire_kinds = config.strategy.rule->wire_kinds();
@@ -47,14 +47,14 @@ struct Link {
         serving = std::thread([this] { center->serve(); });
         SessionOptions s;
         s.fingerprint = kFingerprint;
-        s.shard_elements = frame;
+        s.chunk_elements = frame;
         s.payload_codec = payload;
         s.reply_codec = reply;
         s.wire_kinds = c.wire_kinds;
         s.heartbeat_ms = 10000;  // none in these short tests: the byte counts are exact
         s.center_timeout_ms = 20000;
-        s.center_address = address;
-        session = std::make_unique<CenterSession>(transport->connect(address, "worker", TransportOptions{}), s, initial.size());
+        s.server_address = address;
+        session = std::make_unique<ServerSession>(transport->connect(address, "worker", TransportOptions{}), s, initial.size());
     }
     Vec exchange(const Vec& payload, std::uint64_t step) {
         Payload message = Payload::allocate(payload.size() * sizeof(float));
@@ -141,8 +141,8 @@ TEST_CASE("a worker refuses a compressed reply that does not decode, or comes in
         s.reply_codec = {CodecKind::bf16};
         s.wire_kinds = {WireVector::update, WireVector::state};
         s.join_timeout_ms = s.reply_timeout_ms = 5000;
-        s.center_address = "the-center";
-        CenterSession session(center.transport->connect(center.endpoint->address(), "w", {}), s, 3);
+        s.server_address = "the-center";
+        ServerSession session(center.transport->connect(center.endpoint->address(), "w", {}), s, 3);
         auto joined = std::async(std::launch::async, [&] { session.join(); });
         const auto hello = center.receive();
         center.send(hello.peer, MessageType::welcome, 0, {1, 2, 3});
@@ -153,7 +153,7 @@ TEST_CASE("a worker refuses a compressed reply that does not decode, or comes in
         Header h;
         h.type = MessageType::reply;
         h.dtype = fault == "float32" ? Dtype::float32 : Dtype::bf16;
-        h.flags = tether::kFlagLastShard | (fault == "no flag" ? 0 : tether::kFlagChangeFromCopy);
+        h.flags = tether::kFlagLastChunk | (fault == "no flag" ? 0 : tether::kFlagChangeFromCopy);
         h.sequence = exchange.header.sequence;
         h.element_count = 3;
         h.fingerprint = tether::testing::kFingerprint;
@@ -164,8 +164,8 @@ TEST_CASE("a worker refuses a compressed reply that does not decode, or comes in
             FAIL("a bad reply was taken");
         } catch (const std::runtime_error& e) {
             const std::string what = e.what();
-            CHECK(what.find(fault == "truncated" ? "malformed reply from the center: bf16: 5 bytes"
-                                                 : "inconsistent reply shard from the center") != std::string::npos);
+            CHECK(what.find(fault == "truncated" ? "malformed reply from the server: bf16: 5 bytes"
+                                                 : "inconsistent reply chunk from the server") != std::string::npos);
         }
     }
 }

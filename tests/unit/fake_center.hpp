@@ -54,7 +54,7 @@ struct FakeCenter {
         h.sequence = sequence;
         h.center_version = version;
         h.element_count = data.size();
-        h.flags = tether::kFlagLastShard;
+        h.flags = tether::kFlagLastChunk;
         h.fingerprint = fingerprint;
         endpoint->send(peer, tether::encode(h), data.data(), data.size() * sizeof(float));
     }

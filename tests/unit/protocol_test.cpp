@@ -20,13 +20,13 @@ Header every_field_set() {
     h.type = MessageType::exchange;
     h.dtype = Dtype::float32;
     h.worker_id = 0xA1B2C3D4u;
-    h.flags = tether::kFlagLastShard | 0x80000000u;
+    h.flags = tether::kFlagLastChunk | 0x80000000u;
     h.sequence = 0x0102030405060708ull;
     h.center_version = 0x1112131415161718ull;
     h.local_step = 0x2122232425262728ull;
     h.samples = 0x3132333435363738ull;
-    h.shard_id = 6;
-    h.shard_count = 7;
+    h.chunk_index = 6;
+    h.chunk_count = 7;
     h.element_count = 0x4142434445464748ull;
     h.fingerprint = 0xF1F2F3F4F5F6F7F8ull;
     return h;
@@ -46,7 +46,7 @@ void put_u32(std::vector<std::uint8_t>& bytes, std::size_t offset, std::uint32_t
 }
 
 // Byte offsets of the fields, from the order header.cpp writes them in.
-constexpr std::size_t kMagicAt = 0, kVersionAt = 4, kTypeAt = 6, kDtypeAt = 7, kShardIdAt = 48, kShardCountAt = 52;
+constexpr std::size_t kMagicAt = 0, kVersionAt = 4, kTypeAt = 6, kDtypeAt = 7, kChunkIndexAt = 48, kChunkCountAt = 52;
 
 }  // namespace
 
@@ -67,8 +67,8 @@ TEST_CASE("encode writes 72 bytes that decode to the same header, field by field
     CHECK(out->center_version == in.center_version);
     CHECK(out->local_step == in.local_step);
     CHECK(out->samples == in.samples);
-    CHECK(out->shard_id == in.shard_id);
-    CHECK(out->shard_count == in.shard_count);
+    CHECK(out->chunk_index == in.chunk_index);
+    CHECK(out->chunk_count == in.chunk_count);
     CHECK(out->element_count == in.element_count);
     CHECK(out->fingerprint == in.fingerprint);
 }
@@ -101,8 +101,8 @@ TEST_CASE("the encoding is little-endian, magic \"TETH\" first") {
     CHECK(bytes[kDtypeAt] == std::uint8_t(Dtype::float32));
     CHECK(bytes[8] == 0xD4);  // worker_id, least significant byte first
     CHECK(bytes[11] == 0xA1);
-    CHECK(bytes[kShardIdAt] == 6);
-    CHECK(bytes[kShardCountAt] == 7);
+    CHECK(bytes[kChunkIndexAt] == 6);
+    CHECK(bytes[kChunkCountAt] == 7);
     CHECK(bytes[64] == 0xF8);  // fingerprint, the last field
     CHECK(bytes[71] == 0xF1);
 }
@@ -150,30 +150,18 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
         bytes[kDtypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown dtype");
     }
-    SUBCASE("bad shard") {
+    SUBCASE("bad chunk") {
         auto bytes = good;
-        put_u32(bytes, kShardIdAt, 7);  // == shard_count
-        CHECK(decode_reason(bytes) == "bad shard");
-        put_u32(bytes, kShardIdAt, 8);  // > shard_count
-        CHECK(decode_reason(bytes) == "bad shard");
-        put_u32(bytes, kShardIdAt, 0);
-        put_u32(bytes, kShardCountAt, 0);
-        CHECK(decode_reason(bytes) == "bad shard");
-        put_u32(bytes, kShardCountAt, 1);
+        put_u32(bytes, kChunkIndexAt, 7);  // == chunk_count
+        CHECK(decode_reason(bytes) == "bad chunk");
+        put_u32(bytes, kChunkIndexAt, 8);  // > chunk_count
+        CHECK(decode_reason(bytes) == "bad chunk");
+        put_u32(bytes, kChunkIndexAt, 0);
+        put_u32(bytes, kChunkCountAt, 0);
+        CHECK(decode_reason(bytes) == "bad chunk");
+        put_u32(bytes, kChunkCountAt, 1);
         CHECK(decode_reason(bytes).empty());
     }
-}
-
-TEST_CASE("the fingerprint tells models and strategies apart") {
-    const std::vector<std::size_t> layers{784, 256, 10};
-    const std::uint64_t base = tether::fingerprint(203530, layers, "aeasgd");
-    CHECK(tether::fingerprint(203530, layers, "aeasgd") == base);  // deterministic
-    CHECK(tether::fingerprint(203531, layers, "aeasgd") != base);
-    CHECK(tether::fingerprint(203530, {784, 128, 10}, "aeasgd") != base);
-    CHECK(tether::fingerprint(203530, {784, 256, 10, 10}, "aeasgd") != base);
-    CHECK(tether::fingerprint(203530, {784, 256}, "aeasgd") != base);
-    CHECK(tether::fingerprint(203530, layers, "eamsgd") != base);
-    CHECK(tether::fingerprint(203530, layers, "") != base);
 }
 
 using tether::Payload;

@@ -35,7 +35,7 @@ tether::WorkerOptions worker_options(const std::string& address) {
     o.fingerprint = kFingerprint;
     o.join_timeout_ms = 5000;
     o.reply_timeout_ms = 5000;
-    o.center_address = address;
+    o.server_address = address;
     return o;
 }
 

@@ -1,13 +1,13 @@
-// A worker's sessions with the S servers of x~ (cluster.servers), one CenterSession and one
-// DEALER each, seen as one: the rules keep seeing one flat vector.
+// A worker's sessions with the S servers of the center (cluster.servers), one ServerSession and
+// one DEALER each, seen as one: the rules keep seeing one flat vector.
 //   join      server 0 first, which gives the worker id; then servers 1..S-1, each asked for
 //             that id (they honour it), in turn; the welcome is x~ assembled from every range.
-//   exchange  every slice of the payload goes out before any reply is awaited, so the servers
+//   exchange  each server's range of the payload goes out before any reply is awaited, so the servers
 //             work in parallel; the replies are then collected in order, each into its range.
 //   waiting   while one server is slow to answer, the others get heartbeats, so none counts
 //             the worker lost.
-// With S = 1 it is one CenterSession. Versions and staleness are per server: each session
-// sends its own server the version of that server's last reply.
+// With S = 1 it is one ServerSession, and that server is the center. Versions and staleness are
+// per server: each session sends its own server the version of that server's last reply.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/key_ranges.hpp"
-#include "worker/center_session.hpp"
+#include "protocol/server_ranges.hpp"
+#include "worker/server_session.hpp"
 
 namespace tether {
 
@@ -35,20 +35,20 @@ struct ExchangeOutcome {
     std::uint64_t version = 0;  // server 0's version after the exchange
     // Ranges whose server had forgotten this worker (it restarted, or counted the worker lost):
     // the worker joined it again, and `reply` holds that welcome's x~ there.
-    std::vector<KeyRange> rejoined;
+    std::vector<ServerRange> rejoined;
 };
 
-class ShardedSession {
+class ServerSessions {
 public:
     // `options` apply to every server; fingerprint, agreed settings and address come from each link.
-    ShardedSession(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters);
+    ServerSessions(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters);
 
     Welcome join();
-    ExchangeOutcome exchange(const Payload& payload, const Progress& at);
+    ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at);
     void heartbeat_if_idle();
     void bye();
     void close();
-    void set_progress(const Progress& p);
+    void set_progress(const WorkerProgress& p);
 
     std::size_t servers() const { return sessions_.size(); }
     std::uint32_t worker_id() const { return sessions_.front()->worker_id(); }
@@ -61,9 +61,9 @@ private:
     void collect(std::size_t k, ExchangeOutcome& out);
 
     std::size_t num_parameters_;
-    std::vector<KeyRange> ranges_;
+    std::vector<ServerRange> ranges_;
     std::vector<std::string> addresses_;
-    std::vector<std::unique_ptr<CenterSession>> sessions_;
+    std::vector<std::unique_ptr<ServerSession>> sessions_;
     RecycledPayloads replies_;  // S > 1: the assembled replies
 };
 

@@ -1,7 +1,7 @@
-// A worker's conversation with one center (one server of x~) over its one Channel:
-// hello/welcome, exchanges (sharded vectors out, a reply back), heartbeats, bye. It knows the
-// protocol, not the strategy: payloads are host vectors made and applied by WorkerNode. A
-// worker of S servers holds S of these (worker/sharded_session.hpp).
+// A worker's conversation with one server of the center over its one Channel: hello/welcome,
+// exchanges (a vector out in chunks, a reply back), heartbeats, bye. It knows the protocol,
+// not the strategy: payloads are host vectors made and applied by WorkerNode. A worker of S
+// servers holds S of these (worker/server_sessions.hpp); with S = 1 the server is the center.
 //
 // Two threads use it: the training thread (join, blocking exchanges, bye) and the worker's own
 // background thread (heartbeats while the training loop pauses, overlapped exchanges). A
@@ -25,39 +25,37 @@
 #include <tether/strategy.hpp>
 
 #include "codec/codec.hpp"
+#include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
 
 namespace tether {
 
-class WireSender;
-class WireReceiver;
-
 struct SessionOptions {
     std::uint64_t fingerprint = 0;
-    std::size_t shard_elements = 1 << 20;
+    std::size_t chunk_elements = 1 << 20;  // cluster.chunk_elements (protocol/framing.hpp)
     int join_timeout_ms = 60000;
     int reply_timeout_ms = 600000;
     int heartbeat_ms = 2000;
-    // Once the center has answered once, this much silence while waiting means it is gone.
+    // Once the server has answered once, this much silence while waiting means it is gone.
     int center_timeout_ms = 10000;
     std::string agreed_settings;  // sent in the hello, so the center can name a setting that differs
-    std::string center_address;   // for messages only
+    std::string server_address;   // for messages only
     // The codecs of exchanges (worker -> center) and replies, and what the strategy's vectors
-    // are (codec/wire_vector.hpp); the center uses the same, as the fingerprint makes sure.
+    // are (codec/wire_vector.hpp); the server uses the same, as the fingerprint makes sure.
     CodecOptions payload_codec, reply_codec;
     WireKinds wire_kinds;
 };
 
-// What the center told a worker on joining.
+// What the center (or one server of it) told a worker on joining.
 struct Welcome {
     std::uint32_t worker_id = 0;
     std::uint64_t version = 0;
-    std::vector<float> center;  // x~ at join time
+    std::vector<float> center;  // x~ (of that server's range) at join time
 };
 
-// One center's answer to one exchange: the reply vector and the version after it, or, when the
-// center no longer knew this worker (it restarted, or counted the worker lost), the welcome of
+// One server's answer to one exchange: the reply vector and the version after it, or, when the
+// server no longer knew this worker (it restarted, or counted the worker lost), the welcome of
 // joining again.
 struct ServerReply {
     Payload reply;
@@ -65,45 +63,45 @@ struct ServerReply {
     std::optional<Welcome> rejoined;
 };
 
-// What every header says of the worker's progress: local steps and samples. (The center
+// What every header says of the worker's work so far: local steps and samples. (The center
 // version of its last pull the session keeps itself, from the welcome and each reply.)
-struct Progress {
+struct WorkerProgress {
     std::uint64_t steps = 0, samples = 0;
 };
 
 // Thrown by a wait that close() interrupted.
 struct SessionClosed {};
 
-class CenterSession {
+class ServerSession {
 public:
-    CenterSession(std::unique_ptr<Channel> channel, SessionOptions options, std::size_t num_parameters);
+    ServerSession(std::unique_ptr<Channel> channel, SessionOptions options, std::size_t num_parameters);
     // A session that did not say bye drops what it still had queued instead of lingering on it.
-    ~CenterSession();
+    ~ServerSession();
 
     // Says hello, asking for the worker id last held (set_worker_id), and waits for the welcome.
     Welcome join();
     // Sends `payload` (num_parameters floats) as the next exchange, made at `at`.
-    void send_exchange(const Payload& payload, const Progress& at);
-    // Waits for the reply to the exchange sent last; joins again when the center has forgotten
-    // this worker. Throws on an error from the center, a timeout or a silent center.
+    void send_exchange(const Payload& payload, const WorkerProgress& at);
+    // Waits for the reply to the exchange sent last; joins again when the server has forgotten
+    // this worker. Throws on an error from the server, a timeout or a silent server.
     ServerReply receive_reply();
-    ServerReply exchange(const Payload& payload, const Progress& at) {
+    ServerReply exchange(const Payload& payload, const WorkerProgress& at) {
         send_exchange(payload, at);
         return receive_reply();
     }
     // A heartbeat when nothing was sent for heartbeat_ms, unless another thread is using the
-    // channel (it then heartbeats while it waits); reads the center's answers. Never blocks.
+    // channel (it then heartbeats while it waits); reads the server's answers. Never blocks.
     void heartbeat_if_idle();
     void bye();
     // Makes every wait of another thread throw SessionClosed at its next heartbeat slice.
     void close() { closed_ = true; }
 
     // The progress heartbeats and the bye carry: set by the training thread, read by either.
-    void set_progress(const Progress& p) { steps_ = p.steps, samples_ = p.samples; }
+    void set_progress(const WorkerProgress& p) { steps_ = p.steps, samples_ = p.samples; }
     std::uint32_t worker_id() const { return worker_id_; }
     // The id the next hello asks for (a follower server is told the one server 0 gave).
     void set_worker_id(std::uint32_t id) { worker_id_ = id; }
-    // The center version of the last welcome or reply: sent with every exchange (staleness).
+    // The server's version at the last welcome or reply: sent with every exchange (staleness).
     std::uint64_t pull_version() const { return pull_version_; }
     // Called on every heartbeat slice of a wait, with this session's lock held: a worker of
     // several servers keeps the others alive while one answers slowly. It must not block.
@@ -120,25 +118,23 @@ private:
     void send(const Header& header, const Payload& payload);  // without copying
     bool receive(Frames& frames, int timeout_ms);           // the stash first
     void heartbeat_locked();
-    // Receives a full vector (all shards) of `type` into `out`: the received frame itself when
-    // it came as one shard, else reassembled; returns the last header.
-    Header receive_vector(MessageType type, Payload& out, int timeout_ms, std::uint64_t sequence);
-    // Sends `payload` as the exchange's frames, through the payload codec when it is lossy.
-    void send_frames(Header h, const Payload& payload);
+    // Receives a full vector (all its chunks) of `type` through `in` into `out`; returns the
+    // last chunk's header.
+    Header receive_vector(MessageType type, ChunkAssembler& in, Payload& out, int timeout_ms, std::uint64_t sequence);
 
     std::mutex mutex_;  // every use of channel_ and of the fields below it
     std::unique_ptr<Channel> channel_;
     SessionOptions options_;
     std::size_t num_parameters_;
     std::deque<Frames> stash_;  // what heartbeat_if_idle read that was not a heartbeat answer
-    // Lossy codecs only (else null); reset by every welcome.
-    std::unique_ptr<WireSender> payload_sender_;
-    std::unique_ptr<WireReceiver> reply_receiver_;
-    RecycledPayloads assembled_;  // replies decoded, or reassembled from several frames
+    // Exchanges out and replies in (through the codecs, restarted by every welcome); welcomes in
+    // (always float32).
+    ChunkSender exchanges_out_;
+    ChunkAssembler replies_in_, welcomes_in_;
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;
-    bool heard_from_center_ = false;  // until then the join timeout bounds waits (startup races)
+    bool heard_from_server_ = false;  // until then the join timeout bounds waits (startup races)
     Clock::time_point last_heard_;
 
     std::atomic<bool> closed_{false};

@@ -1,6 +1,6 @@
-// A worker of two servers (worker/sharded_session.hpp), against two hand-written centers: it
+// A worker of two servers (worker/server_sessions.hpp), against two hand-written servers: it
 // joins server 0 first and asks server 1 for the id server 0 gave; each exchange sends each
-// server its slice (with that server's own version) before awaiting either reply; and when
+// server its range (with that server's own version) before awaiting either reply; and when
 // one server has forgotten the worker, it joins that one again and takes its x~ for that
 // range only, its rule starting again from the result.
 #include <doctest/doctest.h>
@@ -127,7 +127,7 @@ TEST_CASE("while one server is slow to reply, the others hear the worker's heart
     options.join_timeout_ms = options.reply_timeout_ms = 5000;
     options.heartbeat_ms = 50;
     options.center_timeout_ms = 5000;
-    tether::ShardedSession session(links_to(zero, one, kFingerprint, "zero", "one"), options, 4);
+    tether::ServerSessions session(links_to(zero, one, kFingerprint, "zero", "one"), options, 4);
     auto joined = std::async(std::launch::async, [&] { return session.join(); });
     auto hello = zero.receive();
     zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 0);

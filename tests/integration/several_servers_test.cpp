@@ -1,7 +1,7 @@
-// A sharded center (cluster.servers): S servers each own a key range of x~, workers exchange
-// with all of them in parallel. A deterministic synchronous run gives bit for bit the same x~
+// A center of several servers (cluster.servers): S servers each own a server range of x~,
+// workers exchange with all of them in parallel. A deterministic synchronous run gives bit for bit the same x~
 // with 1 server as with 3; every strategy trains with 2 servers, with and without a codec;
-// the embedding API serves several; and `tether server --shard K/S` runs them as processes,
+// the embedding API serves several; and `tether server --server K/S` runs them as processes,
 // server 0 evaluating x~ assembled from every range.
 #include <doctest/doctest.h>
 
@@ -37,8 +37,8 @@ std::vector<float> final_center(const std::string& run, int servers) {
     return x;
 }
 
-json sharded_config(const std::string& strategy, int workers, int servers) {
-    json c = cluster_config("sharded-" + strategy, strategy, workers);
+json servers_config(const std::string& strategy, int workers, int servers) {
+    json c = cluster_config("servers-" + strategy, strategy, workers);
     c["cluster"]["servers"] = servers;
     c["data"]["validation_samples"] = 0;
     if (strategy == "eamsgd") c["training"]["optimizer"] = {{"name", "nesterov"}, {"learning_rate", 0.05}, {"momentum", 0.9}};
@@ -56,7 +56,7 @@ TEST_CASE("a deterministic synchronous run ends with the same x~ on 1 server as 
             TempDir dir;
             // Two workers: their x_i are summed in double, where a + b = b + a exactly, so the
             // order in which each server hears them does not matter.
-            const auto config = tether::parse_config(sharded_config(strategy, 2, servers));
+            const auto config = tether::parse_config(servers_config(strategy, 2, servers));
             summaries.push_back(tether::run_experiment(config, dir.file("run")));
             finals.push_back(final_center(dir.file("run"), servers));
         }
@@ -76,7 +76,7 @@ TEST_CASE("every strategy trains with 2 servers, and with a codec on top") {
         for (const std::string codec : {"float32", "int8"}) {
             CAPTURE(strategy);
             CAPTURE(codec);
-            json document = sharded_config(strategy, 3, 2);
+            json document = servers_config(strategy, 3, 2);
             document["cluster"]["codec"] = codec;
             TempDir dir;
             const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
@@ -127,9 +127,9 @@ TEST_CASE("the embedding API serves x~ from several servers; snapshot and wait a
                          tether::ConfigError);
 }
 
-TEST_CASE("tether server --shard K/S: two server processes, server 0 evaluates x~ from both ranges") {
+TEST_CASE("tether server --server K/S: two server processes, server 0 evaluates x~ from both ranges") {
     TempDir dir;
-    const std::string config = write_config(dir, "c.json", sharded_config("adag", 2, 2));
+    const std::string config = write_config(dir, "c.json", servers_config("adag", 2, 2));
     const std::string prefix = "center listening at ";
     auto start = [&](Process& server, const std::string& out) {
         const std::string line = wait_for_line(out, prefix, 20000, server);
@@ -138,10 +138,10 @@ TEST_CASE("tether server --shard K/S: two server processes, server 0 evaluates x
         const std::string rest = line.substr(prefix.size());
         return rest.substr(0, rest.find(", waiting"));
     };
-    Process second({"server", "--config", config, "--shard", "1/2", "--bind", "tcp://127.0.0.1:*", "--out", dir.file("s1")},
+    Process second({"server", "--config", config, "--server", "1/2", "--bind", "tcp://127.0.0.1:*", "--out", dir.file("s1")},
                    dir.file("s1.out"), dir.file("s1.err"));
     const std::string a1 = start(second, dir.file("s1.out"));
-    Process first({"server", "--config", config, "--shard", "0/2", "--bind", "tcp://127.0.0.1:*", "--other-servers", a1,
+    Process first({"server", "--config", config, "--server", "0/2", "--bind", "tcp://127.0.0.1:*", "--other-servers", a1,
                    "--out", dir.file("s0")},
                   dir.file("s0.out"), dir.file("s0.err"));
     const std::string a0 = start(first, dir.file("s0.out"));
@@ -175,7 +175,7 @@ TEST_CASE("tether server --shard K/S: two server processes, server 0 evaluates x
 
 TEST_CASE("a local run with 2 servers writes one checkpoint per server, and --resume goes on from both") {
     TempDir dir;
-    json document = sharded_config("downpour", 2, 2);
+    json document = servers_config("downpour", 2, 2);
     document["cluster"]["mode"] = "local";  // worker processes, each server on its own port of 127.0.0.1
     const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
     Process first({"run", config, "--out", run}, dir.file("1.out"), dir.file("1.err"));
@@ -201,11 +201,14 @@ TEST_CASE("a local run with 2 servers writes one checkpoint per server, and --re
 
 TEST_CASE("server and worker command lines that do not fit cluster.servers are refused, saying what would") {
     TempDir dir;
-    const std::string config = write_config(dir, "c.json", sharded_config("adag", 1, 2));
+    const std::string config = write_config(dir, "c.json", servers_config("adag", 1, 2));
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-        {{"server", "--config", config, "--shard", "2/2", "--bind", "tcp://127.0.0.1:*"}, "expected K/S with 0 <= K < S"},
-        {{"server", "--config", config, "--shard", "1/3", "--bind", "tcp://127.0.0.1:*"}, "cluster.servers is 2"},
-        {{"server", "--config", config, "--shard", "0/2", "--bind", "tcp://127.0.0.1:*"}, "--other-servers A1"},
+        {{"server", "--config", config, "--server", "2/2", "--bind", "tcp://127.0.0.1:*"}, "expected K/S with 0 <= K < S"},
+        {{"server", "--config", config, "--server", "1/3", "--bind", "tcp://127.0.0.1:*"}, "cluster.servers is 2"},
+        // The old name of --server still works, and says so.
+        {{"server", "--config", config, "--shard", "1/3", "--bind", "tcp://127.0.0.1:*"}, "--shard is deprecated; it is now --server"},
+        {{"server", "--config", config, "--shard", "1/3", "--bind", "tcp://127.0.0.1:*"}, "--server 1/3: cluster.servers is 2"},
+        {{"server", "--config", config, "--server", "0/2", "--bind", "tcp://127.0.0.1:*"}, "--other-servers A1"},
         {{"server", "--config", config, "--bind", "tcp://127.0.0.1:*"}, "give one address per server"},
         {{"worker", "--config", config, "--connect", "tcp://127.0.0.1:9"}, "1 address(es), but cluster.servers is 2"},
     };

@@ -1,11 +1,11 @@
-#include "worker/sharded_session.hpp"
+#include "worker/server_sessions.hpp"
 
 #include <cstring>
 #include <stdexcept>
 
 namespace tether {
 
-ShardedSession::ShardedSession(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters)
+ServerSessions::ServerSessions(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters)
     : num_parameters_(num_parameters) {
     if (links.empty()) throw std::invalid_argument("a worker needs the address of at least one server");
     if (links.size() > num_parameters)
@@ -15,10 +15,10 @@ ShardedSession::ShardedSession(std::vector<ServerLink> links, const SessionOptio
         SessionOptions o = options;
         o.fingerprint = links[k].fingerprint;
         o.agreed_settings = links[k].agreed_settings;
-        o.center_address = links[k].address;
-        ranges_.push_back(key_range(num_parameters, links.size(), k));
+        o.server_address = links[k].address;
+        ranges_.push_back(server_range(num_parameters, links.size(), k));
         addresses_.push_back(links[k].address);
-        sessions_.push_back(std::make_unique<CenterSession>(std::move(links[k].channel), o, ranges_.back().count));
+        sessions_.push_back(std::make_unique<ServerSession>(std::move(links[k].channel), o, ranges_.back().count));
     }
     if (sessions_.size() > 1)
         for (std::size_t k = 0; k < sessions_.size(); ++k)
@@ -28,7 +28,7 @@ ShardedSession::ShardedSession(std::vector<ServerLink> links, const SessionOptio
             };
 }
 
-Welcome ShardedSession::join() {
+Welcome ServerSessions::join() {
     Welcome all = sessions_[0]->join();
     if (sessions_.size() == 1) return all;
     std::vector<float> center(num_parameters_);
@@ -46,7 +46,7 @@ Welcome ShardedSession::join() {
     return all;
 }
 
-ExchangeOutcome ShardedSession::exchange(const Payload& payload, const Progress& at) {
+ExchangeOutcome ServerSessions::exchange(const Payload& payload, const WorkerProgress& at) {
     for (std::size_t k = 0; k < sessions_.size(); ++k)
         sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at);
     ExchangeOutcome out;
@@ -58,7 +58,7 @@ ExchangeOutcome ShardedSession::exchange(const Payload& payload, const Progress&
     return out;
 }
 
-void ShardedSession::collect(std::size_t k, ExchangeOutcome& out) {
+void ServerSessions::collect(std::size_t k, ExchangeOutcome& out) {
     const std::uint32_t id = sessions_[k]->worker_id();
     ServerReply r = sessions_[k]->receive_reply();
     if (r.rejoined) {
@@ -79,35 +79,35 @@ void ShardedSession::collect(std::size_t k, ExchangeOutcome& out) {
     std::memcpy(out.reply.floats() + ranges_[k].first, r.reply.data(), ranges_[k].count * sizeof(float));
 }
 
-void ShardedSession::heartbeat_if_idle() {
+void ServerSessions::heartbeat_if_idle() {
     for (auto& s : sessions_) s->heartbeat_if_idle();
 }
 
-void ShardedSession::bye() {
+void ServerSessions::bye() {
     for (auto& s : sessions_) s->bye();
 }
 
-void ShardedSession::close() {
+void ServerSessions::close() {
     for (auto& s : sessions_) s->close();
 }
 
-void ShardedSession::set_progress(const Progress& p) {
+void ServerSessions::set_progress(const WorkerProgress& p) {
     for (auto& s : sessions_) s->set_progress(p);
 }
 
-std::uint64_t ShardedSession::bytes_sent() const {
+std::uint64_t ServerSessions::bytes_sent() const {
     std::uint64_t total = 0;
     for (const auto& s : sessions_) total += s->bytes_sent();
     return total;
 }
 
-std::uint64_t ShardedSession::bytes_received() const {
+std::uint64_t ServerSessions::bytes_received() const {
     std::uint64_t total = 0;
     for (const auto& s : sessions_) total += s->bytes_received();
     return total;
 }
 
-std::size_t ShardedSession::rejoins() const {
+std::size_t ServerSessions::rejoins() const {
     std::size_t total = 0;
     for (const auto& s : sessions_) total += s->rejoins();
     return total;

@@ -1,6 +1,6 @@
-// How S servers split x~ (cluster.servers): server k owns the contiguous key range
+// How S servers split x~ (cluster.servers): server k owns the contiguous server range
 // [first, first + count), the ranges in order and their sizes differing by at most one (the
-// first n mod S one element longer). Center and workers compute it alike from n and S, both
+// first n mod S one element longer). Servers and workers compute it alike from n and S, both
 // part of the agreed settings.
 #pragma once
 
@@ -9,11 +9,11 @@
 
 namespace tether {
 
-struct KeyRange {
+struct ServerRange {
     std::size_t first = 0, count = 0;
 };
 
-inline KeyRange key_range(std::size_t n, std::size_t servers, std::size_t k) {
+inline ServerRange server_range(std::size_t n, std::size_t servers, std::size_t k) {
     const std::size_t base = n / servers, extra = n % servers;
     return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
 }

@@ -1,0 +1,221 @@
+#include "worker/server_session.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+
+namespace tether {
+
+namespace {
+// The server answered "unknown worker" to an exchange: it restarted (or counted this worker
+// lost); the worker joins again and goes on.
+struct ServerForgotThisWorker {};
+}  // namespace
+
+ServerSession::ServerSession(std::unique_ptr<Channel> channel, SessionOptions options, std::size_t num_parameters)
+    : channel_(std::move(channel)), options_(std::move(options)), num_parameters_(num_parameters),
+      exchanges_out_({num_parameters, options_.chunk_elements, options_.payload_codec, options_.wire_kinds.payload}),
+      replies_in_({num_parameters, options_.chunk_elements, options_.reply_codec, options_.wire_kinds.reply}, "reply",
+                  "cluster.reply_codec", /*refuse_non_finite=*/false),
+      welcomes_in_({num_parameters, options_.chunk_elements}, "welcome", "", /*refuse_non_finite=*/false) {}
+
+ServerSession::~ServerSession() {
+    if (!said_bye_ && channel_) channel_->abandon();
+}
+
+Header ServerSession::base_header(MessageType type) const {
+    Header h;
+    h.type = type;
+    h.worker_id = worker_id_;
+    h.fingerprint = options_.fingerprint;
+    h.center_version = pull_version_;
+    h.local_step = steps_;
+    h.samples = samples_;
+    h.sequence = sequence_;
+    return h;
+}
+
+void ServerSession::send(const Header& header, const void* payload, std::size_t bytes) {
+    const auto encoded = encode(header);
+    try {
+        channel_->send(encoded, payload, bytes);
+    } catch (const DeliveryError& e) {
+        throw DeliveryError("the server at " + options_.server_address + ": " + e.what());
+    }
+    bytes_sent_ += encoded.size() + bytes;
+    last_send_ = Clock::now();
+}
+
+void ServerSession::send(const Header& header, const Payload& payload) {
+    const auto encoded = encode(header);
+    try {
+        channel_->send(encoded, payload);
+    } catch (const DeliveryError& e) {
+        throw DeliveryError("the server at " + options_.server_address + ": " + e.what());
+    }
+    bytes_sent_ += encoded.size() + payload.size();
+    last_send_ = Clock::now();
+}
+
+bool ServerSession::receive(Frames& frames, int timeout_ms) {
+    if (!stash_.empty()) {
+        frames = std::move(stash_.front());
+        stash_.pop_front();
+        return true;
+    }
+    return channel_->receive(frames, timeout_ms);
+}
+
+Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Payload& out, int timeout_ms,
+                                     std::uint64_t sequence) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto center_timeout = std::chrono::milliseconds(options_.center_timeout_ms);
+    Frames frames;
+    in.drop();  // what a wait given up on left
+    auto last_note = Clock::now();
+    while (true) {
+        if (closed_) throw SessionClosed{};
+        // Rounded up: a deadline less than 1 ms away still waits, it does not spin. Waits are
+        // sliced by the heartbeat: the worker says it is alive and learns whether the server is.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        const int slice = int(std::min<long long>(left, std::max(options_.heartbeat_ms, 10)));
+        if (left <= 0 || !receive(frames, slice)) {
+            const auto now = Clock::now();
+            if (heard_from_server_ && now - last_heard_ > center_timeout)
+                throw std::runtime_error("the server at " + options_.server_address + " has been silent for " +
+                                         std::to_string(options_.center_timeout_ms) +
+                                         " ms (cluster.worker_timeout_ms) while this worker waited for a " + to_string(type) +
+                                         ": it is gone or stalled");
+            if (left > 0) {
+                if (type == MessageType::welcome && now - last_note > std::chrono::seconds(5)) {
+                    std::fprintf(stderr, "worker: still waiting for the server at %s to welcome us...\n",
+                                 options_.server_address.c_str());
+                    last_note = now;
+                }
+                heartbeat_locked();
+                if (while_waiting) while_waiting();
+                continue;
+            }
+            throw std::runtime_error(std::string("no ") + to_string(type) + " from the server at " +
+                                     options_.server_address + " within " + std::to_string(timeout_ms) +
+                                     " ms; is the server running (and all cluster.workers started)?");
+        }
+        heard_from_server_ = true;
+        last_heard_ = Clock::now();
+        bytes_received_ += frames.header.size() + frames.payload.size();
+        std::string reason;
+        const auto h = decode(frames.header.data(), frames.header.size(), reason);
+        if (!h) throw std::runtime_error("malformed message from the server: " + reason);
+        if (h->type == MessageType::error) {
+            const std::string text(frames.payload.begin(), frames.payload.end());
+            if (text.rfind("unknown worker", 0) == 0) {
+                if (type == MessageType::reply) throw ServerForgotThisWorker{};
+                // Waiting for a welcome after joining again: answers to what was sent before the
+                // hello, which all arrive before the welcome.
+                if (type == MessageType::welcome && rejoining_) continue;
+            }
+            throw std::runtime_error("the server rejected this worker: " + text);
+        }
+        if (h->type == MessageType::heartbeat) continue;  // the server's answer: alive
+        if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the server, got " + to_string(h->type));
+        if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the server trains a different model or strategy (fingerprint mismatch)");
+        if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
+        switch (in.add(*h, frames.payload)) {
+            case ChunkAssembler::Result::partial: continue;
+            case ChunkAssembler::Result::complete: out = in.take(); return *h;
+            case ChunkAssembler::Result::refused: {
+                // A chunk that does not decode is malformed; one that breaks the layout, inconsistent.
+                const ChunkRefusal& why = in.refusal();
+                if (why.reason == "bad encoding")
+                    throw std::runtime_error(std::string("malformed ") + to_string(type) + " from the server: " + why.detail);
+                throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " chunk from the server: " +
+                                         why.reason + ": " + why.detail);
+            }
+        }
+    }
+}
+
+Welcome ServerSession::join() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return join_locked();
+}
+
+Welcome ServerSession::join_locked() {
+    Header hello = base_header(MessageType::hello);
+    hello.element_count = num_parameters_;
+    hello.dtype = Dtype::utf8;
+    send(hello, options_.agreed_settings.data(), options_.agreed_settings.size());
+    Payload center;
+    const Header h = receive_vector(MessageType::welcome, welcomes_in_, center, options_.join_timeout_ms, 0);
+    Welcome welcome;
+    welcome.center.assign(center.floats(), center.floats() + num_parameters_);
+    welcome.worker_id = h.worker_id;
+    welcome.version = h.center_version;
+    worker_id_ = h.worker_id;
+    pull_version_ = h.center_version;
+    // Both ends of each compressed direction start again from this x~.
+    exchanges_out_.reset(welcome.center.data());
+    replies_in_.reset(welcome.center.data());
+    return welcome;
+}
+
+void ServerSession::send_exchange(const Payload& payload, const WorkerProgress& at) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++sequence_;
+    Header h = base_header(MessageType::exchange);
+    h.local_step = at.steps;  // the snapshot's, which an overlapped exchange's training thread has left behind
+    h.samples = at.samples;
+    exchanges_out_.send(h, payload, [&](const Header& chunk_header, const Payload& chunk) { send(chunk_header, chunk); });
+}
+
+ServerReply ServerSession::receive_reply() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ServerReply outcome;
+    try {
+        outcome.version =
+            receive_vector(MessageType::reply, replies_in_, outcome.reply, options_.reply_timeout_ms, sequence_).center_version;
+        pull_version_ = outcome.version;
+    } catch (const ServerForgotThisWorker&) {
+        std::fprintf(stderr, "worker %u: the server at %s does not know this worker any more (restarted?); joining again\n",
+                     unsigned(worker_id_), options_.server_address.c_str());
+        rejoining_ = true;
+        outcome.rejoined = join_locked();
+        rejoining_ = false;
+        ++rejoins_;
+    }
+    return outcome;
+}
+
+void ServerSession::heartbeat_locked() {
+    if (Clock::now() - last_send_ < std::chrono::milliseconds(options_.heartbeat_ms)) return;
+    send(base_header(MessageType::heartbeat), nullptr, 0);
+}
+
+void ServerSession::heartbeat_if_idle() {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || said_bye_) return;
+    heartbeat_locked();
+    // Read the answers now, or a long pause would pile one up per heartbeat. Anything else the
+    // server said (an error) waits in the stash for the next exchange to meet it.
+    Frames frames;
+    while (channel_->receive(frames, 0)) {
+        std::string reason;
+        const auto h = decode(frames.header.data(), frames.header.size(), reason);
+        if (h && h->type == MessageType::heartbeat) {
+            heard_from_server_ = true;
+            last_heard_ = Clock::now();
+            bytes_received_ += frames.header.size();
+        } else {
+            stash_.push_back(std::move(frames));
+        }
+    }
+}
+
+void ServerSession::bye() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    send(base_header(MessageType::bye), nullptr, 0);
+    said_bye_ = true;
+}
+
+}  // namespace tether
