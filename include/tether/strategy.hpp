@@ -72,7 +72,7 @@ struct CenterState {
     std::uint64_t version = 0;
 };
 
-// One worker's complete exchange, reassembled from its shards and already checked: right
+// One worker's complete exchange, reassembled from its chunks and already checked: right
 // size, every element finite.
 struct Exchange {
     std::uint32_t worker_id = 0;
