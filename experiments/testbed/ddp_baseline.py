@@ -35,6 +35,7 @@ import datetime
 import gzip
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -154,8 +155,11 @@ def main():
     target = args.target if args.target is not None else (0.88 if args.model == "mlp" else 0.91)
     torch.set_num_threads(args.threads)
 
-    dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=args.timeout_s))
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    timeout = datetime.timedelta(seconds=args.timeout_s)
+    # The rendezvous store, held here so that rank 0 can serve it until every other rank is gone.
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0, timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
     images, labels = load(args.data, "train")
     train_idx, val_idx = validation_split(len(labels), args.validation)
     n = len(train_idx)
@@ -223,9 +227,23 @@ def main():
         print(f"ddp {args.model}: {step} steps in {result['training_seconds']:.1f} s of training "
               f"({result['wall_seconds']:.1f} s wall); validation {result['final_validation_accuracy']:.2%}, "
               f"test {test_accuracy:.2%}; time to {target:.0%}: {result['time_to_target']}", flush=True)
-    # Everyone leaves together: a rank still tearing down gloo after rank 0 (which hosts the
-    # rendezvous store) has exited spun at full CPU for minutes in a measured run.
+    leave(store, rank, world)
+
+
+def leave(store, rank, world):
+    """Rank 0 serves the store until the others have exited. With torch 1.13, a rank whose
+    store server (rank 0) closed first spun at full CPU in its store client's thread on the
+    closed socket (poll says readable, recv returns 0) and never exited, even after a final
+    barrier: 2 of 7 runs here, one of them after a final barrier."""
     dist.barrier()
+    if rank != 0:
+        store.add("left", 1)
+        sys.stdout.flush()
+        os._exit(0)  # no teardown that could still talk to the store
+    deadline = time.monotonic() + 30
+    while store.add("left", 0) < world - 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # their exits close their connections to the store
     dist.destroy_process_group()
 
 

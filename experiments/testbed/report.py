@@ -8,7 +8,8 @@ tether cells are read from run/summary.json (time: wall_seconds; bytes: bytes_to
 bytes_to_workers, payload as sent, over the workers); DDP cells from ddp.json (time:
 training_seconds; bytes: interface bytes, headers included). "link bytes/worker" is what the
 workers' own links carried, headers included, from the testbed's interface counters: the
-figure to compare across frameworks.
+figure to compare across frameworks. "busiest link": the largest share of its rate a host's
+link carried over the cell's run.
 """
 
 import glob
@@ -28,6 +29,18 @@ def check_text(result):
         return f"{min(errors):+.1%} .. {max(errors):+.1%}"
     measured = [c["measured_mbit"] for c in result.get("selfcheck", []) if c.get("measured_mbit")]
     return f"{min(measured) / 1e3:.1f}-{max(measured) / 1e3:.1f} Gbit/s" if measured else "-"
+
+
+def busiest_link(result):
+    """The highest share of its rate any host's link carried, either way, over the programs'
+    whole run (joins and evaluations included): how close the run came to the network's
+    bound."""
+    shares = []
+    for host, t in result.get("link_bytes", {}).items():
+        rate = result["cell"]["links"][host]["rate_mbit"]
+        if rate and result.get("seconds"):
+            shares.append((max(t["sent"], t["received"]) * 8 / (rate * 1e6 * result["seconds"]), host))
+    return f"{max(shares)[1]} {max(shares)[0]:.0%}" if shares else "-"
 
 
 def worker_link_bytes(result, workers):
@@ -57,19 +70,19 @@ def row(result):
     fmt = lambda v, f: "-" if v is None else format(v, f)
     return (f"| {rate_text(result)} | {what} | {window} | {fmt(epochs, 'g')} | {fmt(seconds, '.1f')} | "
             f"{fmt(validation, '.2%')} | {fmt(test, '.2%')} | {'-' if payload is None else f'{payload / 1e6:.0f}'} | "
-            f"{worker_link_bytes(result, hosts) / 1e6:.0f} | {check_text(result)} |")
+            f"{worker_link_bytes(result, hosts) / 1e6:.0f} | {busiest_link(result)} | {check_text(result)} |")
 
 
 def main(directories):
     print("| link per host | run | window | epochs | time (s) | val. acc. | test acc. | payload MB/worker | "
-          "link MB/worker | self-check |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "link MB/worker | busiest link | self-check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for directory in directories:
         for path in sorted(glob.glob(os.path.join(directory, "cells", "*", "result.json"))):
             with open(path) as f:
                 result = json.load(f)
             line = row(result) if result.get("status") == "ok" else None
-            print(line or f"| {result['cell']['name']} | {result.get('status')} | | | | | | | | |")
+            print(line or f"| {result['cell']['name']} | {result.get('status')} | | | | | | | | | |")
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ class Cell:
                              "loss_percent": float(link.get("loss_percent") or 0)}
 
     def describe(self):
-        return {"name": self.name, "links": self.links, "cpu_quota": self.cpu_quota, "vars": self.vars,
-                "timeout_s": self.timeout_s}
+        return {"name": self.name, "hosts": self.hosts, "links": self.links, "cpu_quota": self.cpu_quota,
+                "vars": self.vars, "env": self.env, "programs": self.programs, "timeout_s": self.timeout_s}
 
 
 def _fail(path, key, message):

@@ -200,9 +200,13 @@ def command_run(options, tag, netem):
         cell_dir = os.path.join(out, "cells", cell.name)
         try:
             with open(os.path.join(cell_dir, "result.json")) as f:
-                if json.load(f).get("status") == "ok":
-                    print(f"[{cell.name}] done before: skipped ({cell_dir}/result.json)", flush=True)
-                    continue
+                before = json.load(f)
+            # The same cell, finished: skipped. A cell whose definition changed since runs again.
+            if before.get("status") == "ok" and before.get("cell") == json.loads(json.dumps(cell.describe())):
+                print(f"[{cell.name}] done before: skipped ({cell_dir}/result.json)", flush=True)
+                continue
+            if before.get("status") == "ok":
+                print(f"[{cell.name}] its definition changed since {cell_dir}/result.json: runs again", flush=True)
         except (OSError, json.JSONDecodeError):
             pass
         print(f"[{cell.name}] links {json.dumps(cell.links)}", flush=True)
@@ -287,7 +291,11 @@ def main(argv):
         return command_cleanup(options)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    tag = hosts.new_tag()
+    try:
+        tag = hosts.new_tag()
+    except TestbedError as e:  # no `ip`, or no /run to write the marker to
+        print(f"testbed: {e}", file=sys.stderr)
+        return SKIP if options.test else 1
     try:
         netem = preflight(tag)
         print(f"testbed: tag {tag}; netem {'available' if netem else 'absent (no delay; rate and loss only)'}",
