@@ -5,8 +5,8 @@
 
 The rate is read over the stream's last 80%: the first 20% carries TCP's slow start and
 whatever tbf's bucket held, neither of which is the link's rate. Its clock is the kernel's
-arrival time of the packets (SO_TIMESTAMPNS), not the time the receiver got to read them: on
-this loaded 2-core machine a receiver woken late read 100 Mbit/s links 2.5-5% low. tbf
+arrival time of the packets (SO_TIMESTAMPNS), not the time the receiver got to read them, so
+a receiver that a loaded machine wakes late does not make the link look slower. tbf
 limits Ethernet frames, headers included, so the payload rate is scaled to frames by the
 connection's MSS: a full segment of MSS payload bytes travels as one FRAME_BYTES frame.
 Every wait is bounded: a probe that cannot finish exits 1 within its timeout.

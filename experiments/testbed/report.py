@@ -78,9 +78,11 @@ def main(directories):
           "link MB/worker | busiest link | self-check |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for directory in directories:
-        for path in sorted(glob.glob(os.path.join(directory, "cells", "*", "result.json"))):
+        results = []
+        for path in glob.glob(os.path.join(directory, "cells", "*", "result.json")):
             with open(path) as f:
-                result = json.load(f)
+                results.append(json.load(f))
+        for result in sorted(results, key=lambda r: r.get("finished_at", "")):  # the order they ran in
             line = row(result) if result.get("status") == "ok" else None
             print(line or f"| {result['cell']['name']} | {result.get('status')} | | | | | | | | | |")
 

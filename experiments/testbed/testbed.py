@@ -128,8 +128,9 @@ def run_cell(cell, cell_dir, tag, netem, options):
         shape_network(net, cell, netem)
         rates = {h: cell.links[h]["rate_mbit"] for h in cell.hosts}
         if not options.no_check:
-            result["selfcheck"] = selfcheck.measure(launcher, net, rates, "selfcheck")
-            if selfcheck.verdict(result["selfcheck"], options.tolerance) and options.test:
+            result["selfcheck"], bad, result["selfcheck_earlier"] = selfcheck.check(
+                launcher, net, rates, options.tolerance, "selfcheck")
+            if bad and options.test:
                 result["status"] = "selfcheck_failed"
                 return result
         shaping.add_loss(net.bridge_ns, {net.hosts[h].port: l["loss_percent"] for h, l in cell.links.items() if l["loss_percent"]})
@@ -224,8 +225,7 @@ def command_check(options, tag, netem):
     try:
         net.build()
         shape_network(net, cell, netem)
-        results = selfcheck.measure(launcher, net, {h: options.rate for h in names})
-        bad = selfcheck.verdict(results, options.tolerance)
+        results, bad, _ = selfcheck.check(launcher, net, {h: options.rate for h in names}, options.tolerance)
         if options.json:
             with open(options.json, "w") as f:
                 json.dump(results, f, indent=2)
