@@ -200,14 +200,14 @@ def main():
         step += 1
         if rank == 0 and time.perf_counter() - t0 - eval_seconds - (curve[-1]["seconds"] if curve else 0) >= args.eval_every_s:
             record(step)
+    if rank == 0 and curve[-1]["epoch"] < step / steps_per_epoch:
+        record(step)  # the final model, before the clock stops (its time is excluded like the others')
     dist.barrier()
     end = time.perf_counter()
     sent, received = interface_bytes()
     traffic = [None] * world
     dist.all_gather_object(traffic, {"rank": rank, "bytes_sent": sent - sent0, "bytes_received": received - received0})
     if rank == 0:
-        if curve[-1]["epoch"] < step / steps_per_epoch:
-            record(step)
         test_images, test_labels = load(args.data, "t10k")
         test_accuracy, test_loss = evaluate(model.module, test_images, test_labels)
         result = {"framework": f"pytorch {torch.__version__} DDP gloo", "model": args.model, "workers": world,
