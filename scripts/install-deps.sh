@@ -4,6 +4,8 @@
 #   scripts/install-deps.sh           build + run dependencies (the Python package's too)
 #   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests)
 #   scripts/install-deps.sh --peers   also the comparison peers (PyTorch) for benchmarks
+# --tests and --peers add what experiments/testbed uses (iproute2: ip and tc; nftables: loss);
+# its test in the suite skips where they or root are missing.
 set -euo pipefail
 
 packages=(
@@ -15,7 +17,7 @@ packages=(
   pybind11-dev python3-dev python3-numpy
 )
 if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch iproute2 nftables)
 fi
 
 missing=()

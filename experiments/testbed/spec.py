@@ -1,0 +1,163 @@
+"""The spec file: hosts, their links, what runs where, and the cells of the experiment.
+
+A cell is the spec's defaults with the cell's own keys laid over them (`link`, `host_links`
+and `vars` merged key by key; `cpu_quota`, `timeout_s` replaced). `grid` multiplies the
+cells (or one empty cell) by every combination of its axes; an axis is a dotted key, e.g.
+"link.rate_mbit" or "vars.strategy". See README.md for every key.
+"""
+
+import copy
+import itertools
+import json
+import re
+
+from hosts import TestbedError
+
+LINK_KEYS = {"rate_mbit", "delay_ms", "loss_percent"}
+TOP_KEYS = {"name", "hosts", "link", "host_links", "cpu_quota", "timeout_s", "vars", "env", "programs", "collect",
+            "cells", "grid", "description"}
+CELL_KEYS = {"name", "link", "host_links", "cpu_quota", "timeout_s", "vars"}
+PROGRAM_KEYS = {"name", "hosts", "argv", "env", "wait"}
+NAME = re.compile(r"^[A-Za-z0-9._=+-]+$")
+
+
+class Cell:
+    def __init__(self, name, spec):
+        self.name = name
+        self.hosts = spec["hosts"]
+        self.timeout_s = float(spec.get("timeout_s", 600))
+        self.vars = spec.get("vars", {})
+        self.env = spec.get("env", {})
+        self.programs = spec["programs"]
+        self.collect = spec.get("collect", [])
+        self.cpu_quota = spec.get("cpu_quota", {})
+        self.links = {}
+        for h in self.hosts:
+            link = dict(spec.get("link", {}))
+            link.update(spec.get("host_links", {}).get(h, {}))
+            self.links[h] = {"rate_mbit": link.get("rate_mbit"), "delay_ms": float(link.get("delay_ms") or 0),
+                             "loss_percent": float(link.get("loss_percent") or 0)}
+
+    def describe(self):
+        return {"name": self.name, "hosts": self.hosts, "links": self.links, "cpu_quota": self.cpu_quota,
+                "vars": self.vars, "env": self.env, "programs": self.programs, "timeout_s": self.timeout_s}
+
+
+def _fail(path, key, message):
+    raise TestbedError(f"{path}: {key}: {message}")
+
+
+def _check_link(path, where, link):
+    if not isinstance(link, dict):
+        _fail(path, where, f"{json.dumps(link)} is not an object of {sorted(LINK_KEYS)}")
+    for k, v in link.items():
+        if k not in LINK_KEYS:
+            _fail(path, f"{where}.{k}", f"unknown key; expected one of {sorted(LINK_KEYS)}")
+        if v is not None and (not isinstance(v, (int, float)) or v < 0 or (k == "loss_percent" and v > 100)):
+            _fail(path, f"{where}.{k}", f"{json.dumps(v)}; expected a number >= 0 (null: unshaped), loss at most 100")
+
+
+def _overlay(base, cell):
+    merged = copy.deepcopy(base)
+    for key in ("link", "vars"):
+        merged[key] = {**base.get(key, {}), **cell.get(key, {})}
+    host_links = copy.deepcopy(base.get("host_links", {}))
+    for h, link in cell.get("host_links", {}).items():
+        host_links[h] = {**host_links.get(h, {}), **link}
+    merged["host_links"] = host_links
+    for key in ("cpu_quota", "timeout_s"):
+        if key in cell:
+            merged[key] = cell[key]
+    return merged
+
+
+def _set_dotted(cell, dotted, value):
+    section, _, key = dotted.partition(".")
+    if section not in ("link", "vars") or not key:
+        raise TestbedError(f"grid: axis {dotted!r}; expected \"link.KEY\" or \"vars.KEY\"")
+    cell.setdefault(section, {})[key] = value
+
+
+def _validate(path, spec):
+    for k in spec:
+        if k not in TOP_KEYS:
+            _fail(path, k, f"unknown key; expected one of {sorted(TOP_KEYS)}")
+    hosts = spec.get("hosts")
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and NAME.match(h) for h in hosts):
+        _fail(path, "hosts", f"{json.dumps(hosts)}; expected a list of host names ([A-Za-z0-9._-])")
+    if len(set(hosts)) != len(hosts):
+        _fail(path, "hosts", "a name appears twice")
+    _check_link(path, "link", spec.get("link", {}))
+    for h, link in spec.get("host_links", {}).items():
+        if h not in hosts:
+            _fail(path, f"host_links.{h}", f"no such host; hosts are {hosts}")
+        _check_link(path, f"host_links.{h}", link)
+    programs = spec.get("programs")
+    if not isinstance(programs, list) or not programs:
+        _fail(path, "programs", "expected a non-empty list of {name, hosts, argv}")
+    for k, p in enumerate(programs):
+        for key in p:
+            if key not in PROGRAM_KEYS:
+                _fail(path, f"programs[{k}].{key}", f"unknown key; expected one of {sorted(PROGRAM_KEYS)}")
+        if not NAME.match(str(p.get("name", ""))):
+            _fail(path, f"programs[{k}].name", f"{json.dumps(p.get('name'))}; expected a name ([A-Za-z0-9._-])")
+        if not isinstance(p.get("argv"), list) or not p["argv"]:
+            _fail(path, f"programs[{k}].argv", "expected a non-empty list of strings")
+        for h in p.get("hosts", []):
+            if h not in hosts:
+                _fail(path, f"programs[{k}].hosts", f"{h!r} is not one of hosts {hosts}")
+        if not p.get("hosts"):
+            _fail(path, f"programs[{k}].hosts", "expected a non-empty list of hosts")
+
+
+def load(path):
+    """Reads and checks a spec; returns (name, [Cell])."""
+    try:
+        with open(path) as f:
+            spec = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise TestbedError(f"{path}: {e}")
+    _validate(path, spec)
+    cells = spec.get("cells", [{}])
+    for k, c in enumerate(cells):
+        for key in c:
+            if key not in CELL_KEYS:
+                _fail(path, f"cells[{k}].{key}", f"unknown key; expected one of {sorted(CELL_KEYS)}")
+    grid = spec.get("grid", {})
+    axes = list(grid.items())
+    expanded = []
+    for c in cells:
+        for values in itertools.product(*[v for _, v in axes]):
+            cell = copy.deepcopy(c)
+            parts = [cell["name"]] if "name" in cell else []
+            for (axis, _), value in zip(axes, values):
+                _set_dotted(cell, axis, value)
+                parts.append(f"{axis.split('.')[-1]}={'unshaped' if value is None else value}")
+            cell["name"] = ",".join(parts) or "cell"
+            expanded.append(cell)
+    seen = set()
+    out = []
+    for c in expanded:
+        if not NAME.match(c["name"].replace(",", "+")) or c["name"] in seen:
+            _fail(path, "cells", f"cell name {c['name']!r} is not unique or has characters outside [A-Za-z0-9._=+,-]")
+        seen.add(c["name"])
+        merged = _overlay(spec, c)
+        _check_link(path, f"cells[{c['name']}].link", merged["link"])
+        for h, link in merged["host_links"].items():
+            if h not in spec["hosts"]:
+                _fail(path, f"cells[{c['name']}].host_links.{h}", f"no such host; hosts are {spec['hosts']}")
+        for h in merged.get("cpu_quota", {}):
+            if h not in spec["hosts"]:
+                _fail(path, f"cpu_quota.{h}", f"no such host; hosts are {spec['hosts']}")
+        out.append(Cell(c["name"], merged))
+    return spec.get("name", "testbed"), out
+
+
+def substitute(value, variables, where):
+    """Fills {name} in one argument; an unknown name is an error naming it and what exists."""
+    try:
+        return str(value).format_map(variables)
+    except KeyError as e:
+        raise TestbedError(f"{where}: {value!r} names {{{e.args[0]}}}, which is not one of {sorted(variables)}")
+    except (ValueError, IndexError) as e:
+        raise TestbedError(f"{where}: {value!r}: {e}")

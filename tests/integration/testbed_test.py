@@ -1,0 +1,161 @@
+"""experiments/testbed: a center and two workers, each in its own network namespace at
+50 Mbit/s, run tether to the end; the self-check measures every link within 10% of the set
+rate; and the testbed leaves no namespace, link, cgroup or marker behind, neither after the
+run nor when stopped by SIGTERM in the middle of one. Exit 77 without root, ip netns or tc.
+
+Run by meson with Debian's python3; TETHER_BIN and TETHER_SOURCE_DIR come from the suite."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+SOURCE = os.environ.get("TETHER_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+TESTBED = os.path.join(SOURCE, "experiments", "testbed", "testbed.py")
+TETHER = os.environ.get("TETHER_BIN", os.path.join(SOURCE, "build", "tether"))
+RATE = 50
+
+CONFIG = {  # small enough to finish in seconds on 2 cores; the point is the network, not the model
+    "name": "testbed-test",
+    "data": {"source": "synthetic", "train_samples": 8000, "validation_samples": 1000, "test_samples": 1000,
+             "features": 784, "classes": 10},
+    "model": {"hidden_layers": [256]},  # 203,530 parameters: 0.8 MB a message, ~20 MB over the center's link
+    "training": {"epochs": 1, "batch_size": 64, "threads": 1, "seed": 1,
+                 "optimizer": {"name": "adam", "learning_rate": 0.001}},
+    "strategy": {"name": "adag", "communication_window": 5},
+    "cluster": {"workers": 2},
+}
+
+
+def spec(programs):
+    return {"name": "testbed-test", "hosts": ["center", "w0", "w1"], "link": {"rate_mbit": RATE}, "timeout_s": 60,
+            "programs": programs, "collect": ["run/summary.json"]}
+
+
+TETHER_PROGRAMS = [
+    {"name": "center", "hosts": ["center"],
+     "argv": ["{tether}", "server", "--config", "{config}", "--bind", "tcp://{addr}:5555", "--out", "{cell}/run"]},
+    {"name": "worker", "hosts": ["w0", "w1"],
+     "argv": ["{tether}", "worker", "--config", "{config}", "--connect", "tcp://{addr_center}:5555"]},
+]
+
+
+def state():
+    """What a run could leave behind: namespaces, root-namespace links, tbed cgroups."""
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    cgroups = [d for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu") if os.path.isdir(root)
+               for d in os.listdir(root) if d.startswith("tbed")]
+    return ({line.split()[0] for line in netns.splitlines() if line.strip()},
+            {line.split(":")[1].strip().split("@")[0] for line in links.splitlines()}, set(cgroups))
+
+
+def check_left_nothing(before, tag, what):
+    netns, links, cgroups = state()
+    mine = sorted(n for n in netns if n.startswith(tag))
+    assert not mine, f"{what}: namespaces left behind: {mine}"
+    assert links == before[1], f"{what}: root namespace links changed: {sorted(links ^ before[1])}"
+    assert not [c for c in cgroups if c.startswith(tag)], f"{what}: cgroups left behind: {sorted(cgroups)}"
+    assert not os.path.exists(f"/run/tether-testbed/{tag}.pid"), f"{what}: marker /run/tether-testbed/{tag}.pid left"
+
+
+def tag_of(output):
+    for line in output.splitlines():
+        if line.startswith("testbed: tag "):
+            return line.split()[2].rstrip(";")
+    raise AssertionError("the testbed did not print its tag:\n" + output)
+
+
+def full_run(work, before):
+    config_path = os.path.join(work, "config.json")
+    with open(config_path, "w") as f:
+        json.dump(CONFIG, f)
+    s = spec(TETHER_PROGRAMS)
+    s["vars"] = {"config": config_path}
+    spec_path = os.path.join(work, "spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(s, f)
+    out = os.path.join(work, "out")
+    t = time.monotonic()
+    done = subprocess.run([sys.executable, TESTBED, "run", spec_path, "--out", out, "--test", "--tolerance", "0.10",
+                           "--tether", TETHER], capture_output=True, text=True, timeout=100)
+    print(done.stdout, done.stderr, f"({time.monotonic() - t:.1f} s)", sep="\n")
+    if done.returncode == SKIP:
+        sys.exit(SKIP)
+    tag = tag_of(done.stdout)
+    check_left_nothing(before, tag, "after a run")
+    assert done.returncode == 0, f"testbed run exited {done.returncode}"
+    result = json.load(open(os.path.join(out, "cells", "cell", "result.json")))
+    assert result["status"] == "ok", result
+    checks = result["selfcheck"]
+    assert len(checks) == 6, f"expected 3 hosts x 2 directions measured, got {checks}"
+    for c in checks:
+        assert c["set_mbit"] == RATE and c["measured_mbit"], c
+        assert abs(c["measured_mbit"] / RATE - 1) <= 0.10, f"{c['host']} {c['direction']}: {c['measured_mbit']} Mbit/s, set {RATE}"
+    summary = result["collected"]["run/summary.json"]
+    assert summary.get("workers_finished") == 2 and not summary.get("run_failed"), summary
+    # The exchanges crossed the namespaces' links (not a loopback): the center's link carried them.
+    center = result["link_bytes"]["center"]
+    assert center["received"] >= summary["bytes_to_center"] and center["sent"] >= summary["bytes_to_workers"], \
+        (center, summary["bytes_to_center"], summary["bytes_to_workers"])
+    # ... and at the set rate: the center's process lasted at least as long as its link needed
+    # to carry what it sent (less 10% for tbf's bucket and the counters' GSO headers).
+    least = max(center["sent"], center["received"]) * 8 / (RATE * 1e6)
+    seconds = next(p["seconds"] for p in result["processes"] if p["name"] == "center")
+    assert seconds >= 0.9 * least, f"the center ran {seconds} s; its link needs {least:.2f} s at {RATE} Mbit/s"
+    print(f"center: {seconds:.2f} s; {max(center['sent'], center['received']) / 1e6:.1f} MB need {least:.2f} s at {RATE} Mbit/s")
+
+
+def stopped_run(work, before):
+    """SIGTERM while the programs run: exit 130, and everything made is gone."""
+    s = spec([{"name": "sleeper", "hosts": ["center", "w0", "w1"], "argv": ["sleep", "300"]}])
+    s["link"] = {"rate_mbit": None}
+    spec_path = os.path.join(work, "stop.json")
+    with open(spec_path, "w") as f:
+        json.dump(s, f)
+    testbed = subprocess.Popen([sys.executable, TESTBED, "run", spec_path, "--out", os.path.join(work, "stop"),
+                                "--no-check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = os.path.join(work, "stop", "cells", "cell", "logs")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len([f for f in os.listdir(log)] if os.path.isdir(log) else []) < 3:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the three sleepers are started (their logs exist) and running
+    testbed.send_signal(signal.SIGTERM)
+    output, _ = testbed.communicate(timeout=30)
+    print(output)
+    tag = tag_of(output)
+    check_left_nothing(before, tag, "after SIGTERM")
+    assert testbed.returncode == 130, f"SIGTERM: exit {testbed.returncode}, expected 130"
+    result = json.load(open(os.path.join(work, "stop", "cells", "cell", "result.json")))
+    assert result["status"] == "stopped" and len(result["processes"]) == 3, result
+    for p in result["processes"]:
+        assert p["killed"] and p["exit"] is not None, p
+        alive = os.path.exists(f"/proc/{p['pid']}") and open(f"/proc/{p['pid']}/cmdline").read().startswith("sleep")
+        assert not alive, f"{p['name']} (PID {p['pid']}) still runs after SIGTERM"
+
+
+def main():
+    if os.geteuid() != 0:
+        print("skip: the testbed needs root (network namespaces)")
+        return SKIP
+    if not shutil.which("ip") or not shutil.which("tc"):
+        print("skip: ip or tc is not installed (iproute2)")
+        return SKIP
+    if not os.access(TETHER, os.X_OK):
+        print(f"{TETHER}: not built")
+        return 1
+    before = state()
+    with tempfile.TemporaryDirectory(prefix="testbed-test-") as work:
+        full_run(work, before)
+        stopped_run(work, before)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
