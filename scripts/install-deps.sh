@@ -2,7 +2,8 @@
 # Installs what tether needs from Debian's packages, and only what is missing.
 # Idempotent: a second run installs nothing and touches no package lists.
 #   scripts/install-deps.sh           build + run dependencies (the Python package's too)
-#   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests)
+#   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests;
+#                                     meson-python, venv and pip, for the test that pip-installs the package)
 #   scripts/install-deps.sh --peers   also the comparison peers (PyTorch) for benchmarks
 set -euo pipefail
 
@@ -16,6 +17,9 @@ packages=(
 )
 if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
   packages+=(python3-torch)
+fi
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(python3-mesonpy python3-venv python3-pip)  # tests/python/wheel_test.py
 fi
 
 missing=()
