@@ -32,7 +32,7 @@ if missing:
 
 # What runs in the venv, from a directory outside the source tree.
 EXCHANGE = r"""
-import os, sys, threading
+import concurrent.futures, os, sys
 import numpy as np
 import torch
 import tether, tether.torch
@@ -48,27 +48,18 @@ def exchange(device):
     # one: worker i sets its parameters to 1 + 2i, and the round's mean 2 comes back to both.
     models = [torch.nn.Linear(3, 2).to(device) for _ in range(2)]
     x0 = torch.nn.utils.parameters_to_vector(models[0].parameters()).detach().cpu().numpy()
-    center = tether.CenterService(x0, strategy={"name": "averaging", "communication_window": 1}, workers=2,
-                                  address="tcp://127.0.0.1:*")
-    errors = []
+    strategy = {"name": "averaging", "communication_window": 1}
+    center = tether.CenterService(x0, strategy=strategy, workers=2, address="tcp://127.0.0.1:*")
 
     def work(i):
-        try:
-            worker = tether.torch.Worker(models[i], center.address, strategy={"name": "averaging",
-                                         "communication_window": 1}, workers=2)
-            with torch.no_grad():
-                for p in models[i].parameters():
-                    p.fill_(1.0 + 2.0 * i)
-            assert worker.step(8) is True
-            worker.finish()
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(f"worker {i}: {e!r}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        worker = tether.torch.Worker(models[i], center.address, strategy=strategy, workers=2)
+        with torch.no_grad():
+            for p in models[i].parameters():
+                p.fill_(1.0 + 2.0 * i)
+        assert worker.step(8) is True
+        worker.finish()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # at once: the center welcomes both or none
+        list(pool.map(work, range(2)))  # re-raises a worker's exception here
     final = center.wait()
     assert np.array_equal(final, np.full(x0.size, 2.0, np.float32)), final
     for m in models:
