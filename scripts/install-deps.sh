@@ -2,7 +2,8 @@
 # Installs what tether needs from Debian's packages, and only what is missing.
 # Idempotent: a second run installs nothing and touches no package lists.
 #   scripts/install-deps.sh           build + run dependencies (the Python package's too)
-#   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests)
+#   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests;
+#                                     meson-python, venv and pip, for the test that pip-installs the package)
 #   scripts/install-deps.sh --peers   also the comparison peers (PyTorch) for benchmarks
 # --tests and --peers add what experiments/testbed uses (iproute2: ip and tc; nftables: loss);
 # its test in the suite skips where they or root are missing.
@@ -18,6 +19,9 @@ packages=(
 )
 if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
   packages+=(python3-torch iproute2 nftables)
+fi
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(python3-mesonpy python3-venv python3-pip)  # tests/python/wheel_test.py
 fi
 
 missing=()
