@@ -22,6 +22,9 @@ if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
 fi
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3-mesonpy python3-venv python3-pip)  # tests/python/wheel_test.py
+  # The wheel test compiles the package a second time; with ccache (which Meson uses when it
+  # finds it) that build reuses scripts/build.sh's objects instead of compiling them cold.
+  packages+=(ccache)
 fi
 
 missing=()
