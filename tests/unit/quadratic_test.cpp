@@ -60,7 +60,7 @@ public:
     Cluster(const json& strategy_block, std::vector<Vec> minima, Vec start)
         : backend_(tether::make_backend({"cpu", 1, 0})), minima_(std::move(minima)) {
         const json document = {{"strategy", strategy_block}, {"cluster", {{"workers", int(minima_.size())}}}};
-        strategy_ = tether::parse_config(document).strategy.rule;
+        strategy_ = tether::parse_config(document).cluster.strategy;
         const tether::StrategyContext context{int(minima_.size()), kDim};
         center_rule_ = strategy_->make_center_rule(context);
         center_.x = start;
