@@ -1,6 +1,6 @@
 // Every distributed strategy, run whole and embedded (the center and N worker threads in this
 // process over inproc://), must learn a small separable problem, and its summary.json must
-// carry the distributed figures DESIGN.md promises.
+// carry the distributed figures docs/metrics.md lists.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>

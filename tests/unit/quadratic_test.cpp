@@ -1,5 +1,5 @@
 // The strategies on a quadratic whose fixed points are known in closed form (the ensmallen
-// habit from DESIGN.md's house style). Worker i minimises f_i(x) = 1/2 ||x - c_i||^2 with
+// habit: each update rule is checked where its answer is known). Worker i minimises f_i(x) = 1/2 ||x - c_i||^2 with
 // plain SGD, x <- x - eta (x - c_i), for tau local steps between two exchanges; the rounds are
 // run here by hand through the WorkerRule and CenterRule objects, with no network.
 //

@@ -1,5 +1,5 @@
 // Each strategy's two halves, WorkerRule and CenterRule, against values computed by hand from
-// the table in DESIGN.md ("Notation and the strategies") on 3-element vectors. Strategies are
+// the table in docs/strategies.md ("Overview") on 3-element vectors. Strategies are
 // built the way a run builds them: parse_config -> registry -> config.cluster.strategy.
 #include <doctest/doctest.h>
 
