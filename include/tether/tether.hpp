@@ -98,7 +98,7 @@ void set_flush_denormals(bool on = true);
 // M_MMAP_THRESHOLD 32 MiB and M_TRIM_THRESHOLD 256 MiB). ZeroMQ allocates every message it
 // receives, and by default glibc hands a freed block of a megabyte back to the kernel and
 // faults it in again on the next allocation: a center answering 4 workers over tcp spent its
-// time in page faults, 1.3 GB/s against 6.5 with this (tether-bench-center, MLP-sized vector).
+// time in page faults and moved a fifth of what it moves with this (experiments/README.md).
 // The cost is memory: up to 256 MiB freed per malloc arena stays with the process. The tether
 // command calls this at start; the embedding API leaves your process's allocator alone unless
 // you call it (or set GLIBC_TUNABLES, docs/embedding.md). Returns false, and changes nothing,
