@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "strategy/configured_strategy.hpp"
 #include "config/config.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "util/errors.hpp"
 
 namespace tether::testing {

@@ -6,11 +6,11 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/device_choice.hpp"
 #include "data/load.hpp"
+#include "record/run_recorder.hpp"
 #include "run/progress_printer.hpp"
 #include "run/run.hpp"
-#include "record/run_recorder.hpp"
-#include "train/evaluator.hpp"
 #include "train/batch_split.hpp"
+#include "train/evaluator.hpp"
 #include "train/local_trainer.hpp"
 
 namespace tether {

@@ -18,8 +18,8 @@
 #include "center/center.hpp"
 #include "center/remote_ranges.hpp"
 #include "config/config.hpp"
-#include "run/progress_printer.hpp"
 #include "record/run_recorder.hpp"
+#include "run/progress_printer.hpp"
 #include "train/evaluator.hpp"
 
 namespace tether {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "strategy/registry.hpp"
 #include "config/config.hpp"
 #include "run/run.hpp"
+#include "strategy/registry.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "util/json_reader.hpp"
 #include "config_support.hpp"
 #include "test_support.hpp"
 #include "util/errors.hpp"
+#include "util/json_reader.hpp"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "config/config.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "util/errors.hpp"
 
 namespace {

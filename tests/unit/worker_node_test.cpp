@@ -14,15 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "config/config.hpp"
 #include "data/dataset.hpp"
+#include "fake_center.hpp"
 #include "protocol/header.hpp"
+#include "strategy/configured_strategy.hpp"
+#include "test_support.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
-#include "fake_center.hpp"
-#include "test_support.hpp"
 #include "worker/worker_node.hpp"
 
 namespace {
