@@ -104,15 +104,15 @@ struct ClusterSettings {
     // Where the servers bind: `endpoint` (one address per server, separated by ','), or
     // `fallback()` for each.
     std::vector<std::string> bind_addresses(const std::function<std::string()>& fallback) const;
-    // Binds server bind[i] = servers[first + i] on `transport`, each a Center over its range of
-    // x~ (`x`, the whole vector) with center_options() and what `adjust` adds.
+    // Binds server identities[first + i] at bind[i] on `transport`, each a Center over its range
+    // of x~ (`x`, the whole vector) with center_options() and what `adjust` adds.
     std::unique_ptr<ServerGroup> make_servers(Transport& transport, const std::vector<std::string>& bind, std::size_t first,
-                                              const std::vector<ServerIdentity>& servers, const std::vector<float>& x,
+                                              const std::vector<ServerIdentity>& identities, const std::vector<float>& x,
                                               const std::function<void(CenterOptions&, std::size_t server)>& adjust = {}) const;
     // A worker's links to every server at `address` (all of them, server 0 first, separated by
     // ','; `what` names where the list came from in errors).
     std::vector<ServerLink> connect(Transport& transport, const std::string& address, const std::string& what,
-                                    const std::string& identity, const std::vector<ServerIdentity>& servers) const;
+                                    const std::string& identity, const std::vector<ServerIdentity>& identities) const;
 };
 
 // Reads the three blocks (each reader left finished) and checks them against each other. The
