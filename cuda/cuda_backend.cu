@@ -4,8 +4,7 @@
 //
 // Thrust's default policy waits for each operation to finish. Its par_nosync, which queues
 // them without waiting, was tried on an H100 and kept out: in alternating runs the MLP trained
-// slower with it (batch 64: 111k, 131k, 192k samples/s against 239k, 177k, 168k; batch 512:
-// 602k, 658k, 588k against 770k, 672k, 649k), the CNN faster at batch 512 only.
+// slower with it, the CNN faster at batch 512 only (measured: experiments/README.md).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <thrust/system/cuda/execution_policy.h>
@@ -37,8 +36,8 @@ constexpr int kReduceThreads = 256;
 // Sum of x[i]^2 in double, in one launch: a grid-stride loop (16-byte loads where x is
 // aligned), a block sum, and the last block to finish adds the blocks' sums in block order,
 // so the result is the same bits on every run. Thrust's transform_reduce over a counting
-// iterator read 4 bytes per load, allocated temporary storage per call, and reached 0.73 of a
-// device-to-device copy's rate on an H100 (68M floats); 30 us per call at the MLP's size.
+// iterator read 4 bytes per load, allocated temporary storage per call, and fell further
+// short of a device-to-device copy's rate (measured: experiments/README.md).
 __device__ double block_sum(double v) {
     __shared__ double warp_sums[kReduceThreads / 32];
     for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "strategy/configured_strategy.hpp"
 #include "config/config.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "util/errors.hpp"
 
 namespace tether::testing {
@@ -24,7 +24,7 @@ inline std::string parse_error(const nlohmann::json& document) {
 
 // The strategy a config document builds.
 inline std::shared_ptr<const ConfiguredStrategy> strategy(const nlohmann::json& document) {
-    return parse_config(document).strategy.rule;
+    return parse_config(document).cluster.strategy;
 }
 
 }  // namespace tether::testing

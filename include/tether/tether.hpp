@@ -47,38 +47,44 @@ struct ParameterSpan {
     std::size_t count = 0;
 };
 
+// A center's and its workers' settings. A field named like a "cluster" key of a config file
+// (docs/config.md) is that key, with the same default, checks and errors
+// ("ServiceOptions.heartbeat_ms: ..."); keys without a field here keep their defaults.
 struct ServiceOptions {
     // The strategy block, exactly as under "strategy" in a config file (docs/config.md), or a
     // strategy registered with tether::register_strategy (<tether/strategy.hpp>).
     std::string strategy = R"({"name": "aeasgd"})";
     int workers = 1;
-    // Where the center listens. "" = a private inproc:// address (workers in this process, via
-    // connect_worker); "tcp://127.0.0.1:*" or "tcp://*:5555" for workers in other processes.
+    // Where the center listens (cluster.endpoint). "" = a private inproc:// address (workers in
+    // this process, via connect_worker); "tcp://127.0.0.1:*" or "tcp://*:5555" for workers in
+    // other processes.
     std::string address;
     int join_timeout_ms = 60000;     // center: for all workers to join; worker: for its welcome
-    int worker_timeout_ms = 20000;   // silence after which the center counts a worker lost
+    int worker_timeout_ms = 10000;   // silence after which a worker (or, to a worker, the center) counts as lost
     int reply_timeout_ms = 600000;   // worker: for a reply (synchronous rounds can be long)
     int round_timeout_ms = 30000;    // synchronous strategies: round deadline (with quorum)
     double quorum = 0.5;
     // Flush denormal floats to zero on the center's thread (tether's own). The callers'
     // threads, where step() runs, are never changed; see set_flush_denormals() below.
     bool flush_denormals = true;
-    // Worker side: run each exchange on tether's thread, against a copy of the parameters taken
-    // at the window boundary, while your loop goes on with the next window; the reply is
-    // applied at the next boundary (one window stale, the window's own steps kept). step()
-    // then waits only when the previous exchange has not come back yet. docs/embedding.md
-    // gives the rule and the measured effect.
+    // Worker side (cluster.overlap): run each exchange on tether's thread, against a copy of the
+    // parameters taken at the window boundary, while your loop goes on with the next window;
+    // the reply is applied at the next boundary (one window stale, the window's own steps
+    // kept). step() then waits only when the previous exchange has not come back yet.
+    // docs/embedding.md gives the rule and the measured effect.
     bool overlap_exchange = false;
     // Servers that split x~ into contiguous server ranges, each with its own thread and address
     // (docs/architecture.md, "Several servers"): address() then lists them, server 0 first,
     // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
     // per server the same way.
     int servers = 1;
-    // What crosses the wire, as cluster.codec / cluster.reply_codec / cluster.topk_ratio in a
-    // config file (docs/config.md): "float32", "fp16", "bf16", "int8" or "topk"; "same".
+    // What crosses the wire: "float32", "fp16", "bf16", "int8" or "topk"; "same".
     std::string codec = "float32";
     std::string reply_codec = "same";
     double topk_ratio = 0.01;
+    // A worker with nothing else to send tells the center it is alive this often (also while
+    // your loop is away: tether's thread sends it); at most half of worker_timeout_ms.
+    int heartbeat_ms = 2000;
 };
 
 // Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may
@@ -92,7 +98,7 @@ void set_flush_denormals(bool on = true);
 // M_MMAP_THRESHOLD 32 MiB and M_TRIM_THRESHOLD 256 MiB). ZeroMQ allocates every message it
 // receives, and by default glibc hands a freed block of a megabyte back to the kernel and
 // faults it in again on the next allocation: a center answering 4 workers over tcp spent its
-// time in page faults, 1.3 GB/s against 6.5 with this (tether-bench-center, MLP-sized vector).
+// time in page faults and moved a fifth of what it moves with this (experiments/README.md).
 // The cost is memory: up to 256 MiB freed per malloc arena stays with the process. The tether
 // command calls this at start; the embedding API leaves your process's allocator alone unless
 // you call it (or set GLIBC_TUNABLES, docs/embedding.md). Returns false, and changes nothing,

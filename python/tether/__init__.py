@@ -119,8 +119,9 @@ class CenterService:
 
     ``address=""`` keeps it private to this process (use ``connect_worker``); give
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
-    ``.address``. Options (milliseconds): join_timeout_ms, worker_timeout_ms,
-    reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers);
+    ``.address``. Options, as ServiceOptions in C++ and the "cluster" keys of a config file
+    (same defaults and checks; milliseconds): join_timeout_ms, worker_timeout_ms (10000),
+    heartbeat_ms (2000, at most half of worker_timeout_ms), reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers);
     servers (x~ split into that many server ranges, each served on its own thread: ``address``
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
     lists them, server 0 first, separated by ','); codec, reply_codec and

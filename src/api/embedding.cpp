@@ -2,21 +2,17 @@
 // strategies and transport that `tether run` uses.
 #include <tether/tether.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
 
-#include "api/service_settings.hpp"
 #include "backend/backend.hpp"
 #include "backend/float_mode.hpp"
 #include "center/server_group.hpp"
-#include "protocol/framing.hpp"
-#include "run/agreed_settings.hpp"
-#include "run/center_run.hpp"
+#include "cluster/cluster_settings.hpp"
 #include "transport/peer_identity.hpp"
-#include "util/errors.hpp"
 #include "worker/parameter_layout.hpp"
+#include "worker/server_sessions.hpp"
 #include "worker/worker_node.hpp"
 
 namespace tether {
@@ -35,32 +31,16 @@ public:
         : transport_(std::move(transport)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
-        const ServiceSettings settings = service_settings(o, count);
-        strategy_ = settings.strategy;
-        const std::vector<std::string> addresses = split_addresses(address, "WorkerClient::connect address");
-        if (addresses.size() != settings.servers.size())
-            throw ConfigError("WorkerClient::connect: " + std::to_string(addresses.size()) + " address(es) in \"" + address +
-                              "\", but ServiceOptions.servers is " + std::to_string(settings.servers.size()));
+        const ClusterSettings settings = cluster_settings(o, count);
+        std::vector<ServerLink> links = settings.connect(*transport_, address, "WorkerClient::connect address",
+                                                         unique_peer_identity("api-worker"),
+                                                         settings.server_identities(count));
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
-        WorkerOptions options;
-        options.join_timeout_ms = o.join_timeout_ms;
-        options.reply_timeout_ms = o.reply_timeout_ms;
-        options.communication_window = strategy_->communication_window();
-        options.heartbeat_ms = std::min(1000, o.worker_timeout_ms / 4);  // well inside the center's timeout
-        options.center_timeout_ms = o.worker_timeout_ms;
-        options.overlap = o.overlap_exchange;
-        options.payload_codec = settings.payload_codec;
-        options.reply_codec = settings.reply_codec;
-        options.wire_kinds = strategy_->wire_kinds();
-        const std::string identity = unique_peer_identity("api-worker");
-        std::vector<ServerLink> links;
-        for (std::size_t k = 0; k < addresses.size(); ++k)
-            links.push_back({transport_->connect(addresses[k], identity, TransportOptions{}), settings.servers[k].fingerprint,
-                             settings.servers[k].agreed.dump(), addresses[k]});
-        node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
+        node_ = std::make_unique<WorkerNode>(std::move(links), settings.worker_options(), count);
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
-        node_->start(*backend_, std::move(parameters), strategy_->make_worker_rule({o.workers, count}), welcome);
+        node_->start(*backend_, std::move(parameters), settings.strategy->make_worker_rule({int(settings.workers), count}),
+                     welcome);
     }
     bool step(std::size_t samples) override { return node_->after_step(samples); }
     WorkerReport finish() override {
@@ -72,64 +52,20 @@ public:
 
 private:
     std::shared_ptr<Transport> transport_;
-    std::shared_ptr<const ConfiguredStrategy> strategy_;
     std::unique_ptr<Backend> backend_;  // before node_: the rule's buffers live in its memory
     std::unique_ptr<WorkerNode> node_;
     unsigned id_ = 0;
 };
 
-// The servers' bind addresses: ServiceOptions.address (one per server, separated by ','), or
-// a private inproc:// address each.
-std::vector<std::string> bind_addresses(const ServiceOptions& o) {
-    static std::atomic<unsigned> counter{0};
-    std::vector<std::string> out;
-    if (!o.address.empty()) {
-        out = split_addresses(o.address, "ServiceOptions.address");
-        if (out.size() != std::size_t(std::max(o.servers, 1)))
-            throw ConfigError("ServiceOptions.address: " + std::to_string(out.size()) + " address(es) for " +
-                              std::to_string(o.servers) + " servers (ServiceOptions.servers); give one per server");
-        return out;
-    }
-    for (int k = 0; k < std::max(o.servers, 1); ++k) out.push_back("inproc://tether-api-" + std::to_string(counter++));
-    return out;
-}
-
 class Service final : public CenterService {
 public:
     Service(std::vector<float> initial, const ServiceOptions& o)
-        : options_(o), settings_(service_settings(o, initial.size())), transport_(make_zmq_transport()),
-          count_(initial.size()) {
-        const std::vector<std::string> addresses = bind_addresses(o);
-        CenterOptions c;
-        c.expected_workers = o.workers;
-        c.quorum = o.quorum;
-        c.round_timeout_ms = o.round_timeout_ms;
-        c.worker_timeout_ms = o.worker_timeout_ms;
-        c.join_timeout_ms = o.join_timeout_ms;
-        c.payload_codec = settings_.payload_codec;
-        c.reply_codec = settings_.reply_codec;
-        c.wire_kinds = settings_.strategy->wire_kinds();
-        c.max_message_bytes = std::max(c.max_message_bytes, max_payload_bytes(c.payload_codec, c.chunk_elements) + 8192);
-        // The servers never block on a send to a peer that stopped reading (as in center_run):
-        // they hold the state lock that snapshot() and stats_json() wait for.
-        TransportOptions bind_options;
-        bind_options.send_timeout_ms = 0;
-        std::vector<GroupMember> members;
-        for (std::size_t k = 0; k < settings_.servers.size(); ++k) {
-            const ServerIdentity& server = settings_.servers[k];
-            CenterOptions mine = c;
-            mine.fingerprint = server.fingerprint;
-            mine.explain_mismatch = mismatch_explainer(server.agreed);
-            mine.ids_from_hello = k > 0;
-            if (settings_.servers.size() > 1) mine.name = "server " + std::to_string(k) + "/" + std::to_string(o.servers);
-            std::vector<float> range(initial.begin() + std::ptrdiff_t(server.range.first),
-                                     initial.begin() + std::ptrdiff_t(server.range.first + server.range.count));
-            members.push_back({std::make_unique<Center>(transport_->bind(addresses[k], bind_options),
-                                                        settings_.strategy->make_center_rule({o.workers, server.range.count}),
-                                                        std::move(range), mine),
-                               k, server.range});
-        }
-        group_ = std::make_unique<ServerGroup>(std::move(members));
+        : options_(o), transport_(make_zmq_transport()), count_(initial.size()) {
+        static std::atomic<unsigned> counter{0};
+        const ClusterSettings settings = cluster_settings(o, count_);
+        group_ = settings.make_servers(
+            *transport_, settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); }), 0,
+            settings.server_identities(count_), initial);
         thread_ = std::thread([this] {
             set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
             try {
@@ -147,11 +83,7 @@ public:
             thread_.join();
         }
     }
-    std::string address() const override {
-        std::string joined;
-        for (const auto& a : group_->addresses()) joined += (joined.empty() ? "" : ",") + a;
-        return joined;
-    }
+    std::string address() const override { return group_->address(); }
     std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory) override {
         return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory);
     }
@@ -172,7 +104,6 @@ public:
 
 private:
     ServiceOptions options_;
-    ServiceSettings settings_;
     std::shared_ptr<Transport> transport_;
     std::size_t count_;
     std::unique_ptr<ServerGroup> group_;

@@ -11,8 +11,8 @@ bool keep_freed_memory_mapped() {
 // 64-bit glibc only: on 32-bit its largest mmap threshold is below the 32 MiB asked for here.
 #if defined(__GLIBC__) && __SIZEOF_POINTER__ == 8
     // Both settings, or neither helps: a fixed M_TRIM_THRESHOLD alone turns off glibc's
-    // adaptive mmap threshold, so every ~1 MB message is mmapped afresh (4 clients: 0.31 GB/s),
-    // and a fixed mmap threshold alone leaves the heap trimmed after each free (1.3 GB/s).
+    // adaptive mmap threshold, so every ~1 MB message is mmapped afresh, and a fixed mmap
+    // threshold alone leaves the heap trimmed after each free (measured: experiments/README.md).
     // 32 MiB is the largest mmap threshold glibc accepts on 64-bit; a 4 MiB frame
     // (cluster.chunk_elements) is well below it.
     constexpr int kMmapThreshold = 32 << 20, kTrimThreshold = 256 << 20;

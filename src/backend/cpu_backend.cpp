@@ -37,8 +37,8 @@ TETHER_CLONES void run_nesterov(std::size_t n, ops::NesterovStep f) { vector_loo
 TETHER_CLONES void run_sgd(std::size_t n, ops::SgdStep f) { vector_loop(n, f); }
 // The vector operations of the strategies' worker rules (vector_ops.hpp) run the same way:
 // once per exchange over the whole parameter vector, memory-bound, while the center and
-// ZeroMQ's I/O thread want the other core. A team of 2 was no faster there (downpour's
-// difference of 235k floats, 1 client over tcp: 157 us with the team, 144 inline).
+// ZeroMQ's I/O thread want the other core. A team of 2 was slower there
+// (measured: experiments/README.md).
 TETHER_CLONES void run_axpy(std::size_t n, ops::Axpy f) { vector_loop(n, f); }
 TETHER_CLONES void run_difference(std::size_t n, ops::Difference f) { vector_loop(n, f); }
 TETHER_CLONES void run_scale(std::size_t n, ops::Scale f) { vector_loop(n, f); }
@@ -46,12 +46,12 @@ TETHER_CLONES void run_scale(std::size_t n, ops::Scale f) { vector_loop(n, f); }
 #if defined(__SSE2__)
 // out <- a - b with streaming stores, for a result this core does not read again: a worker's
 // message (downpour's x - x_pull), which ZeroMQ's I/O thread on the other core sends. A loop
-// storing into it fetched each line for ownership first, from that core (the message was last
-// read there): 80 us for 235k floats, 46 as memcpy then subtract. Written around the caches,
-// its lines are not dirty in this core's cache either when the I/O thread reads them: downpour
-// with 1 client over tcp, 3.13 -> 3.63 GB/s (medians of 8 alternating pairs of runs). adag
-// scales the message right after, reading it back from memory: 2.92 -> 3.00 GB/s all the same
-// (6 pairs). Below 256 KB a result stays in the caches and ordinary stores are right.
+// storing into it fetched each line for ownership first, from that core (the message was last read
+// there), slower than a memcpy and a subtraction. Written around the caches, its lines are not
+// dirty in this core's cache either when the I/O thread reads them, and downpour over tcp exchanged
+// faster; adag, which scales the message right after and so reads it back from memory, gained a
+// little all the same (measured: experiments/README.md). Below 256 KB a result stays in the caches
+// and ordinary stores are right.
 constexpr std::size_t kStreamedElements = std::size_t(1) << 16;
 void streamed_difference(float* out, const float* a, const float* b, std::size_t n) {
     std::size_t i = 0;
@@ -150,12 +150,12 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, bool flush_denormals) {
     return std::make_unique<CpuBackend>(threads, flush_denormals);
 }
 
-// OpenBLAS starts its thread pool when the library loads, before tether can set any
-// floating-point mode, and a thread keeps the mode it started with: a GEMM on subnormal input
-// split over 2 threads took 603 ms with the caller flushing (12.7 ms on the caller alone). So
-// the pool is stopped and OpenBLAS starts it again from this flushing thread, whose mode the
-// new threads inherit (14 ms). blas_thread_shutdown_ is the hook OpenBLAS itself uses around
-// fork(); weak, so another CBLAS without it simply keeps its threads as they are.
+// OpenBLAS starts its thread pool when the library loads, before tether can set any floating-point
+// mode, and a thread keeps the mode it started with: a GEMM on subnormal input split over 2 threads
+// ran dozens of times slower than on the flushing caller alone. So the pool is stopped and OpenBLAS
+// starts it again from this flushing thread, whose mode the new threads inherit (measured:
+// experiments/README.md). blas_thread_shutdown_ is the hook OpenBLAS itself uses around fork();
+// weak, so another CBLAS without it simply keeps its threads as they are.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 int blas_threads() { return openblas_get_num_threads(); }

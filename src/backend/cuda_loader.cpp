@@ -73,10 +73,10 @@ int cuda_device_count() { return cuda_built() ? library().device_count() : 0; }
 
 // `auto` asks this first. A GPU needs the NVIDIA driver: its kernel module (/proc/driver/nvidia),
 // its device nodes, or those of WSL2 (/dev/dxg) and of Jetson boards (/dev/nvhost-ctrl). Without
-// any of them there is no GPU to count, and loading the CUDA backend to learn that (libcudart
-// and cuBLAS: 160 MB mapped, 0.3 s) cost every process of a run on a CPU machine that has the
-// toolkit: a 4-process local downpour run went from 115k to 92k samples/s. `cuda` asked for by
-// name still loads it, and says what it finds.
+// any of them there is no GPU to count, and loading the CUDA backend to learn that (libcudart and
+// cuBLAS mapped) cost every process of a run on a CPU machine that has the toolkit, and a local run
+// a fifth of its throughput (measured: experiments/README.md). `cuda` asked for by name still loads
+// it, and says what it finds.
 bool nvidia_driver_present() {
     for (const char* path : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/nvhost-ctrl"})
         if (::access(path, F_OK) == 0) return true;

@@ -44,8 +44,8 @@ struct Im2colRow {
 // sides coalesce. (A unit per kernel row, as before, wrote a run of kernel_w * channels floats
 // per thread, the threads a whole patch apart.) The per-value units divide their index in
 // `Index`, 32 bits whenever the count fits (thrust_ops.inl): a GPU divides 64-bit integers in
-// software. With 64 bits, im2col and col2im took 31% of the CNN's GPU time at batch 512 (ncu,
-// H100); with 32, the CNN trained 4% faster there (medians 276,635 against 266,757 samples/s).
+// software, and with 64 bits im2col and col2im took a third of the CNN's GPU time at batch 512
+// (measured: experiments/README.md).
 template <typename Index>
 struct Im2colElement {
     const float* images; float* columns; WindowShape s;

@@ -12,10 +12,10 @@ ServerGroup::ServerGroup(std::vector<GroupMember> members) : members_(std::move(
 
 ServerGroup::~ServerGroup() = default;
 
-std::vector<std::string> ServerGroup::addresses() const {
-    std::vector<std::string> out;
-    for (const auto& m : members_) out.push_back(m.center->address());
-    return out;
+std::string ServerGroup::address() const {
+    std::string joined;
+    for (const auto& m : members_) joined += (joined.empty() ? "" : ",") + m.center->address();
+    return joined;
 }
 
 void ServerGroup::serve(const std::function<void()>& thread_setup) {

@@ -33,7 +33,8 @@ public:
     std::size_t size() const { return members_.size(); }
     const GroupMember& member(std::size_t i) const { return members_[i]; }
     Center& center(std::size_t i) { return *members_[i].center; }
-    std::vector<std::string> addresses() const;
+    // The members' addresses, in order, separated by ',' (as workers connect to them).
+    std::string address() const;
 
     // Serves every member, each on a thread of its own (the first on the calling thread), until
     // all are done; `thread_setup` runs first on each new thread (the float mode). When one

@@ -5,15 +5,15 @@
 #include <iostream>
 #include <sstream>
 
-
 #include "backend/cpu_backend.hpp"
 #include "cli/commands.hpp"
+#include "cluster/cluster_settings.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
+#include "record/run_recorder.hpp"
+#include "record/run_verdict.hpp"
 #include "run/center_run.hpp"
 #include "run/run.hpp"
-#include "run/run_recorder.hpp"
-#include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "train/batch_split.hpp"
 #include "transport/peer_identity.hpp"
@@ -117,10 +117,15 @@ ServerPlan plan_from(const Common& c, const RunConfig& config) {
     return plan;
 }
 
-int serve(const Common& c) {
-    const RunConfig config = load_config(c.config_path, c.overrides);
-    if (!config.strategy.rule->uses_center())
+RunConfig load_distributed(const Common& c) {
+    RunConfig config = load_config(c.config_path, c.overrides);
+    if (!config.cluster.strategy->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
+    return config;
+}
+
+int serve(const Common& c) {
+    const RunConfig config = load_distributed(c);
     const ServerPlan plan = plan_from(c, config);
     set_blas_threads(1, config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
@@ -171,9 +176,7 @@ int worker_command(const std::vector<std::string>& arguments) {
             server.address += (server.address.empty() ? "" : ",") + bind_address_for(a);
         return serve(server);
     }
-    const RunConfig config = load_config(c.config_path, c.overrides);
-    if (!config.strategy.rule->uses_center())
-        throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
+    const RunConfig config = load_distributed(c);
     const int threads = threads_per_worker(config, 1);
     const CpuThreadPlan plan = use_cpu_threads(config, threads, 1);
     std::printf("worker: CPU %s; denormals %s\n", plan.describe().c_str(),

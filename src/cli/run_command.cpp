@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "record/run_recorder.hpp"
 #include "run/run.hpp"
-#include "run/run_recorder.hpp"
 
 namespace po = boost::program_options;
 

@@ -6,7 +6,6 @@
 
 #include "backend/device_choice.hpp"
 #include "model/layer_spec.hpp"
-#include "strategy/registry.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -123,80 +122,6 @@ EvalConfig parse_eval(JsonReader r) {
     return e;
 }
 
-ClusterConfig parse_cluster(JsonReader r) {
-    ClusterConfig k;
-    k.mode = r.choice("mode", k.mode, {"embedded", "local"});
-    k.workers = r.integer("workers", k.workers, 1, 1024);
-    k.endpoint = r.string("endpoint", k.endpoint);
-    k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
-    k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
-    k.worker_timeout_ms = r.integer("worker_timeout_ms", k.worker_timeout_ms, 100, 86'400'000);
-    k.heartbeat_ms = r.integer("heartbeat_ms", k.heartbeat_ms, 10, 3'600'000);
-    k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
-    k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
-    k.chunk_elements = r.integer("chunk_elements", k.chunk_elements, 1, 1 << 24);
-    k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
-    k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
-    k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
-    k.elastic = r.boolean("elastic", k.elastic);
-    k.overlap = r.boolean("overlap", k.overlap);
-    k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
-    k.servers = r.integer("servers", k.servers, 1, 256);
-    k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "topk"});
-    k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "topk"});
-    k.topk_ratio = r.number("topk_ratio", k.topk_ratio, 0.0, 1.0, true);
-    if (k.step_delay_ms.size() > std::size_t(k.workers))
-        throw ConfigError("cluster.step_delay_ms: " + std::to_string(k.step_delay_ms.size()) + " delays for " +
-                          std::to_string(k.workers) + " workers (cluster.workers); give at most one per worker");
-    r.finish();
-    if (k.max_peers < k.workers)
-        throw ConfigError("cluster.max_peers: " + std::to_string(k.max_peers) + " is less than cluster.workers (" +
-                          std::to_string(k.workers) + "); the center must be able to hold every worker");
-    if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
-        throw ConfigError("cluster.heartbeat_ms: " + std::to_string(k.heartbeat_ms) +
-                          " must be at most half of cluster.worker_timeout_ms (" + std::to_string(k.worker_timeout_ms) +
-                          "), or live workers would be counted lost");
-    return k;
-}
-
-SecurityConfig parse_security(JsonReader r) {
-    SecurityConfig s;
-    s.center_public_key = r.string("center_public_key", s.center_public_key);
-    s.center_secret_key = r.string("center_secret_key", s.center_secret_key);
-    s.worker_public_key = r.string("worker_public_key", s.worker_public_key);
-    s.worker_secret_key = r.string("worker_secret_key", s.worker_secret_key);
-    s.authorized_workers = r.string("authorized_workers", s.authorized_workers);
-    r.finish();
-    // Which files each side needs is checked where the keys are loaded (security/curve_keys):
-    // one config serves the center and the workers, each holding only its own secret.
-    if (!s.enabled() && (!s.center_secret_key.empty() || !s.worker_public_key.empty() ||
-                         !s.worker_secret_key.empty() || !s.authorized_workers.empty()))
-        throw ConfigError("security.center_public_key: empty while other security.* keys are set; CURVE is on only "
-                          "when the center's public key file is given (tether keygen writes one)");
-    return s;
-}
-
-// Rules that tie the strategy to other sections; a strategy's factory sees only its own block
-// and its StrategyContext.
-void check_strategy_against_run(const RunConfig& c) {
-    const std::string& name = c.strategy.name;
-    if (name == "sequential" && c.cluster.workers != 1)
-        throw ConfigError("cluster.workers: " + std::to_string(c.cluster.workers) +
-                          " workers with strategy.name \"sequential\"; sequential training uses exactly 1 worker "
-                          "(pick a distributed strategy such as \"adag\" or \"aeasgd\" for more)");
-    const WireKinds kinds = c.strategy.rule->wire_kinds();
-    const auto check_codec = [&](const char* key, CodecKind codec, WireVector kind, const char* vector) {
-        if (lossy(codec) && kind == WireVector::unknown && c.strategy.rule->uses_center())
-            throw ConfigError(std::string("cluster.") + key + ": \"" + to_string(codec) + "\" compresses the " + vector +
-                              ", but strategy \"" + name + "\" does not say whether it is a state or an update "
-                              "(Strategy::wire_kinds in <tether/strategy.hpp>), and a lossy codec must know; use "
-                              "\"float32\", or declare wire_kinds() in the strategy");
-    };
-    check_codec("codec", c.cluster.payload_codec().kind, kinds.payload, "workers' exchanges");
-    check_codec(c.cluster.reply_codec == "same" ? "codec" : "reply_codec", c.cluster.reply_codec_options().kind, kinds.reply,
-                "center's replies");
-}
-
 // training.thread_split "layers" needs an MLP with a hidden layer (the widths against the
 // thread count are checked when the threads are known: plan_cpu_threads).
 void check_thread_split(const RunConfig& c) {
@@ -223,18 +148,14 @@ RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys) {
     c.model = parse_model(root.object("model"));
     c.training = parse_training(root.object("training"));
     c.eval = parse_eval(root.object("eval"));
-    c.cluster = parse_cluster(root.object("cluster"));
-    c.security = parse_security(root.object("security"));
     {
-        // After the cluster: strategy defaults such as alpha = 0.9 / N depend on N; after the
-        // training section: a strategy may need a local optimizer (eamsgd). The model has not
-        // met the data yet, so the parameter count is not known here (0).
-        JsonReader s = root.object("strategy");
-        c.strategy.rule = make_strategy(s, StrategyContext{int(c.cluster.workers), 0, c.training.optimizer.name});
-        c.strategy.name = c.strategy.rule->name();
-        s.finish();
+        // After the training section: a strategy may need a local optimizer (eamsgd). The model
+        // has not met the data yet, so the parameter count is not known here (0).
+        JsonReader cluster = root.object("cluster");
+        JsonReader security = root.object("security");
+        JsonReader strategy = root.object("strategy");
+        c.cluster = read_cluster_settings(cluster, security, strategy, StrategyContext{1, 0, c.training.optimizer.name});
     }
-    check_strategy_against_run(c);
     check_thread_split(c);
     root.finish();
     return c;

@@ -1,5 +1,6 @@
-// The typed run configuration. docs/config.md documents every key; parse_config() is the one
-// place that knows them (see util/json_reader.hpp), and tests check that the two agree.
+// The typed run configuration. docs/config.md documents every key; parse_config() and, for the
+// cluster, security and strategy blocks, read_cluster_settings() are the code that knows them
+// (see util/json_reader.hpp), and tests check that the docs and the code agree.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "codec/codec.hpp"
-#include "strategy/configured_strategy.hpp"
+#include "cluster/cluster_settings.hpp"
 #include "util/json_reader.hpp"
 
 namespace tether {
@@ -70,65 +70,13 @@ struct EvalConfig {
     std::int64_t test_samples = 0;                 // 0 = the whole test set (evaluated once, at the end)
 };
 
-struct StrategyConfig {
-    std::string name = "sequential";
-    std::shared_ptr<const ConfiguredStrategy> rule;  // built by the registry from the `strategy` block
-};
-
-struct ClusterConfig {
-    std::string mode = "embedded";  // embedded | local
-    std::int64_t workers = 1;
-    std::string endpoint;             // "" = inproc:// (embedded) or tcp://127.0.0.1:* (local)
-    double quorum = 0.5;              // share of live workers that closes a round at its deadline
-    std::int64_t round_timeout_ms = 30000;
-    std::int64_t worker_timeout_ms = 10000;  // silence after which a worker (or the center) counts as lost
-    std::int64_t heartbeat_ms = 2000;
-    std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
-    std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
-    std::int64_t chunk_elements = 1 << 20;   // elements of one chunk, the largest payload of one message (4 MiB of float32)
-    // Extra milliseconds worker k sleeps after each local step (entry k; missing entries 0):
-    // simulated stragglers, to study strategies with workers of unequal speed.
-    std::vector<std::int64_t> step_delay_ms;
-    // A run in which more than this share of the workers failed (diverged, crashed, lost)
-    // exits 1, as does a run in which no update reached x~.
-    double max_failed_share = 0.5;
-    std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
-    bool elastic = false;                  // workers beyond cluster.workers may join mid-run
-    // Each exchange runs on the worker's own thread while it trains the next window; its reply
-    // lands one window late (worker/worker_node.hpp, docs/embedding.md).
-    bool overlap = false;
-    std::int64_t max_peers = 256;          // identities each server keeps state for at once
-    std::int64_t servers = 1;              // servers that split x~ into server ranges (protocol/server_ranges.hpp)
-    // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
-    // ("same": as codec); topk keeps this share of the elements.
-    std::string codec = "float32";
-    std::string reply_codec = "same";
-    double topk_ratio = 0.01;
-    CodecOptions payload_codec() const { return {codec_kind(codec), topk_ratio}; }
-    CodecOptions reply_codec_options() const { return {codec_kind(reply_codec == "same" ? codec : reply_codec), topk_ratio}; }
-};
-
-// CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when
-// center_public_key is empty. Key files hold one Z85 key (40 characters), as `tether keygen`
-// writes them.
-struct SecurityConfig {
-    std::string center_public_key;   // both sides: the center's public key file
-    std::string center_secret_key;   // center: its secret key file
-    std::string worker_public_key;   // worker: its own key pair
-    std::string worker_secret_key;
-    std::string authorized_workers;  // center: file of allowed worker public keys, one per line
-    bool enabled() const { return !center_public_key.empty(); }
-};
-
 struct RunConfig {
     std::string name = "run";
     DataConfig data;
     ModelConfig model;
     TrainingConfig training;
     EvalConfig eval;
-    StrategyConfig strategy;
-    ClusterConfig cluster;
-    SecurityConfig security;
+    ClusterSettings cluster;  // with the "security" and "strategy" blocks (cluster/cluster_settings.hpp)
 
     nlohmann::json resolved;  // every key with its value, defaults filled in
 };

@@ -3,8 +3,11 @@
 #include "data/cifar_reader.hpp"
 #include "data/validation_split.hpp"
 #include "util/errors.hpp"
+#include "util/fnv1a.hpp"
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace tether {
@@ -61,6 +64,32 @@ TrainTestSplit load_data(const DataConfig& c, std::uint64_t seed) {
     // The sets were just built for this call: nobody else holds them yet.
     split.validation = carve_validation(*std::const_pointer_cast<Dataset>(split.train), std::size_t(c.validation_samples));
     return split;
+}
+
+static nlohmann::json file_identity(const DataConfig& data, const std::string& file) {
+    const std::string path = resolve(data, file);
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    if (error) return {{"file", std::filesystem::path(file).filename().string()}, {"bytes", nullptr}};
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> head(64 * 1024);
+    in.read(head.data(), std::streamsize(head.size()));
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(head.data(), std::size_t(in.gcount()))));
+    // The file name is left out: two hosts may name the same data differently.
+    return {{"bytes", size}, {"head_hash", hex}};
+}
+
+nlohmann::json data_identity(const DataConfig& data, std::int64_t seed) {
+    if (data.source == "synthetic")
+        return {{"source", "synthetic"}, {"train_samples", data.train_samples}, {"test_samples", data.test_samples},
+                {"features", data.features}, {"classes", data.classes}, {"noise", data.noise}, {"seed", seed},
+                {"validation_samples", data.validation_samples}};
+    // validation_samples decides which samples the workers' shards hold: all must agree on it.
+    return {{"source", "idx"},
+            {"train_images", file_identity(data, data.train_images)},
+            {"train_labels", file_identity(data, data.train_labels)},
+            {"validation_samples", data.validation_samples}};
 }
 
 }  // namespace tether

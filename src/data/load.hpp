@@ -10,4 +10,9 @@ namespace tether {
 // (data/validation_split.hpp), the same ones in every process of a run.
 TrainTestSplit load_data(const DataConfig& config, std::uint64_t seed);
 
+// What the workers of a run must agree their data is (part of the agreed settings,
+// cluster/agreed_settings.hpp): for IDX files their sizes and a hash of their first 64 KiB
+// (reading the whole set would slow every start); for synthetic data the generator's parameters.
+nlohmann::json data_identity(const DataConfig& data, std::int64_t seed);
+
 }  // namespace tether

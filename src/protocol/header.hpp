@@ -51,7 +51,7 @@ struct Header {
     std::uint32_t chunk_index = 0;     // this message's chunk of the vector (protocol/framing.hpp)
     std::uint32_t chunk_count = 1;
     std::uint64_t element_count = 0;   // elements in this message's payload
-    std::uint64_t fingerprint = 0;     // of the agreed settings (run/agreed_settings.cpp); checked on every message
+    std::uint64_t fingerprint = 0;     // of the agreed settings (cluster/agreed_settings.hpp); checked on every message
 };
 
 std::vector<std::uint8_t> encode(const Header& header);

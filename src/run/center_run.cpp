@@ -3,37 +3,19 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <limits>
 #include <mutex>
 
 #include "backend/float_mode.hpp"
 #include "center/checkpoint.hpp"
 #include "center/server_group.hpp"
-#include "protocol/framing.hpp"
-#include "protocol/header.hpp"
-#include "run/agreed_settings.hpp"
-#include "run/center_security.hpp"
-#include "run/run_recorder.hpp"
+#include "cluster/cluster_settings.hpp"
+#include "record/run_recorder.hpp"
 #include "run/snapshot_evaluator.hpp"
-#include "strategy/configured_strategy.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> split_addresses(const std::string& list, const std::string& what) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (true) {
-        const std::size_t comma = list.find(',', start);
-        out.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (out.back().empty())
-            throw ConfigError(what + " \"" + list + "\": an empty address; give ZeroMQ endpoints separated by ','");
-        if (comma == std::string::npos) return out;
-        start = comma + 1;
-    }
-}
 
 namespace {
 
@@ -51,7 +33,7 @@ struct CenterRun::State {
     std::size_t servers;  // S
     ModelIdentity identity;
     RunRecorder recorder;
-    Progress progress;
+    ProgressPrinter progress;
     std::unique_ptr<ServerGroup> group;
     std::unique_ptr<SnapshotEvaluator> evaluator;  // server 0 only
     std::mutex exchanges_mutex;                   // the servers' threads share the log
@@ -87,55 +69,26 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                      const std::string& directory, bool resume)
     : state_(std::make_unique<State>(config, data, transport, std::move(plan), directory, resume)) {
     State& s = *state_;
-    const ClusterConfig& k = config.cluster;
+    const ClusterSettings& k = config.cluster;
     const std::size_t planned = s.plan.first + s.plan.bind.size() + s.plan.remote.size();
     if (s.plan.bind.empty() || planned > s.servers || (s.lead() && planned != s.servers))
         throw ConfigError("cluster.servers is " + std::to_string(s.servers) + ", but this process was given " +
                           std::to_string(s.plan.bind.size()) + " server address(es) to bind from server " +
                           std::to_string(s.plan.first) + " and " + std::to_string(s.plan.remote.size()) +
                           " of servers elsewhere; server 0 must know them all");
-    TransportOptions transport_options;
-    transport_options.max_message_bytes =
-        kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements)) + 4096;
-    // The center never waits on a peer: a reply that cannot be queued at once is dropped and
-    // counted (rejections, heartbeat answers) or costs that worker its place (data replies).
-    transport_options.send_timeout_ms = 0;
-    transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
-    secure_center(config, s.plan.bind, transport, transport_options);
-    CenterOptions options;
-    options.max_message_bytes = transport_options.max_message_bytes;
-    options.max_peers = std::size_t(k.max_peers);
-    options.elastic = k.elastic;
     // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
-    options.max_samples_per_worker = std::uint64_t(config.training.epochs) *
-                                     ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
-    options.expected_workers = int(k.workers);
-    options.chunk_elements = std::size_t(k.chunk_elements);
-    options.payload_codec = k.payload_codec();
-    options.reply_codec = k.reply_codec_options();
-    options.wire_kinds = config.strategy.rule->wire_kinds();
-    options.quorum = k.quorum;
-    options.round_timeout_ms = int(k.round_timeout_ms);
-    options.worker_timeout_ms = int(k.worker_timeout_ms);
-    options.join_timeout_ms = int(k.join_timeout_ms);
-    options.checkpoint_ms = int(std::min<std::int64_t>(k.checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
-    options.final_snapshot = false;  // serve() takes it once every server here is done
-    std::vector<GroupMember> members;
-    for (std::size_t i = 0; i < s.plan.bind.size(); ++i) {
-        const std::size_t index = s.plan.first + i;
-        const ServerIdentity& id = s.identity.servers[index];
-        CenterOptions o = options;
-        o.fingerprint = id.fingerprint;
-        o.explain_mismatch = mismatch_explainer(id.agreed);
-        o.ids_from_hello = index > 0;
+    const std::uint64_t max_samples_per_worker =
+        std::uint64_t(config.training.epochs) * ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
+    s.group = k.make_servers(transport, s.plan.bind, s.plan.first, s.identity.servers, s.identity.initial, [&](CenterOptions& o, std::size_t index) {
+        o.max_samples_per_worker = max_samples_per_worker;
         o.await_final_snapshot = index > 0 && !s.lead();  // server 0 in another process fetches it
         o.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
-        if (s.servers > 1) o.name = "server " + std::to_string(index) + "/" + std::to_string(s.servers);
-        const StrategyContext context{int(k.workers), id.range.count};
-        std::vector<float> initial(s.identity.initial.begin() + std::ptrdiff_t(id.range.first),
-                                   s.identity.initial.begin() + std::ptrdiff_t(id.range.first + id.range.count));
-        auto center = std::make_unique<Center>(transport.bind(s.plan.bind[i], transport_options),
-                                               config.strategy.rule->make_center_rule(context), std::move(initial), o);
+        o.final_snapshot = false;  // serve() takes it once every server here is done
+    });
+    for (std::size_t i = 0; i < s.group->size(); ++i) {
+        const std::size_t index = s.group->member(i).index;
+        Center* center = &s.group->center(i);
+        const ServerIdentity& id = s.identity.servers[index];
         const std::string path = checkpoint_path(s.recorder.directory(), s.servers, index);
         if (resume) {
             const Checkpoint checkpoint = read_checkpoint(path);
@@ -145,7 +98,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                                   "its run directory");
             center->resume(checkpoint);
             std::printf("%sresumed from %s at center version %llu (%llu samples)\n",
-                        s.servers == 1 ? "" : (o.name + ": ").c_str(), path.c_str(),
+                        s.servers == 1 ? "" : ("server " + std::to_string(index) + "/" + std::to_string(s.servers) + ": ").c_str(), path.c_str(),
                         static_cast<unsigned long long>(checkpoint.version),
                         static_cast<unsigned long long>(checkpoint.total_samples));
         }
@@ -166,27 +119,25 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
             std::lock_guard<std::mutex> lock(s.exchanges_mutex);
             s.exchanges << line.dump() << "\n";
         };
-        members.push_back({std::move(center), index, id.range});
     }
-    s.group = std::make_unique<ServerGroup>(std::move(members));
     s.exchanges.open(s.recorder.directory() + "/exchanges.jsonl");
     // Wall time counts from when the workers start training, not from when the center began to
     // wait for them (process start-up, loading the data set): as a sequential run's clock
     // starts after loading. A resumed run counts from serve().
     s.group->center(0).on_start = [&s] { s.started = Clock::now(); };
     if (!s.lead()) return;
-    std::vector<RemoteServer> remote;
-    for (std::size_t i = 0; i < s.plan.remote.size(); ++i) {
-        const std::size_t index = s.plan.bind.size() + i;
-        remote.push_back({index, s.identity.servers[index].range, s.plan.remote[i], s.identity.servers[index].fingerprint});
+    std::unique_ptr<RemoteRanges> remote_ranges;
+    if (!s.plan.remote.empty()) {
+        std::vector<RemoteServer> remote;
+        for (std::size_t i = 0; i < s.plan.remote.size(); ++i) {
+            const ServerIdentity& id = s.identity.servers[s.plan.bind.size() + i];
+            remote.push_back({id.index, id.range, s.plan.remote[i], id.fingerprint});
+        }
+        // Server 0 talks to the other servers as a worker would (their allowlist holds its key).
+        remote_ranges = std::make_unique<RemoteRanges>(transport, std::move(remote), k.worker_transport(s.plan.remote.front()),
+                                                       std::size_t(k.chunk_elements), int(k.join_timeout_ms));
     }
-    TransportOptions fetch_options;
-    fetch_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
-    if (!s.plan.remote.empty()) secure_client(config, s.plan.remote.front(), fetch_options);  // as a worker would
-    s.evaluator = std::make_unique<SnapshotEvaluator>(
-        config, data, s.recorder, s.progress,
-        std::make_unique<RemoteRanges>(transport, std::move(remote), fetch_options, std::size_t(k.chunk_elements),
-                                       int(k.join_timeout_ms)));
+    s.evaluator = std::make_unique<SnapshotEvaluator>(config, data, s.recorder, s.progress, std::move(remote_ranges));
     s.group->center(0).on_snapshot = [&s](Snapshot&& snapshot) {
         PendingSnapshot p = s.assemble(std::move(snapshot), false);
         s.last_snapshot = {p.stats.total_samples, p.versions};
@@ -196,20 +147,14 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
 
 CenterRun::~CenterRun() = default;
 
-std::vector<std::string> CenterRun::addresses() const { return state_->group->addresses(); }
-
-std::string CenterRun::address() const {
-    std::string joined;
-    for (const auto& a : addresses()) joined += (joined.empty() ? "" : ",") + a;
-    return joined;
-}
+std::string CenterRun::address() const { return state_->group->address(); }
 
 void CenterRun::stop() { state_->group->stop(); }
 
 nlohmann::json CenterRun::serve() {
     State& s = *state_;
     std::printf("tether %s: %s, strategy %s, %lld workers, %s at %s -> %s\n", s.config.name.c_str(),
-                s.identity.description.c_str(), s.config.strategy.rule->describe().dump().c_str(),
+                s.identity.description.c_str(), s.config.cluster.strategy->describe().dump().c_str(),
                 static_cast<long long>(s.config.cluster.workers),
                 s.servers == 1 ? "center"
                 : s.plan.bind.size() == 1
@@ -256,10 +201,11 @@ nlohmann::json CenterRun::serve() {
     if (failure) std::rethrow_exception(failure);
     const CenterStats stats = s.group->stats();
     nlohmann::json extra = stats.to_json();
-    extra["strategy"] = s.config.strategy.name;
-    extra["strategy_parameters"] = s.config.strategy.rule->describe();
-    extra["workers"] = s.config.cluster.workers;
-    extra["communication_window"] = s.config.strategy.rule->communication_window();
+    const ClusterSettings& k = s.config.cluster;
+    extra["strategy"] = k.strategy->name();
+    extra["strategy_parameters"] = k.strategy->describe();
+    extra["workers"] = k.workers;
+    extra["communication_window"] = k.strategy->communication_window();
     extra["center_version"] = s.group->center(0).state().version;
     extra["servers"] = s.servers;
     nlohmann::json versions = nlohmann::json::array();
@@ -268,18 +214,18 @@ nlohmann::json CenterRun::serve() {
     extra["bytes_sent"] = stats.bytes_sent + stats.bytes_received;  // all traffic, both ways
     extra["bytes_to_workers"] = stats.bytes_sent;
     extra["bytes_to_center"] = stats.bytes_received;
-    extra["codec"] = to_string(s.config.cluster.payload_codec().kind);
-    extra["reply_codec"] = to_string(s.config.cluster.reply_codec_options().kind);
+    extra["codec"] = to_string(k.payload_codec().kind);
+    extra["reply_codec"] = to_string(k.reply_codec_options().kind);
     extra["worker_lost"] = stats.workers_lost > 0;
     extra["model"] = s.identity.description;
     extra["parameters"] = s.identity.num_parameters;
-    extra["mode"] = s.config.cluster.mode;
+    extra["mode"] = k.mode;
     extra["refused_handshakes"] = s.transport.refused_handshakes();
     char fingerprint[17];
     std::snprintf(fingerprint, sizeof fingerprint, "%016llx",
                   static_cast<unsigned long long>(s.identity.servers[s.plan.first].fingerprint));
-    extra["fingerprint"] = fingerprint;  // of the agreed settings (run/agreed_settings.hpp)
-    extra["security"] = s.config.security.enabled() ? "curve" : "off";
+    extra["fingerprint"] = fingerprint;  // of the agreed settings (cluster/agreed_settings.hpp)
+    extra["security"] = k.security.enabled() ? "curve" : "off";
     extra["device"] = s.config.training.device;  // what the workers were asked to train on
     if (!s.lead()) {  // server K > 0 alone: its own traffic and versions; server 0 evaluates
         extra["server"] = s.plan.first;

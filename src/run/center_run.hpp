@@ -27,7 +27,7 @@ struct ServerPlan {
 class CenterRun {
 public:
     // Binds the plan's addresses on `transport`; the addresses workers should use are
-    // addresses(). Server 0 evaluates x~ (fetching the ranges served elsewhere); a server K > 0
+    // address(). Server 0 evaluates x~ (fetching the ranges served elsewhere); a server K > 0
     // run alone only serves, and writes its own statistics. Checkpoints: checkpoint.bin (one
     // server) or checkpoint-server-K.bin in `directory`, every cluster.checkpoint_seconds and at
     // the end; with `resume`, every server starts from its own.
@@ -35,8 +35,7 @@ public:
               const std::string& directory, bool resume = false);
     ~CenterRun();
 
-    std::vector<std::string> addresses() const;
-    // The addresses joined by ',', as `tether worker --connect` takes them.
+    // The servers' addresses joined by ',', as `tether worker --connect` takes them.
     std::string address() const;
     // Serves until all workers are done, evaluates x~ a last time (server 0), writes
     // summary.json and returns it.
@@ -48,8 +47,5 @@ private:
     struct State;
     std::unique_ptr<State> state_;
 };
-
-// "tcp://a:1,tcp://a:2" -> its addresses; throws ConfigError naming `what` for an empty entry.
-std::vector<std::string> split_addresses(const std::string& list, const std::string& what);
 
 }  // namespace tether

@@ -3,14 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
-#include <chrono>
-
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -18,10 +15,10 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/device_choice.hpp"
 #include "data/load.hpp"
+#include "record/run_recorder.hpp"
+#include "record/run_verdict.hpp"
 #include "run/center_run.hpp"
 #include "run/run.hpp"
-#include "run/run_recorder.hpp"
-#include "run/run_verdict.hpp"
 #include "run/worker_run.hpp"
 #include "train/batch_split.hpp"
 #include "util/errors.hpp"
@@ -36,22 +33,6 @@ std::string unique_inproc_address() {
     return "inproc://tether-center-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
-// Where the cluster.servers servers of a run bind: cluster.endpoint (one address per server,
-// separated by ','), or `fallback()` for each.
-ServerPlan plan_servers(const RunConfig& config, const std::function<std::string()>& fallback) {
-    ServerPlan plan;
-    const std::size_t servers = std::size_t(config.cluster.servers);
-    if (config.cluster.endpoint.empty()) {
-        for (std::size_t k = 0; k < servers; ++k) plan.bind.push_back(fallback());
-        return plan;
-    }
-    plan.bind = split_addresses(config.cluster.endpoint, "cluster.endpoint");
-    if (plan.bind.size() != servers)
-        throw ConfigError("cluster.endpoint: " + std::to_string(plan.bind.size()) + " address(es) for cluster.servers " +
-                          std::to_string(servers) + "; give one per server, separated by ',', or \"\" for the default");
-    return plan;
-}
-
 nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
@@ -60,7 +41,8 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
                 workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    CenterRun center(config, data, *transport, plan_servers(config, unique_inproc_address), directory, resume);
+    CenterRun center(config, data, *transport, ServerPlan{config.cluster.bind_addresses(unique_inproc_address), 0, {}},
+                     directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
@@ -110,8 +92,8 @@ nlohmann::json run_local(const RunConfig& config, const std::string& directory, 
     const int workers = int(config.cluster.workers);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    CenterRun center(config, data, *transport, plan_servers(config, [] { return std::string("tcp://127.0.0.1:*"); }), directory,
-                     resume);  // writes directory/config.json
+    const ServerPlan plan{config.cluster.bind_addresses([] { return std::string("tcp://127.0.0.1:*"); }), 0, {}};
+    CenterRun center(config, data, *transport, plan, directory, resume);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";
     // The children share this host: each takes its share of the cores. A launcher's rank
@@ -171,7 +153,7 @@ nlohmann::json run_experiment(const RunConfig& config, const std::string& direct
     if (config.data.source == "synthetic" && config.data.train_samples < config.cluster.workers)
         throw ConfigError("data.train_samples: " + std::to_string(config.data.train_samples) + " samples cannot be split over " +
                           std::to_string(config.cluster.workers) + " workers (cluster.workers); every worker needs at least one");
-    if (!config.strategy.rule->uses_center()) {
+    if (!config.cluster.strategy->uses_center()) {
         if (resume) throw ConfigError("--resume: strategy.name \"sequential\" has no center and writes no checkpoint");
         return run_sequential(config, directory);
     }

@@ -1,30 +1,21 @@
-// What the model of a config looks like to the protocol: its size, the settings a center and
-// its workers must agree on, and the seeded starting point x~(0) every worker also starts from;
-// per server of x~ (cluster.servers), its server range and the settings and fingerprint that
-// server agrees to (the run's, with its index).
+// What the model of a config looks like to the protocol: its size, per server of x~
+// (cluster.servers) its range and the settings and fingerprint it agrees to with its workers
+// (cluster/agreed_settings.hpp, with the model's shapes and the data's identity), and the seeded
+// starting point x~(0) every worker also starts from.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "cluster/agreed_settings.hpp"
 #include "config/config.hpp"
 #include "data/dataset.hpp"
-#include "protocol/server_ranges.hpp"
 
 namespace tether {
 
-struct ServerIdentity {
-    ServerRange range;
-    nlohmann::json agreed;  // run/agreed_settings.hpp: server_settings()
-    std::uint64_t fingerprint = 0;
-};
-
 struct ModelIdentity {
     std::size_t num_parameters = 0;
-    nlohmann::json agreed;  // the run's settings, without a server index
     std::vector<ServerIdentity> servers;
     std::vector<float> initial;
     std::string description;

@@ -6,11 +6,11 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/device_choice.hpp"
 #include "data/load.hpp"
-#include "run/progress.hpp"
+#include "record/run_recorder.hpp"
+#include "run/progress_printer.hpp"
 #include "run/run.hpp"
-#include "run/run_recorder.hpp"
-#include "train/evaluator.hpp"
 #include "train/batch_split.hpp"
+#include "train/evaluator.hpp"
 #include "train/local_trainer.hpp"
 
 namespace tether {
@@ -38,7 +38,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const CurveSet curve = curve_set(config, data);
     Evaluator evaluator(config, *backend, curve.data, curve.limit);
     RunRecorder recorder(config, directory);
-    Progress progress(config.name, double(config.training.epochs), data.train->size(), curve.name);
+    ProgressPrinter progress(config.name, double(config.training.epochs), data.train->size(), curve.name);
     std::atomic<std::uint64_t> samples_so_far{0};
     std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu %s samples -> %s\n",
                 config.name.c_str(), trainer.model().description().c_str(), trainer.device_description().c_str(),

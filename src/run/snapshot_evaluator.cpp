@@ -8,7 +8,7 @@
 namespace tether {
 
 SnapshotEvaluator::SnapshotEvaluator(const RunConfig& config, const TrainTestSplit& data, RunRecorder& recorder,
-                                     Progress& progress, std::unique_ptr<RemoteRanges> remote)
+                                     ProgressPrinter& progress, std::unique_ptr<RemoteRanges> remote)
     : config_(config), data_(data), recorder_(recorder), progress_(progress), remote_(std::move(remote)) {
     BackendOptions options = choose_backend(config.training.eval_device, 1, 0);
     options.tf32 = config.training.tf32;  // as a sequential run, which evaluates on its training backend

@@ -18,8 +18,8 @@
 #include "center/center.hpp"
 #include "center/remote_ranges.hpp"
 #include "config/config.hpp"
-#include "run/progress.hpp"
-#include "run/run_recorder.hpp"
+#include "record/run_recorder.hpp"
+#include "run/progress_printer.hpp"
 #include "train/evaluator.hpp"
 
 namespace tether {
@@ -36,7 +36,7 @@ struct PendingSnapshot {
 
 class SnapshotEvaluator {
 public:
-    SnapshotEvaluator(const RunConfig& config, const TrainTestSplit& data, RunRecorder& recorder, Progress& progress,
+    SnapshotEvaluator(const RunConfig& config, const TrainTestSplit& data, RunRecorder& recorder, ProgressPrinter& progress,
                       std::unique_ptr<RemoteRanges> remote);
     ~SnapshotEvaluator();
 
@@ -54,7 +54,7 @@ private:
     const RunConfig& config_;
     TrainTestSplit data_;
     RunRecorder& recorder_;
-    Progress& progress_;
+    ProgressPrinter& progress_;
     std::unique_ptr<RemoteRanges> remote_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<Evaluator> curve_, train_;

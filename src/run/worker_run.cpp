@@ -2,50 +2,23 @@
 
 #include <cstdlib>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "backend/device_choice.hpp"
-#include "run/center_run.hpp"
+#include "run/model_identity.hpp"
 #include "train/local_trainer.hpp"
-#include "run/center_security.hpp"
-#include "util/errors.hpp"
+#include "worker/server_sessions.hpp"
 
 namespace tether {
 
 WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
                         const std::string& address, const std::string& identity, int threads) {
-    const ClusterConfig& k = config.cluster;
+    const ClusterSettings& k = config.cluster;
     // Declared first, destroyed last: the trainer and the rule hold buffers in its memory.
     std::unique_ptr<Backend> backend;
     const ModelIdentity model = model_identity(config, *data.train);
-    WorkerOptions options;
-    options.chunk_elements = std::size_t(k.chunk_elements);
-    options.payload_codec = k.payload_codec();
-    options.reply_codec = k.reply_codec_options();
-    options.wire_kinds = config.strategy.rule->wire_kinds();
-    options.join_timeout_ms = int(k.join_timeout_ms);
-    options.reply_timeout_ms = int(k.reply_timeout_ms);
-    options.heartbeat_ms = int(k.heartbeat_ms);
-    options.center_timeout_ms = int(k.worker_timeout_ms);
+    WorkerOptions options = k.worker_options();
     options.epochs = std::size_t(config.training.epochs);
-    options.step_delay_ms = k.step_delay_ms;
-    options.communication_window = config.strategy.rule->communication_window();
-    options.overlap = k.overlap;
-    TransportOptions transport_options;
-    transport_options.heartbeat_timeout_ms = int(k.worker_timeout_ms);
-    transport_options.send_timeout_ms = int(k.worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
-    std::vector<ServerLink> links;
-    const std::vector<std::string> addresses = split_addresses(address, "--connect");
-    if (addresses.size() != model.servers.size())
-        throw ConfigError("--connect " + address + ": " + std::to_string(addresses.size()) + " address(es), but cluster.servers is " +
-                          std::to_string(model.servers.size()) + "; give every server's address, server 0 first, separated by ','");
-    for (std::size_t k = 0; k < addresses.size(); ++k) {
-        TransportOptions server_options = transport_options;
-        secure_client(config, addresses[k], server_options);
-        links.push_back({transport.connect(addresses[k], identity, server_options), model.servers[k].fingerprint,
-                         model.servers[k].agreed.dump(), addresses[k]});
-    }
-    WorkerNode node(std::move(links), options, model.num_parameters);
+    WorkerNode node(k.connect(transport, address, "--connect", identity, model.servers), options, model.num_parameters);
     const Welcome welcome = node.join();
     // One GPU per worker: under a launcher the ranks of a host share its GPUs by local rank;
     // otherwise (local and embedded runs) by worker index.
@@ -60,7 +33,7 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     LocalTrainer trainer(config, *backend, std::move(shard),
                          std::uint64_t(config.training.seed) * 1000003u + welcome.worker_id);
     const StrategyContext context{int(k.workers), model.num_parameters};
-    return node.train(trainer, config.strategy.rule->make_worker_rule(context), welcome);
+    return node.train(trainer, k.strategy->make_worker_rule(context), welcome);
 }
 
 namespace {

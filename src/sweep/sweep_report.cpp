@@ -7,7 +7,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "run/run_recorder.hpp"
+#include "record/run_recorder.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/temporal_efficiency.hpp"
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "run/run_recorder.hpp"
+#include "record/run_recorder.hpp"
 #include "util/spawn.hpp"
 
 namespace tether {

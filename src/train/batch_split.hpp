@@ -3,14 +3,14 @@
 // layer's weights instead (train/layer_split.hpp, which says why it is faster).
 //
 // The obvious split, one GEMM call spread over T OpenBLAS threads, loses on small models: the
-// default MLP's GEMMs are 64 x 784 x 256 and smaller, and OpenBLAS's threads wait for each
-// other with sched_yield between every call. On a 2-core virtual machine the default job ran
-// at 75k samples/s with OpenBLAS on 2 threads and 82k on 1. So a worker with T threads whose
-// model cannot be split by layers instead splits each minibatch into T slices of rows, runs each slice's forward and backward pass on
-// its own thread (its own model replica, OpenBLAS on one thread) and sums the slices'
-// gradients, weighted by their rows: the same mean gradient as one pass over the batch, up to
-// float rounding. The optimizer then runs once. A slice keeps at least kMinRowsPerSlice rows:
-// below that a GEMM is too thin to be worth a thread.
+// default MLP's GEMMs are 64 x 784 x 256 and smaller, and OpenBLAS's threads wait for each other
+// with sched_yield between every call: on a 2-core virtual machine the default job ran slower with
+// OpenBLAS on 2 threads than on 1 (measured: experiments/README.md). So a worker with T threads
+// whose model cannot be split by layers instead splits each minibatch into T slices of rows, runs
+// each slice's forward and backward pass on its own thread (its own model replica, OpenBLAS on one
+// thread) and sums the slices' gradients, weighted by their rows: the same mean gradient as one
+// pass over the batch, up to float rounding. The optimizer then runs once. A slice keeps at least
+// kMinRowsPerSlice rows: below that a GEMM is too thin to be worth a thread.
 #pragma once
 
 #include <cstdint>

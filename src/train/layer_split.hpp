@@ -2,18 +2,18 @@
 // parallelism): what a CPU worker with several threads runs on an MLP whose hidden layers give
 // each thread at least 32 units (training.thread_split "auto"; train/batch_split.hpp plans it).
 //
-// Why not row slices of the minibatch (train/batch_split.hpp): every slice reads all of the
-// weights and writes a whole gradient, so each step the updated weights (940 KB for the
-// default MLP) and half of every gradient cross between the cores. On a 2-core virtual
-// machine that made the gradient sum and Adam cost ~150 us a step on 2 threads against 54 us
-// on one, and the default job ran at 0.6 of what the same GEMMs do in row slices alone. Here
-// thread t owns block t of every layer's input rows: its rows of W_l, their gradient and their
-// optimizer state never leave its core, and only activations cross (a few 32 KB blocks).
+// Why not row slices of the minibatch (train/batch_split.hpp): every slice reads all of the weights
+// and writes a whole gradient, so each step the updated weights (940 KB for the default MLP) and
+// half of every gradient cross between the cores. On a 2-core virtual machine that made the
+// gradient sum and Adam slower on 2 threads than on one, and the default job ran well below what
+// the same GEMMs do in row slices alone (measured: experiments/README.md). Here thread t owns block
+// t of every layer's input rows: its rows of W_l, their gradient and their optimizer state never
+// leave its core, and only activations cross (a few 32 KB blocks).
 //
 // Layer l (n_l inputs, n_{l+1} outputs) with input columns split in T blocks r_t:
 //   forward:  thread t gathers its block of every input row into a buffer of its own (a row
-//             of the batch split between the threads shares a cache line; 3.5% faster on the
-//             default job than reading the batch buffer in place) and computes its partial
+//             of the batch split between the threads shares a cache line; faster than
+//             reading the batch buffer in place) and computes its partial
 //             product In[:, r_t] W_l[r_t, :], kept in blocks by the next layer's split (one
 //             GEMM per block); after a sync, thread t sums the T partials of its own
 //             output columns, adds the bias and applies ReLU: its block of the next input.
@@ -28,13 +28,13 @@
 // parts read columns of (fewer, larger GEMMs, as in the GEMM-only bound): tried. The parts then
 // write interleaved halves of the rows of one delta buffer, whose lines their prefetchers pull
 // from each other, and read each other's partials in strides the prefetchers do not follow;
-// the default job's trainer ran 5-7% slower (tether-bench, 3 alternating pairs).
+// the default job's trainer ran slower.
 //
 // Why equal blocks, not blocks sized to each thread's measured pace (tried: every 20 or 50
 // steps, the bounds moved half way to the shares that would have equalized the parts' busy
-// times): the trainer ran 1.4-1.8% faster (won 8 of 10 alternating rounds), but the bounds decide
-// the order in which the partial products are summed, so a run with the same seed would no
-// longer repeat bit for bit. Not worth it for under 2%.
+// times): the trainer ran slightly faster, but the bounds decide the order in which the
+// partial products are summed, so a run with the same seed would no longer repeat bit for
+// bit. Not worth it for under 2%.
 #pragma once
 
 #include <memory>

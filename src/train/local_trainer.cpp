@@ -46,8 +46,8 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
     parameters_.upload(initial.data(), initial.size());
     order_ = shard_.shuffled(seed_);
     if (!backend.host_addressable()) {
-        // Every step's batch goes up from these: page-locked, at the DMA engine's rate (a
-        // GPU's 36 GB/s against 6-10 for pageable memory on an H100).
+        // Every step's batch goes up from these: page-locked, at the DMA engine's rate, several
+        // times that of pageable memory (measured: experiments/README.md).
         pinned_inputs_ = backend.pin_host(host_inputs_.data(), host_inputs_.size() * sizeof(float));
         pinned_labels_ = backend.pin_host(host_labels_.data(), host_labels_.size() * sizeof(std::int32_t));
     }

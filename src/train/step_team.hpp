@@ -2,18 +2,18 @@
 // thread: what a worker's layer blocks (train/layer_split.hpp) or minibatch slices
 // (train/batch_split.hpp) run on.
 //
-// Why not an OpenMP team: between two steps the helpers wait while the caller runs what is
-// serial (the loss check, a strategy's exchange with the center). OpenMP's threads spin through such waits and each thread owns a fixed
-// part of the work, which is fastest on an idle machine and ruinous on a busy one: with two
-// compiler jobs beside a 2-thread run, every step waited for a descheduled thread's part and
-// the run fell to 9k samples/s. Here a step is a list of tasks that any member claims, so work
-// that a descheduled helper has not started is done by whoever is running (at worst the run
-// goes at one thread's pace); and a waiting thread spins for a bounded time, long enough to
-// catch the next step on an idle machine, then sleeps, so a busy machine wakes it promptly.
-// Each member first claims the task of its own index: run after run, the same thread then
-// does the same part of the work while that part's data is still in its core's cache (two
-// cores writing interleaved ranges of the same arrays run Adam 3 to 6 times slower than each
-// on its own range, as their prefetchers pull each other's lines).
+// Why not an OpenMP team: between two steps the helpers wait while the caller runs what is serial
+// (the loss check, a strategy's exchange with the center). OpenMP's threads spin through such waits
+// and each thread owns a fixed part of the work, which is fastest on an idle machine and ruinous on
+// a busy one: with two compiler jobs beside a 2-thread run, every step waited for a descheduled
+// thread's part and the run slowed several times over (measured: experiments/README.md). Here a
+// step is a list of tasks that any member claims, so work that a descheduled helper has not started
+// is done by whoever is running (at worst the run goes at one thread's pace); and a waiting thread
+// spins for a bounded time, long enough to catch the next step on an idle machine, then sleeps, so
+// a busy machine wakes it promptly. Each member first claims the task of its own index: run after
+// run, the same thread then does the same part of the work while that part's data is still in its
+// core's cache (two cores writing interleaved ranges of the same arrays run Adam several times
+// slower than each on its own range, as their prefetchers pull each other's lines).
 #pragma once
 
 #include <atomic>

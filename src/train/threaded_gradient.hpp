@@ -25,7 +25,7 @@ public:
                                          std::size_t feature_end, float* images, std::size_t stride, bool labels)>;
     // Runs the forward and backward pass over the batch; returns the batch's mean loss. With a
     // `fill`, the batch's buffers are filled first, each thread the part it reads, rather
-    // than by the caller alone while the others wait (1-2% faster on the default job).
+    // than by the caller alone while the others wait (a little faster; experiments/README.md).
     virtual double compute(const float* parameters, const Batch& batch, float* gradient, const BatchFill& fill) = 0;
     // Then: completes `gradient` (host memory) and calls then(begin, end) over disjoint
     // ranges covering every parameter, each on the thread whose cache holds that range (the

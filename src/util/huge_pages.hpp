@@ -1,8 +1,8 @@
 // Large buffers that a loader fills in one pass (a data set's pixels: 188 MB of floats for
 // Fashion-MNIST), asked to be backed by 2 MB pages before anything touches them. On a virtual
 // machine each 4 KB page fault is expensive: filling Fashion-MNIST's file bytes and images took
-// about 57k faults and most of the 1.2 s that tether-bench spent starting; with 2 MB pages it
-// started in 0.42-0.79 s (3 runs each). Where the kernel's transparent huge pages are off
+// tens of thousands of faults and most of tether-bench's start-up, which 2 MB pages cut by
+// half or more (measured: experiments/README.md). Where the kernel's transparent huge pages are off
 // (`never` in /sys/kernel/mm/transparent_hugepage/enabled) the request is ignored and nothing
 // else changes; with `always` it is already the default.
 #pragma once

@@ -49,6 +49,7 @@ public:
     // Throws ConfigError for the first key that no getter asked for.
     void finish() const;
 
+    const std::string& path() const { return path_; }
     std::string path_of(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
     bool has(const std::string& key) const;
     // Every key asked for so far, with its value as given or defaulted.

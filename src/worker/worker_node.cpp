@@ -114,14 +114,14 @@ void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
 
 Payload WorkerNode::make_payload() {
     const std::size_t bytes = num_parameters_ * sizeof(float);
-    // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name,
-    // before anything goes out. Checking while the exchange was in flight instead saved the
-    // check's pass (17 us with AVX2) but let a lossy codec turn the NaN into a finite update the
-    // center applies (int8's block scale ignores it, top-k drops it), let the finite ranges of
-    // several servers apply theirs, and left a reply unread. The check reads x, before the
-    // payload is made from it, not the payload: reading the payload back just before it is
-    // sent halved the exchange rate over inproc on a 2-core machine (aeasgd, 1 client: 4.4
-    // against 7.6 GB/s). What goes on the wire the center checks itself, and refuses by name.
+    // A step can leave NaN or Inf in x while its loss was still finite: stop here, by name, before
+    // anything goes out. Checking while the exchange was in flight instead saved the check's pass
+    // but let a lossy codec turn the NaN into a finite update the center applies (int8's block
+    // scale ignores it, top-k drops it), let the finite ranges of several servers apply theirs, and
+    // left a reply unread. The check reads x, before the payload is made from it, not the payload:
+    // reading the payload back just before it is sent halved the exchange rate over inproc on a
+    // 2-core machine (measured: experiments/README.md). What goes on the wire the center checks
+    // itself, and refuses by name.
     const float* x = layout_->x();
     const bool finite = backend_->host_addressable() ? host::all_finite(x, num_parameters_)
                                                      : backend_->all_finite(x, num_parameters_);

@@ -1,6 +1,6 @@
 // Every distributed strategy, run whole and embedded (the center and N worker threads in this
 // process over inproc://), must learn a small separable problem, and its summary.json must
-// carry the distributed figures DESIGN.md promises.
+// carry the distributed figures docs/metrics.md lists.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "strategy/registry.hpp"
 #include "config/config.hpp"
 #include "run/run.hpp"
+#include "strategy/registry.hpp"
 #include "test_support.hpp"
 
 namespace {

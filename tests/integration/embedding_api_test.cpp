@@ -99,7 +99,7 @@ TEST_CASE("parameter buffers that cannot work are refused before the worker join
         center->connect_worker({{a.data(), 2}, {a.data() + 2, 2}});
         FAIL("a worker of 4 parameters joined a center of 6");
     } catch (const std::runtime_error& e) {
-        CHECK(contains(e.what(), "settings differ: parameters: center 6, worker 4"));
+        CHECK(contains(e.what(), "settings differ: model.parameters: center 6, worker 4"));
     }
     auto worker = center->connect_worker(a.data(), a.size());  // the refused ones took no place
     worker->finish();
@@ -110,6 +110,7 @@ TEST_CASE("a training loop that pauses longer than the worker timeout is not los
     // Heartbeats go every 250 ms (a quarter of the timeout): a busy machine may delay a few.
     tether::ServiceOptions o = options_for(R"({"name": "downpour", "communication_window": 1})", 1);
     o.worker_timeout_ms = 1000;
+    o.heartbeat_ms = 250;
     auto center = tether::CenterService::start(Vec(4, 0.f), o);
     run_workers(*center, 1, [&](int, tether::CenterService& c) {
         Vec x(4);
@@ -144,6 +145,7 @@ TEST_CASE("a worker whose parameters turn NaN stops naming the step before anyth
             o.codec = codec;
             o.topk_ratio = 0.25;
             o.worker_timeout_ms = 600;  // the diverged worker never says bye: it is counted lost
+            o.heartbeat_ms = 150;
             auto center = tether::CenterService::start(Vec(4, 0.f), o);
             Vec after_first;
             {

@@ -135,7 +135,7 @@ def a_worker_over_a_list_of_arrays_and_cpu_tensors_writes_each_in_place():
 def snapshot_and_stats_while_workers_train_and_a_pause_longer_than_the_timeout():
     # downpour, window 1, +1 per step: a snapshot between two updates has x~ = x~(0) + version.
     center = tether.CenterService(np.zeros(3, np.float32), strategy={"name": "downpour", "communication_window": 1},
-                                  workers=2, worker_timeout_ms=1000)
+                                  workers=2, worker_timeout_ms=1000, heartbeat_ms=250)
     seen = []
     training = threading.Event()
     training.set()

@@ -43,7 +43,7 @@ inline std::string unique_inproc() {
 
 inline std::unique_ptr<CenterRule> center_rule(const nlohmann::json& strategy_block, int workers) {
     const nlohmann::json document = {{"strategy", strategy_block}, {"cluster", {{"workers", workers}}}};
-    return parse_config(document).strategy.rule->make_center_rule({workers, kInitial.size()});
+    return parse_config(document).cluster.strategy->make_center_rule({workers, kInitial.size()});
 }
 
 inline CenterOptions options_for(int workers) {

@@ -40,10 +40,10 @@ struct Link {
         c.chunk_elements = frame;
         c.payload_codec = payload;
         c.reply_codec = reply;
-        c.wire_kinds = config.strategy.rule->wire_kinds();
+        c.wire_kinds = config.cluster.strategy->wire_kinds();
         c.worker_timeout_ms = 20000;
         center = std::make_unique<Center>(transport->bind(address, TransportOptions{}),
-                                          config.strategy.rule->make_center_rule({1, initial.size()}), initial, c);
+                                          config.cluster.strategy->make_center_rule({1, initial.size()}), initial, c);
         serving = std::thread([this] { center->serve(); });
         SessionOptions s;
         s.fingerprint = kFingerprint;

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "util/json_reader.hpp"
 #include "config_support.hpp"
 #include "test_support.hpp"
 #include "util/errors.hpp"
+#include "util/json_reader.hpp"
 
 namespace {
 
@@ -45,7 +45,7 @@ TEST_CASE("an empty config takes every default") {
     CHECK(c.model.hidden_layers == std::vector<std::int64_t>{256, 128});
     REQUIRE(c.eval.target_accuracy.has_value());
     CHECK(*c.eval.target_accuracy == doctest::Approx(0.88));
-    CHECK(c.strategy.name == "sequential");
+    CHECK(c.cluster.strategy->name() == "sequential");
     CHECK(c.cluster.workers == 1);
 }
 

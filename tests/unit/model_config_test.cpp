@@ -10,7 +10,7 @@
 #include "config/config.hpp"
 #include "config_support.hpp"
 #include "data/dataset.hpp"
-#include "run/center_run.hpp"
+#include "run/model_identity.hpp"
 #include "test_support.hpp"
 #include "train/evaluator.hpp"
 #include "train/local_trainer.hpp"

@@ -1,7 +1,8 @@
 // The layering the strategy API promises, read from the sources: algorithms/ is a leaf written
 // against the public header alone, and the public headers need nothing but the standard
 // library and each other (an installed tether has no Requires: a user's compile must not need
-// nlohmann, ZeroMQ or Thrust).
+// nlohmann, ZeroMQ or Thrust). Inside src/, dependencies flow one way: the embedding API, a
+// cluster's settings and the run directory never reach up into the experiment harness.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -63,5 +64,23 @@ TEST_CASE("the public headers include only the standard library and each other")
         CAPTURE(i.file);
         CAPTURE(i.target);
         CHECK((standard(i) || (i.angled && i.target.rfind("tether/", 0) == 0)));
+    }
+}
+
+TEST_CASE("src/api, src/cluster and src/record include nothing of the folders above them") {
+    const std::vector<std::pair<std::string, std::vector<std::string>>> layers = {
+        {"api", {"run/", "sweep/", "cli/"}},
+        {"cluster", {"run/", "sweep/", "cli/", "config/", "api/", "record/"}},
+        {"record", {"run/", "sweep/", "cli/", "api/"}},
+    };
+    for (const auto& [folder, above] : layers) {
+        const auto includes = includes_under(source_dir() / "src" / folder);
+        REQUIRE(!includes.empty());
+        for (const auto& i : includes)
+            for (const std::string& prefix : above) {
+                CAPTURE(folder);
+                CAPTURE(i.file);
+                CHECK(i.target.rfind(prefix, 0) != 0);
+            }
     }
 }

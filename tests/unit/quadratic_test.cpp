@@ -1,5 +1,5 @@
 // The strategies on a quadratic whose fixed points are known in closed form (the ensmallen
-// habit from DESIGN.md's house style). Worker i minimises f_i(x) = 1/2 ||x - c_i||^2 with
+// habit: each update rule is checked where its answer is known). Worker i minimises f_i(x) = 1/2 ||x - c_i||^2 with
 // plain SGD, x <- x - eta (x - c_i), for tau local steps between two exchanges; the rounds are
 // run here by hand through the WorkerRule and CenterRule objects, with no network.
 //
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "config/config.hpp"
+#include "strategy/configured_strategy.hpp"
 
 namespace {
 
@@ -60,7 +60,7 @@ public:
     Cluster(const json& strategy_block, std::vector<Vec> minima, Vec start)
         : backend_(tether::make_backend({"cpu", 1, 0})), minima_(std::move(minima)) {
         const json document = {{"strategy", strategy_block}, {"cluster", {{"workers", int(minima_.size())}}}};
-        strategy_ = tether::parse_config(document).strategy.rule;
+        strategy_ = tether::parse_config(document).cluster.strategy;
         const tether::StrategyContext context{int(minima_.size()), kDim};
         center_rule_ = strategy_->make_center_rule(context);
         center_.x = start;

@@ -63,7 +63,7 @@ TEST_CASE("two servers: ids agree, slices go out in parallel, versions are per s
     // downpour: the payload is x - x_pull, the reply x~.
     const auto config = tether::parse_config({{"strategy", {{"name", "downpour"}, {"communication_window", 1}}}});
     std::vector<float> x(5);
-    node.start(*backend, x.data(), config.strategy.rule->make_worker_rule({1, 5}), welcome);
+    node.start(*backend, x.data(), config.cluster.strategy->make_worker_rule({1, 5}), welcome);
     REQUIRE(x == welcome.center);
 
     for (float& v : x) v += 1.f;

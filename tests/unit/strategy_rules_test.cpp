@@ -1,6 +1,6 @@
 // Each strategy's two halves, WorkerRule and CenterRule, against values computed by hand from
-// the table in DESIGN.md ("Notation and the strategies") on 3-element vectors. Strategies are
-// built the way a run builds them: parse_config -> registry -> config.strategy.rule.
+// the table in docs/strategies.md ("Overview") on 3-element vectors. Strategies are
+// built the way a run builds them: parse_config -> registry -> config.cluster.strategy.
 #include <doctest/doctest.h>
 
 #include "test_support.hpp"
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "config/config.hpp"
+#include "strategy/configured_strategy.hpp"
 #include "util/errors.hpp"
 
 namespace {

@@ -83,9 +83,9 @@ TEST_CASE("a registered strategy works from a config file, in a whole embedded r
     register_once();
     const json strategy = {{"name", "damped-sum"}, {"communication_window", 4}};
     const tether::RunConfig parsed = tether::parse_config({{"strategy", strategy}, {"cluster", {{"workers", 4}}}});
-    CHECK(parsed.strategy.name == "damped-sum");
-    CHECK(parsed.strategy.rule->describe()["scale"].get<double>() == doctest::Approx(0.25));
-    CHECK(parsed.strategy.rule->communication_window() == 4);
+    CHECK(parsed.cluster.strategy->name() == "damped-sum");
+    CHECK(parsed.cluster.strategy->describe()["scale"].get<double>() == doctest::Approx(0.25));
+    CHECK(parsed.cluster.strategy->communication_window() == 4);
     CHECK(contains(tether::testing::parse_error({{"strategy", {{"name", "damped-sum"}, {"scael", 1}}}}),
                    "strategy.scael: unknown key; did you mean strategy.scale?"));
     // It does not say what its vectors are (Strategy::wire_kinds): float32 only.

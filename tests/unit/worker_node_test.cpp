@@ -14,15 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "strategy/configured_strategy.hpp"
 #include "backend/backend.hpp"
 #include "config/config.hpp"
 #include "data/dataset.hpp"
+#include "fake_center.hpp"
 #include "protocol/header.hpp"
+#include "strategy/configured_strategy.hpp"
+#include "test_support.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
-#include "fake_center.hpp"
-#include "test_support.hpp"
 #include "worker/worker_node.hpp"
 
 namespace {
@@ -153,7 +153,7 @@ TEST_CASE("train: an exchange every window and after the last step, heartbeats b
     options.communication_window = 3;
     options.heartbeat_ms = 0;  // a heartbeat after every step that does not exchange
     tether::WorkerNode node(center.transport->connect(address, "w", {}), options, n);
-    auto rule = config.strategy.rule->make_worker_rule({1, n});
+    auto rule = config.cluster.strategy->make_worker_rule({1, n});
     std::vector<float> x0(n, 0.25f);
     auto trained = std::async(std::launch::async, [&] {
         const tether::Welcome welcome = node.join();
@@ -226,7 +226,7 @@ TEST_CASE("train stops with the center's reason when an exchange is refused") {
     tether::WorkerOptions options = worker_options(address);
     options.heartbeat_ms = 100000;
     tether::WorkerNode node(center.transport->connect(address, "w", {}), options, n);
-    auto rule = config.strategy.rule->make_worker_rule({1, n});
+    auto rule = config.cluster.strategy->make_worker_rule({1, n});
     auto trained = std::async(std::launch::async, [&] {
         const tether::Welcome welcome = node.join();
         node.train(trainer, std::move(rule), welcome);

@@ -1,4 +1,4 @@
-#include "run/provenance.hpp"
+#include "record/provenance.hpp"
 
 #include <unistd.h>
 

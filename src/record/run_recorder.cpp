@@ -1,11 +1,11 @@
-#include "run/run_recorder.hpp"
+#include "record/run_recorder.hpp"
 
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
-#include "run/provenance.hpp"
+#include "record/provenance.hpp"
 
 namespace tether {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
+#include "cluster/cluster_settings.hpp"
 
 namespace tether {
 
@@ -22,7 +22,7 @@ struct WorkerFailure {
 // Writes into `summary`: failed_workers, diverged_workers, worker_failures, run_failed and,
 // when failed, failure_reason. Reads updates_applied and workers_lost from the summary (the
 // center's counters); a lost worker that was not already reported counts as failed.
-void judge_run(nlohmann::json& summary, const ClusterConfig& cluster, const std::vector<WorkerFailure>& failures);
+void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const std::vector<WorkerFailure>& failures);
 
 // The last "error:" line of a worker's log, or "" (for a failed worker process's reason).
 std::string last_error_line(const std::string& log_path);

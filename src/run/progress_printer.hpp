@@ -1,4 +1,4 @@
-// Progress on standard output. Every evaluation prints one line. Between evaluations, a
+// A run's progress on standard output. Every evaluation prints one line. Between evaluations, a
 // terminal gets one live status line (epoch, test accuracy, samples/s, center version,
 // elapsed, ETA) redrawn twice a second; output that is not a terminal (a log file, CI) gets
 // the same status as a plain line every 30 s instead, so long epochs never look hung.
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "run/run_recorder.hpp"
+#include "record/run_recorder.hpp"
 
 namespace tether {
 
@@ -21,12 +21,12 @@ struct LiveStatus {
     std::uint64_t version = 0;  // center version (0 without a center)
 };
 
-class Progress {
+class ProgressPrinter {
 public:
     // `samples_per_epoch`: training samples in one pass (all workers together); `curve_set`:
     // which samples the accuracy is measured on ("validation" or "test").
-    Progress(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set);
-    ~Progress();
+    ProgressPrinter(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set);
+    ~ProgressPrinter();
 
     // Starts the status updates; `poll` is called from the progress thread and must be
     // thread-safe (read atomics).

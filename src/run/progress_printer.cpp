@@ -1,4 +1,4 @@
-#include "run/progress.hpp"
+#include "run/progress_printer.hpp"
 
 #include <unistd.h>
 
@@ -8,22 +8,22 @@ namespace tether {
 
 using Clock = std::chrono::steady_clock;
 
-Progress::Progress(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set)
+ProgressPrinter::ProgressPrinter(std::string label, double total_epochs, std::size_t samples_per_epoch, const std::string& curve_set)
     : label_(std::move(label)),
       accuracy_label_(curve_set == "validation" ? "val acc" : "test acc"),
       total_epochs_(total_epochs),
       samples_per_epoch_(samples_per_epoch),
       terminal_(::isatty(STDOUT_FILENO) == 1), started_(Clock::now()), last_line_(started_) {}
 
-Progress::~Progress() { stop(); }
+ProgressPrinter::~ProgressPrinter() { stop(); }
 
-void Progress::start(std::function<LiveStatus()> poll) {
+void ProgressPrinter::start(std::function<LiveStatus()> poll) {
     poll_ = std::move(poll);
     started_ = last_line_ = Clock::now();
     thread_ = std::thread([this] { loop(); });
 }
 
-void Progress::stop() {
+void ProgressPrinter::stop() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
@@ -36,7 +36,7 @@ void Progress::stop() {
     std::fflush(stdout);
 }
 
-std::string Progress::status_line(const LiveStatus& s, double elapsed) const {
+std::string ProgressPrinter::status_line(const LiveStatus& s, double elapsed) const {
     const double epoch = samples_per_epoch_ ? double(s.samples) / double(samples_per_epoch_) : 0.0;
     const double rate = elapsed > 0 ? double(s.samples) / elapsed : 0.0;
     const double eta = epoch > 0 ? elapsed * (total_epochs_ - epoch) / epoch : 0.0;
@@ -49,7 +49,7 @@ std::string Progress::status_line(const LiveStatus& s, double elapsed) const {
     return line;
 }
 
-void Progress::loop() {
+void ProgressPrinter::loop() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::milliseconds(terminal_ ? 500 : 1000), [this] { return stopping_; })) {
         const auto now = Clock::now();
@@ -66,7 +66,7 @@ void Progress::loop() {
     }
 }
 
-void Progress::report(const EvaluationPoint& p, double samples_per_second) {
+void ProgressPrinter::report(const EvaluationPoint& p, double samples_per_second) {
     std::lock_guard<std::mutex> lock(mutex_);
     last_accuracy_ = p.accuracy;
     last_line_ = Clock::now();

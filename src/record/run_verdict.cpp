@@ -1,4 +1,4 @@
-#include "run/run_verdict.hpp"
+#include "record/run_verdict.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 namespace tether {
 
-void judge_run(nlohmann::json& summary, const ClusterConfig& cluster, const std::vector<WorkerFailure>& failures) {
+void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const std::vector<WorkerFailure>& failures) {
     const int workers = int(cluster.workers);
     // In a `tether server` run the center's count of lost workers is all we know; in runs that
     // started the workers, each failure is also known by its process or thread.

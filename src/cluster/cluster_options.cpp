@@ -1,0 +1,173 @@
+// What a cluster's settings give the center, the workers and the transport (cluster_settings.hpp).
+#include <cstdio>
+#include <limits>
+
+#include "center/server_group.hpp"
+#include "cluster/cluster_settings.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/header.hpp"
+#include "transport/curve_keys.hpp"
+#include "util/errors.hpp"
+#include "worker/worker_node.hpp"
+
+namespace tether {
+
+namespace {
+
+// Room in a message beyond the header and one chunk's payload: a hello carries the agreed
+// settings as JSON instead of a chunk, which for a model of many layers exceeds a tiny chunk.
+constexpr std::size_t kMessageSlack = 8192;
+
+// The most bytes a server accepts in one message (its CenterOptions and its ZeroMQ maxmsgsize).
+std::size_t max_message_bytes(const ClusterSettings& k) {
+    return kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements)) + kMessageSlack;
+}
+
+bool is_loopback(const std::string& address) {
+    if (address.rfind("tcp://", 0) != 0) return true;  // inproc:// and ipc:// stay on this host
+    const std::string host = address.substr(6, address.rfind(':') - 6);
+    return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+}  // namespace
+
+CenterOptions ClusterSettings::center_options(const ServerIdentity& server) const {
+    CenterOptions o;
+    o.expected_workers = int(workers);
+    o.fingerprint = server.fingerprint;
+    o.explain_mismatch = mismatch_explainer(server.agreed);
+    o.chunk_elements = std::size_t(chunk_elements);
+    o.quorum = quorum;
+    o.round_timeout_ms = int(round_timeout_ms);
+    o.worker_timeout_ms = int(worker_timeout_ms);
+    o.join_timeout_ms = int(join_timeout_ms);
+    o.max_message_bytes = max_message_bytes(*this);
+    o.max_peers = std::size_t(max_peers);
+    o.elastic = elastic;
+    o.checkpoint_ms = int(std::min<std::int64_t>(checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
+    o.payload_codec = payload_codec();
+    o.reply_codec = reply_codec_options();
+    o.wire_kinds = strategy->wire_kinds();
+    o.ids_from_hello = server.index > 0;  // server 0 gives the worker ids
+    if (servers > 1) o.name = "server " + std::to_string(server.index) + "/" + std::to_string(servers);
+    return o;
+}
+
+WorkerOptions ClusterSettings::worker_options() const {
+    WorkerOptions o;
+    o.chunk_elements = std::size_t(chunk_elements);
+    o.join_timeout_ms = int(join_timeout_ms);
+    o.reply_timeout_ms = int(reply_timeout_ms);
+    o.heartbeat_ms = int(heartbeat_ms);
+    o.center_timeout_ms = int(worker_timeout_ms);  // the center is as lost after this silence as a worker is
+    o.payload_codec = payload_codec();
+    o.reply_codec = reply_codec_options();
+    o.wire_kinds = strategy->wire_kinds();
+    o.step_delay_ms = step_delay_ms;
+    o.communication_window = strategy->communication_window();
+    o.overlap = overlap;
+    return o;
+}
+
+TransportOptions ClusterSettings::center_transport(Transport& transport, const std::vector<std::string>& bind) const {
+    TransportOptions o;
+    // The center never waits on a peer: a reply that cannot be queued at once is dropped and
+    // counted (rejections, heartbeat answers) or costs that worker its place (data replies);
+    // a server holds the state lock that snapshots and statistics wait for.
+    o.send_timeout_ms = 0;
+    o.max_message_bytes = max_message_bytes(*this);
+    o.heartbeat_interval_ms = int(heartbeat_ms);
+    o.heartbeat_timeout_ms = int(worker_timeout_ms);
+    const SecuritySettings& sec = security;
+    if (!sec.enabled()) {
+        for (const std::string& address : bind)
+            if (!is_loopback(address))
+                std::fprintf(stderr,
+                             "tether: WARNING: the center binds %s without security: anyone who can reach it can join and "
+                             "move x~.%s See docs/architecture.md#security\n",
+                             address.c_str(), origin == "cluster" ? " Set security.* (tether keygen)." : "");
+        return o;
+    }
+    bool all_inproc = true;  // one process: nothing to authenticate
+    for (const std::string& address : bind) all_inproc = all_inproc && address.rfind("inproc://", 0) == 0;
+    if (all_inproc) return o;
+    if (!curve_available()) throw ConfigError("security.center_public_key: set, but this libzmq has no CURVE support");
+    if (sec.center_secret_key.empty())
+        throw ConfigError("security.center_secret_key: the center needs its secret key file (tether keygen writes one)");
+    if (sec.authorized_workers.empty())
+        throw ConfigError("security.authorized_workers: the center needs the file of allowed worker public keys");
+    const std::string secret = read_curve_key(sec.center_secret_key, "security.center_secret_key");
+    const std::string expected = read_curve_key(sec.center_public_key, "security.center_public_key");
+    if (curve_public_key_of(secret) != expected)
+        throw ConfigError("security.center_secret_key: \"" + sec.center_secret_key + "\" is not the secret key of the public key in \"" +
+                          sec.center_public_key + "\" (security.center_public_key)");
+    transport.require_authentication(read_curve_allowlist(sec.authorized_workers, "security.authorized_workers"));
+    o.curve_server_secret = secret;
+    return o;
+}
+
+TransportOptions ClusterSettings::worker_transport(const std::string& address) const {
+    TransportOptions o;
+    o.send_timeout_ms = int(worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
+    o.heartbeat_interval_ms = int(heartbeat_ms);
+    o.heartbeat_timeout_ms = int(worker_timeout_ms);
+    const SecuritySettings& sec = security;
+    if (!sec.enabled() || address.rfind("inproc://", 0) == 0) return o;
+    if (sec.worker_public_key.empty() || sec.worker_secret_key.empty())
+        throw ConfigError("security.worker_public_key / security.worker_secret_key: a worker (and server 0 fetching other "
+                          "servers' ranges) needs its own key pair when security.center_public_key is set (tether keygen "
+                          "writes one)");
+    o.curve_server_public = read_curve_key(sec.center_public_key, "security.center_public_key");
+    o.curve_client_public = read_curve_key(sec.worker_public_key, "security.worker_public_key");
+    o.curve_client_secret = read_curve_key(sec.worker_secret_key, "security.worker_secret_key");
+    return o;
+}
+
+std::vector<std::string> ClusterSettings::bind_addresses(const std::function<std::string()>& fallback) const {
+    std::vector<std::string> out;
+    if (endpoint.empty()) {
+        for (std::int64_t k = 0; k < servers; ++k) out.push_back(fallback());
+        return out;
+    }
+    out = split_addresses(endpoint, key("endpoint"));
+    if (out.size() != std::size_t(servers))
+        throw ConfigError(key("endpoint") + ": " + std::to_string(out.size()) + " address(es) for " + key("servers") + " " +
+                          std::to_string(servers) + "; give one per server, separated by ',', or \"\" for the default");
+    return out;
+}
+
+std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport, const std::vector<std::string>& bind,
+                                                           std::size_t first, const std::vector<ServerIdentity>& identities,
+                                                           const std::vector<float>& x,
+                                                           const std::function<void(CenterOptions&, std::size_t server)>& adjust) const {
+    const TransportOptions endpoint_options = center_transport(transport, bind);
+    std::vector<GroupMember> members;
+    for (std::size_t i = 0; i < bind.size(); ++i) {
+        const ServerIdentity& server = identities.at(first + i);
+        CenterOptions o = center_options(server);
+        if (adjust) adjust(o, server.index);
+        const auto begin = x.begin() + std::ptrdiff_t(server.range.first);
+        members.push_back({std::make_unique<Center>(transport.bind(bind[i], endpoint_options),
+                                                    strategy->make_center_rule({int(workers), server.range.count}),
+                                                    std::vector<float>(begin, begin + std::ptrdiff_t(server.range.count)), o),
+                           server.index, server.range});
+    }
+    return std::make_unique<ServerGroup>(std::move(members));
+}
+
+std::vector<ServerLink> ClusterSettings::connect(Transport& transport, const std::string& address, const std::string& what,
+                                                 const std::string& identity,
+                                                 const std::vector<ServerIdentity>& identities) const {
+    const std::vector<std::string> addresses = split_addresses(address, what);
+    if (addresses.size() != identities.size())
+        throw ConfigError(what + " " + address + ": " + std::to_string(addresses.size()) + " address(es), but " +
+                          key("servers") + " is " + std::to_string(identities.size()) +
+                          "; give every server's address, server 0 first, separated by ','");
+    std::vector<ServerLink> links;
+    for (std::size_t k = 0; k < addresses.size(); ++k)
+        links.push_back({transport.connect(addresses[k], identity, worker_transport(addresses[k])), identities[k].fingerprint,
+                         identities[k].agreed.dump(), addresses[k]});
+    return links;
+}
+
+}  // namespace tether

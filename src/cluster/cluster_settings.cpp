@@ -1,0 +1,154 @@
+// Reading a cluster's settings: the config file's blocks, and ServiceOptions turned into them.
+#include "cluster/cluster_settings.hpp"
+
+#include <tether/tether.hpp>
+
+#include "strategy/registry.hpp"
+#include "util/errors.hpp"
+
+namespace tether {
+
+namespace {
+
+// The ServiceOptions fields whose names differ from their key in the "cluster" block.
+constexpr const char* kServiceNames[][2] = {{"endpoint", "address"}, {"overlap", "overlap_exchange"}};
+
+SecuritySettings read_security(JsonReader r) {
+    SecuritySettings s;
+    s.center_public_key = r.string("center_public_key", s.center_public_key);
+    s.center_secret_key = r.string("center_secret_key", s.center_secret_key);
+    s.worker_public_key = r.string("worker_public_key", s.worker_public_key);
+    s.worker_secret_key = r.string("worker_secret_key", s.worker_secret_key);
+    s.authorized_workers = r.string("authorized_workers", s.authorized_workers);
+    r.finish();
+    // Which files each side needs is checked where the keys are loaded (center_transport,
+    // worker_transport): one config serves the center and the workers, each holding only its
+    // own secret.
+    if (!s.enabled() && (!s.center_secret_key.empty() || !s.worker_public_key.empty() ||
+                         !s.worker_secret_key.empty() || !s.authorized_workers.empty()))
+        throw ConfigError(r.path_of("center_public_key") + ": empty while other security.* keys are set; CURVE is on only "
+                          "when the center's public key file is given (tether keygen writes one)");
+    return s;
+}
+
+// A lossy codec needs to know what the strategy's vectors are (codec/wire_vector.hpp).
+void check_codecs(const ClusterSettings& k, const JsonReader& r) {
+    if (!k.strategy->uses_center()) return;
+    const WireKinds kinds = k.strategy->wire_kinds();
+    const auto check = [&](const std::string& key, CodecKind codec, WireVector kind, const char* vector) {
+        if (lossy(codec) && kind == WireVector::unknown)
+            throw ConfigError(r.path_of(key) + ": \"" + to_string(codec) + "\" compresses the " + vector + ", but strategy \"" +
+                              k.strategy->name() + "\" does not say whether it is a state or an update "
+                              "(Strategy::wire_kinds in <tether/strategy.hpp>), and a lossy codec must know; use "
+                              "\"float32\", or declare wire_kinds() in the strategy");
+    };
+    check("codec", k.payload_codec().kind, kinds.payload, "workers' exchanges");
+    check(k.reply_codec == "same" ? "codec" : "reply_codec", k.reply_codec_options().kind, kinds.reply, "center's replies");
+}
+
+}  // namespace
+
+std::string ClusterSettings::key(const std::string& name) const {
+    if (origin == "ServiceOptions")
+        for (const auto& [block_key, field] : kServiceNames)
+            if (name == block_key) return origin + "." + field;
+    return origin + "." + name;
+}
+
+ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context) {
+    ClusterSettings k;
+    k.mode = r.choice("mode", k.mode, {"embedded", "local"});
+    k.workers = r.integer("workers", k.workers, 1, 1024);
+    k.endpoint = r.string("endpoint", k.endpoint);
+    k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
+    k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
+    k.worker_timeout_ms = r.integer("worker_timeout_ms", k.worker_timeout_ms, 100, 86'400'000);
+    k.heartbeat_ms = r.integer("heartbeat_ms", k.heartbeat_ms, 10, 3'600'000);
+    k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
+    k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
+    k.chunk_elements = r.integer("chunk_elements", k.chunk_elements, 1, 1 << 24);
+    k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
+    k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
+    k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
+    k.elastic = r.boolean("elastic", k.elastic);
+    k.overlap = r.boolean("overlap", k.overlap);
+    k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
+    k.servers = r.integer("servers", k.servers, 1, 256);
+    k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "topk"});
+    k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "topk"});
+    k.topk_ratio = r.number("topk_ratio", k.topk_ratio, 0.0, 1.0, true);
+    r.finish();
+    k.origin = r.path();
+    if (k.step_delay_ms.size() > std::size_t(k.workers))
+        throw ConfigError(r.path_of("step_delay_ms") + ": " + std::to_string(k.step_delay_ms.size()) + " delays for " +
+                          std::to_string(k.workers) + " workers (" + r.path_of("workers") + "); give at most one per worker");
+    if (k.max_peers < k.workers)
+        throw ConfigError(r.path_of("max_peers") + ": " + std::to_string(k.max_peers) + " is less than " + r.path_of("workers") +
+                          " (" + std::to_string(k.workers) + "); the center must be able to hold every worker");
+    if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
+        throw ConfigError(r.path_of("heartbeat_ms") + ": " + std::to_string(k.heartbeat_ms) + " must be at most half of " +
+                          r.path_of("worker_timeout_ms") + " (" + std::to_string(k.worker_timeout_ms) +
+                          "), or live workers would be counted lost");
+    k.security = read_security(security);
+    // Strategy defaults such as alpha = 0.9 / N depend on the workers.
+    context.workers = int(k.workers);
+    k.strategy = make_strategy(strategy, context);
+    strategy.finish();
+    if (!k.strategy->uses_center() && k.workers != 1)
+        throw ConfigError(r.path_of("workers") + ": " + std::to_string(k.workers) + " workers with " + strategy.path_of("name") +
+                          " \"" + k.strategy->name() + "\"; sequential training uses exactly 1 worker (pick a distributed "
+                          "strategy such as \"adag\" or \"aeasgd\" for more)");
+    check_codecs(k, r);
+    return k;
+}
+
+ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters) {
+    nlohmann::json strategy;
+    try {
+        strategy = nlohmann::json::parse(o.strategy);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw ConfigError("ServiceOptions.strategy: not valid JSON: " + std::string(e.what()));
+    }
+    if (!strategy.is_object() || !strategy.contains("name"))
+        throw ConfigError("ServiceOptions.strategy: expected a JSON object naming a strategy, such as {\"name\": \"aeasgd\"}, "
+                          "got " + strategy.dump());
+    // The fields under their keys of the "cluster" block (kServiceNames); the rest take its
+    // defaults. Rules that tie a strategy to a training section (eamsgd wants Nesterov) are the
+    // embedding user's own: their optimizer is theirs (no local_optimizer).
+    const nlohmann::json cluster = {
+        {"workers", o.workers},         {"endpoint", o.address},
+        {"quorum", o.quorum},           {"round_timeout_ms", o.round_timeout_ms},
+        {"worker_timeout_ms", o.worker_timeout_ms}, {"heartbeat_ms", o.heartbeat_ms},
+        {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
+        {"overlap", o.overlap_exchange}, {"servers", o.servers},
+        {"codec", o.codec},             {"reply_codec", o.reply_codec},
+        {"topk_ratio", o.topk_ratio}};
+    nlohmann::json resolved;
+    ClusterSettings k = read_cluster_settings(JsonReader(&cluster, "ServiceOptions", resolved["cluster"]),
+                                              JsonReader(nullptr, "ServiceOptions.security", resolved["security"]),
+                                              JsonReader(&strategy, "ServiceOptions.strategy", resolved["strategy"]),
+                                              StrategyContext{1, num_parameters});
+    if (!k.strategy->uses_center()) {
+        std::string names;
+        for (const auto& name : strategy_names())
+            if (name != "sequential") names += (names.empty() ? "" : ", ") + name;
+        throw ConfigError("ServiceOptions.strategy.name: \"" + k.strategy->name() +
+                          "\" has no center; name a distributed strategy (one of " + names + ")");
+    }
+    return k;
+}
+
+std::vector<std::string> split_addresses(const std::string& list, const std::string& what) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t comma = list.find(',', start);
+        out.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (out.back().empty())
+            throw ConfigError(what + " \"" + list + "\": an empty address; give ZeroMQ endpoints separated by ','");
+        if (comma == std::string::npos) return out;
+        start = comma + 1;
+    }
+}
+
+}  // namespace tether

@@ -1,0 +1,129 @@
+// A cluster's settings, resolved once: the strategy, the workers and servers, what crosses the
+// wire, the timeouts and the heartbeat, security, and when a run counts as failed. Two ways in,
+// one reader: a config file's "cluster", "security" and "strategy" blocks (config/config.cpp),
+// and the embedding API's ServiceOptions (Python's keyword arguments arrive as ServiceOptions),
+// which become those blocks and are read by the same code; so every default exists once, and an
+// error names the key as the user wrote it ("cluster.heartbeat_ms", "ServiceOptions.heartbeat_ms").
+// Every entry point takes the center's, the workers' and the transport's options from here
+// (cluster/cluster_options.cpp): nothing else copies a setting into them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/agreed_settings.hpp"
+#include "codec/codec.hpp"
+#include "strategy/configured_strategy.hpp"
+#include "util/json_reader.hpp"
+
+namespace tether {
+
+struct ServiceOptions;  // <tether/tether.hpp>
+struct CenterOptions;   // center/center.hpp
+struct WorkerOptions;   // worker/worker_node.hpp
+struct TransportOptions;
+struct ServerLink;      // worker/server_sessions.hpp
+class ServerGroup;      // center/server_group.hpp
+class Transport;
+
+// CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when
+// center_public_key is empty. Key files hold one Z85 key (40 characters), as `tether keygen`
+// writes them.
+struct SecuritySettings {
+    std::string center_public_key;   // both sides: the center's public key file
+    std::string center_secret_key;   // center: its secret key file
+    std::string worker_public_key;   // worker: its own key pair
+    std::string worker_secret_key;
+    std::string authorized_workers;  // center: file of allowed worker public keys, one per line
+    bool enabled() const { return !center_public_key.empty(); }
+};
+
+struct ClusterSettings {
+    std::shared_ptr<const ConfiguredStrategy> strategy;  // the "strategy" block
+    std::string mode = "embedded";  // embedded | local
+    std::int64_t workers = 1;
+    std::string endpoint;             // "" = inproc:// (embedded) or tcp://127.0.0.1:* (local)
+    double quorum = 0.5;              // share of live workers that closes a round at its deadline
+    std::int64_t round_timeout_ms = 30000;
+    std::int64_t worker_timeout_ms = 10000;  // silence after which a worker (or the center) counts as lost
+    std::int64_t heartbeat_ms = 2000;        // a worker with nothing else to send says it is alive this often
+    std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
+    std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
+    std::int64_t chunk_elements = 1 << 20;   // elements of one chunk, the largest payload of one message (4 MiB of float32)
+    // Extra milliseconds worker k sleeps after each local step (entry k; missing entries 0):
+    // simulated stragglers, to study strategies with workers of unequal speed.
+    std::vector<std::int64_t> step_delay_ms;
+    // A run in which more than this share of the workers failed (diverged, crashed, lost)
+    // exits 1, as does a run in which no update reached x~.
+    double max_failed_share = 0.5;
+    std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
+    bool elastic = false;                  // workers beyond cluster.workers may join mid-run
+    // Each exchange runs on the worker's own thread while it trains the next window; its reply
+    // lands one window late (worker/worker_node.hpp, docs/embedding.md).
+    bool overlap = false;
+    std::int64_t max_peers = 256;          // identities each server keeps state for at once
+    std::int64_t servers = 1;              // servers that split x~ into server ranges (protocol/server_ranges.hpp)
+    // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
+    // ("same": as codec); topk keeps this share of the elements.
+    std::string codec = "float32";
+    std::string reply_codec = "same";
+    double topk_ratio = 0.01;
+    SecuritySettings security;  // the "security" block
+    std::string origin = "cluster";  // "ServiceOptions" when the embedding API gave them
+
+    CodecOptions payload_codec() const { return {codec_kind(codec), topk_ratio}; }
+    CodecOptions reply_codec_options() const { return {codec_kind(reply_codec == "same" ? codec : reply_codec), topk_ratio}; }
+    // `name` (a key of the "cluster" block) as the user wrote it: "cluster.endpoint" or
+    // "ServiceOptions.address".
+    std::string key(const std::string& name) const;
+
+    // Per server of x~: its range and the settings it agrees with its workers: these, the
+    // `model` (with "parameters" set here) and, when not null, the `data` the workers train on.
+    // Throws ConfigError when there are more servers than parameters.
+    std::vector<ServerIdentity> server_identities(std::size_t num_parameters, nlohmann::json model = nlohmann::json::object(),
+                                                  const nlohmann::json& data = nullptr) const;
+
+    // What one server is told; the caller adds what depends on its run (snapshots, the samples
+    // a worker can have trained).
+    CenterOptions center_options(const ServerIdentity& server) const;
+    // What a worker is told; the caller adds the epochs it trains.
+    WorkerOptions worker_options() const;
+    // A server's endpoints: never waiting on a peer, a message cap of one chunk, the ZMTP
+    // heartbeat of heartbeat_ms and worker_timeout_ms, and CURVE (the allowlist installed on
+    // `transport`) when security is on and `bind` leaves this process.
+    TransportOptions center_transport(Transport& transport, const std::vector<std::string>& bind) const;
+    // A worker's channel to the server at `address` (also server 0's to the others'), with its
+    // CURVE keys when security is on and `address` is not inproc://.
+    TransportOptions worker_transport(const std::string& address) const;
+
+    // Where the servers bind: `endpoint` (one address per server, separated by ','), or
+    // `fallback()` for each.
+    std::vector<std::string> bind_addresses(const std::function<std::string()>& fallback) const;
+    // Binds server identities[first + i] at bind[i] on `transport`, each a Center over its range
+    // of x~ (`x`, the whole vector) with center_options() and what `adjust` adds.
+    std::unique_ptr<ServerGroup> make_servers(Transport& transport, const std::vector<std::string>& bind, std::size_t first,
+                                              const std::vector<ServerIdentity>& identities, const std::vector<float>& x,
+                                              const std::function<void(CenterOptions&, std::size_t server)>& adjust = {}) const;
+    // A worker's links to every server at `address` (all of them, server 0 first, separated by
+    // ','; `what` names where the list came from in errors).
+    std::vector<ServerLink> connect(Transport& transport, const std::string& address, const std::string& what,
+                                    const std::string& identity, const std::vector<ServerIdentity>& identities) const;
+};
+
+// Reads the three blocks (each reader left finished) and checks them against each other. The
+// context's workers are taken from the cluster block.
+ClusterSettings read_cluster_settings(JsonReader cluster, JsonReader security, JsonReader strategy,
+                                      StrategyContext context);
+
+// The embedding API's options (a distributed strategy only) for x~ of `num_parameters`.
+ClusterSettings cluster_settings(const ServiceOptions& options, std::size_t num_parameters);
+
+// "tcp://a:1,tcp://a:2" -> its addresses; throws ConfigError naming `what` for an empty entry.
+std::vector<std::string> split_addresses(const std::string& list, const std::string& what);
+
+}  // namespace tether

@@ -1,0 +1,168 @@
+// One cluster's settings from every entry point: a config file with --set overrides (tether run,
+// server, worker) and ServiceOptions (the C++ API, and Python, whose keyword arguments the
+// binding writes into a default ServiceOptions) give the same center, worker and transport
+// options and the same fingerprints; the defaults are equal; errors name the key as written.
+#include <doctest/doctest.h>
+
+#include <tether/tether.hpp>
+
+#include "center/center.hpp"
+#include "cluster/cluster_settings.hpp"
+#include "config/config.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/header.hpp"
+#include "test_support.hpp"
+#include "transport/transport.hpp"
+#include "worker/worker_node.hpp"
+
+using namespace tether;
+using namespace tether::testing;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kParameters = 1000;
+
+json of(const CodecOptions& c) { return {to_string(c.kind), c.topk_ratio}; }
+json of(const WireKinds& k) { return {int(k.payload), int(k.reply)}; }
+
+json of(const CenterOptions& o) {
+    return {{"expected_workers", o.expected_workers}, {"fingerprint", o.fingerprint}, {"chunk_elements", o.chunk_elements},
+            {"quorum", o.quorum}, {"round_timeout_ms", o.round_timeout_ms}, {"worker_timeout_ms", o.worker_timeout_ms},
+            {"join_timeout_ms", o.join_timeout_ms}, {"samples_per_snapshot", o.samples_per_snapshot},
+            {"max_message_bytes", o.max_message_bytes}, {"max_peers", o.max_peers},
+            {"max_samples_per_worker", o.max_samples_per_worker}, {"elastic", o.elastic},
+            {"explain_mismatch", o.explain_mismatch ? o.explain_mismatch("{}") : "unset"},
+            {"checkpoint_ms", o.checkpoint_ms}, {"payload_codec", of(o.payload_codec)}, {"reply_codec", of(o.reply_codec)},
+            {"wire_kinds", of(o.wire_kinds)}, {"ids_from_hello", o.ids_from_hello},
+            {"await_final_snapshot", o.await_final_snapshot}, {"name", o.name}, {"final_snapshot", o.final_snapshot}};
+}
+
+json of(const WorkerOptions& o) {
+    return {{"fingerprint", o.fingerprint}, {"chunk_elements", o.chunk_elements}, {"join_timeout_ms", o.join_timeout_ms},
+            {"reply_timeout_ms", o.reply_timeout_ms}, {"heartbeat_ms", o.heartbeat_ms},
+            {"center_timeout_ms", o.center_timeout_ms}, {"payload_codec", of(o.payload_codec)},
+            {"reply_codec", of(o.reply_codec)}, {"wire_kinds", of(o.wire_kinds)}, {"epochs", o.epochs},
+            {"step_delay_ms", o.step_delay_ms}, {"communication_window", o.communication_window}, {"overlap", o.overlap}};
+}
+
+json of(const TransportOptions& o) {
+    return {{"send_timeout_ms", o.send_timeout_ms}, {"high_water_mark", o.high_water_mark},
+            {"max_message_bytes", o.max_message_bytes}, {"heartbeat_interval_ms", o.heartbeat_interval_ms},
+            {"heartbeat_timeout_ms", o.heartbeat_timeout_ms}, {"curve_server_secret", o.curve_server_secret},
+            {"curve_server_public", o.curve_server_public}, {"curve_client_public", o.curve_client_public},
+            {"curve_client_secret", o.curve_client_secret}};
+}
+
+// Everything the settings give a process of the cluster, for x~ of kParameters.
+json products(const ClusterSettings& k) {
+    auto transport = make_zmq_transport();
+    json out = {{"worker", of(k.worker_options())},
+                {"worker_transport", of(k.worker_transport("tcp://127.0.0.1:5555"))},
+                {"center_transport", of(k.center_transport(*transport, {"inproc://settings-test"}))}};
+    for (const ServerIdentity& server : k.server_identities(kParameters)) {
+        out["servers"].push_back({{"center", of(k.center_options(server))},
+                                  {"range", {server.range.first, server.range.count}},
+                                  {"agreed", server.agreed},
+                                  {"fingerprint", server.fingerprint}});
+    }
+    return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("a config file with --set overrides and ServiceOptions resolve to the same options and fingerprints") {
+    TempDir dir;
+    write_text(dir.file("cluster.json"), R"({
+        "strategy": {"name": "downpour", "communication_window": 3},
+        "cluster": {"workers": 3, "servers": 2, "codec": "bf16", "quorum": 0.75, "overlap": true}})");
+    const RunConfig config = load_config(dir.file("cluster.json"), {"cluster.worker_timeout_ms=4000", "cluster.heartbeat_ms=500",
+                                                                    "cluster.round_timeout_ms=9000"});
+    ServiceOptions o;  // as the Python binding fills it: the defaults, then each keyword argument
+    o.strategy = R"({"name": "downpour", "communication_window": 3})";
+    o.workers = 3;
+    o.servers = 2;
+    o.codec = "bf16";
+    o.quorum = 0.75;
+    o.overlap_exchange = true;
+    o.worker_timeout_ms = 4000;
+    o.heartbeat_ms = 500;
+    o.round_timeout_ms = 9000;
+    const json from_config = products(config.cluster), from_api = products(cluster_settings(o, kParameters));
+    CHECK(from_config == from_api);
+    CHECK(from_config["worker"]["heartbeat_ms"] == 500);
+    CHECK(from_config["servers"].size() == 2);
+    CHECK(from_config["servers"][0]["fingerprint"] != from_config["servers"][1]["fingerprint"]);
+}
+
+TEST_CASE("the defaults are the same in a config file and in ServiceOptions: 10 s worker timeout, 2 s heartbeat") {
+    const ClusterSettings config = parse_config({{"strategy", {{"name", "aeasgd"}}}}).cluster;
+    const ClusterSettings api = cluster_settings(ServiceOptions{}, kParameters);
+    CHECK(products(config) == products(api));
+    const CenterOptions center = api.center_options(api.server_identities(kParameters).front());
+    CHECK(center.worker_timeout_ms == 10000);
+    CHECK(api.worker_options().heartbeat_ms == 2000);
+    CHECK(api.worker_options().center_timeout_ms == 10000);
+    CHECK(center.join_timeout_ms == 60000);
+}
+
+TEST_CASE("the transport's heartbeat, timeouts and message cap come from the same settings as the center's and workers'") {
+    ServiceOptions o;
+    o.worker_timeout_ms = 3000;
+    o.heartbeat_ms = 250;
+    o.codec = "int8";
+    const ClusterSettings k = cluster_settings(o, kParameters);
+    auto transport = make_zmq_transport();
+    const TransportOptions center = k.center_transport(*transport, {"inproc://cap-test"});
+    const TransportOptions worker = k.worker_transport("tcp://127.0.0.1:5555");
+    const CenterOptions options = k.center_options(k.server_identities(kParameters).front());
+    CHECK(center.heartbeat_interval_ms == 250);
+    CHECK(worker.heartbeat_interval_ms == 250);
+    CHECK(center.heartbeat_timeout_ms == 3000);
+    CHECK(worker.heartbeat_timeout_ms == 3000);
+    CHECK(options.worker_timeout_ms == 3000);
+    CHECK(center.send_timeout_ms == 0);     // a server never waits on a peer
+    CHECK(worker.send_timeout_ms == 3000);  // a worker no longer than the liveness bound
+    // One message: a header and one chunk of the exchange codec, plus a fixed slack for a hello.
+    CHECK(center.max_message_bytes == options.max_message_bytes);
+    const std::size_t chunk = kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements));
+    CHECK(center.max_message_bytes > chunk);
+    CHECK(center.max_message_bytes < chunk + 64 * 1024);
+}
+
+TEST_CASE("errors name the setting as the user wrote it: cluster.KEY in a config, ServiceOptions.FIELD in the API") {
+    ServiceOptions o;
+    o.worker_timeout_ms = 1000;
+    const std::string api = error_of([&] { cluster_settings(o, kParameters); });
+    CHECK(contains(api, "ServiceOptions.heartbeat_ms: 2000 must be at most half of ServiceOptions.worker_timeout_ms (1000)"));
+    const std::string config = error_of([] { parse_config({{"cluster", {{"worker_timeout_ms", 1000}}}}); });
+    CHECK(contains(config, "cluster.heartbeat_ms: 2000 must be at most half of cluster.worker_timeout_ms (1000)"));
+
+    o = ServiceOptions{};
+    o.servers = 2;
+    o.address = "tcp://127.0.0.1:*";
+    const ClusterSettings two = cluster_settings(o, kParameters);
+    CHECK(contains(error_of([&] { two.bind_addresses([] { return std::string(); }); }),
+                   "ServiceOptions.address: 1 address(es) for ServiceOptions.servers 2"));
+    CHECK(contains(error_of([&] { two.server_identities(1); }), "ServiceOptions.servers: 2 servers for a model of 1 parameters"));
+    const ClusterSettings from_config =
+        parse_config({{"strategy", {{"name", "adag"}}}, {"cluster", {{"servers", 2}, {"endpoint", "tcp://127.0.0.1:*"}}}}).cluster;
+    CHECK(contains(error_of([&] { from_config.bind_addresses([] { return std::string(); }); }),
+                   "cluster.endpoint: 1 address(es) for cluster.servers 2"));
+
+    o = ServiceOptions{};
+    o.codec = "zip";
+    CHECK(contains(error_of([&] { cluster_settings(o, kParameters); }), "ServiceOptions.codec: \"zip\" is not allowed"));
+    o = ServiceOptions{};
+    o.strategy = R"({"name": "sequential"})";
+    CHECK(contains(error_of([&] { cluster_settings(o, kParameters); }), "ServiceOptions.strategy.name: \"sequential\" has no center"));
+}
