@@ -31,11 +31,12 @@ std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& para
 class Worker final : public WorkerClient {
 public:
     Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o,
-           std::vector<ParameterSegment> parameters, Memory memory)
+           std::vector<ParameterSegment> parameters, Memory memory, std::vector<ParameterSegment> buffers = {})
         : transport_(std::move(transport)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
-        const ServiceSettings settings = service_settings(o, count);
+        const std::size_t buffer_count = check_buffer_segments(parameters, buffers);
+        const ServiceSettings settings = service_settings(o, count, buffer_count);
         strategy_ = settings.strategy;
         const std::vector<std::string> addresses = split_addresses(address, "WorkerClient::connect address");
         if (addresses.size() != settings.servers.size())
@@ -52,6 +53,7 @@ public:
         options.payload_codec = settings.payload_codec;
         options.reply_codec = settings.reply_codec;
         options.wire_kinds = strategy_->wire_kinds();
+        options.buffer_count = buffer_count;
         const std::string identity = unique_peer_identity("api-worker");
         std::vector<ServerLink> links;
         for (std::size_t k = 0; k < addresses.size(); ++k)
@@ -60,7 +62,8 @@ public:
         node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
-        node_->start(*backend_, std::move(parameters), strategy_->make_worker_rule({o.workers, count}), welcome);
+        node_->start(*backend_, std::move(parameters), strategy_->make_worker_rule({o.workers, count}), welcome,
+                     std::move(buffers));
     }
     bool step(std::size_t samples) override { return node_->after_step(samples); }
     WorkerReport finish() override {
@@ -96,9 +99,9 @@ std::vector<std::string> bind_addresses(const ServiceOptions& o) {
 
 class Service final : public CenterService {
 public:
-    Service(std::vector<float> initial, const ServiceOptions& o)
-        : options_(o), settings_(service_settings(o, initial.size())), transport_(make_zmq_transport()),
-          count_(initial.size()) {
+    Service(std::vector<float> initial, const ServiceOptions& o, std::vector<float> initial_buffers)
+        : options_(o), settings_(service_settings(o, initial.size(), initial_buffers.size())),
+          transport_(make_zmq_transport()), count_(initial.size()) {
         const std::vector<std::string> addresses = bind_addresses(o);
         CenterOptions c;
         c.expected_workers = o.workers;
@@ -129,6 +132,8 @@ public:
                                                         std::move(range), mine),
                                k, server.range});
         }
+        // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
+        if (!initial_buffers.empty()) members.front().center->hold_buffers(std::move(initial_buffers));
         group_ = std::make_unique<ServerGroup>(std::move(members));
         thread_ = std::thread([this] {
             set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
@@ -152,14 +157,16 @@ public:
         for (const auto& a : group_->addresses()) joined += (joined.empty() ? "" : ",") + a;
         return joined;
     }
-    std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory) override {
-        return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory);
+    std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory,
+                                                 std::vector<ParameterSpan> buffers) override {
+        return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory,
+                                        segments_of(buffers));
     }
     CenterSnapshot snapshot() const override {
         // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
         CenterSnapshot s;
         s.x.resize(count_);
-        s.version = group_->copy_ranges(s.x.data()).front();
+        s.version = group_->copy_ranges(s.x.data(), ~std::size_t(0), &s.buffers).front();
         return s;
     }
     std::vector<float> wait() override {
@@ -188,8 +195,20 @@ std::unique_ptr<WorkerClient> WorkerClient::connect(const std::string& address, 
     return std::make_unique<Worker>(make_zmq_transport(), address, options, segments_of(parameters), memory);
 }
 
+std::unique_ptr<WorkerClient> WorkerClient::connect(const std::string& address, const ServiceOptions& options,
+                                                    std::vector<ParameterSpan> parameters, Memory memory,
+                                                    std::vector<ParameterSpan> buffers) {
+    return std::make_unique<Worker>(make_zmq_transport(), address, options, segments_of(parameters), memory,
+                                    segments_of(buffers));
+}
+
 std::unique_ptr<CenterService> CenterService::start(std::vector<float> initial, const ServiceOptions& options) {
-    return std::make_unique<Service>(std::move(initial), options);
+    return std::make_unique<Service>(std::move(initial), options, std::vector<float>{});
+}
+
+std::unique_ptr<CenterService> CenterService::start(std::vector<float> initial, const ServiceOptions& options,
+                                                    std::vector<float> initial_buffers) {
+    return std::make_unique<Service>(std::move(initial), options, std::move(initial_buffers));
 }
 
 }  // namespace tether

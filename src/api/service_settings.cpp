@@ -63,7 +63,7 @@ void check_codec(const std::string& key, const CodecOptions& codec, WireVector k
 
 }  // namespace
 
-ServiceSettings service_settings(const ServiceOptions& o, std::size_t count) {
+ServiceSettings service_settings(const ServiceOptions& o, std::size_t count, std::size_t buffer_count) {
     ServiceSettings s;
     s.strategy = build_strategy(o, count);
     if (!(o.topk_ratio > 0 && o.topk_ratio <= 1))
@@ -77,10 +77,11 @@ ServiceSettings service_settings(const ServiceOptions& o, std::size_t count) {
         throw ConfigError("ServiceOptions.servers: " + std::to_string(o.servers) + " for " + std::to_string(count) +
                           " parameters; from 1 to the parameter count (each server needs at least one)");
     // What a center and its workers must agree on: the strategy with its resolved options, the
-    // worker and parameter counts, the codecs and the servers. Both sides hash it into the
+    // worker, parameter and buffer counts, the codecs and the servers. Both sides hash it into the
     // fingerprint; the hello carries it, so a worker that differs is refused naming the
     // setting and both values.
     nlohmann::json agreed = {{"strategy", s.strategy->describe()}, {"workers", o.workers}, {"parameters", count},
+                             {"buffers", buffer_count},
                              {"cluster", {{"servers", o.servers}, {"codec", to_string(s.payload_codec.kind)},
                                           {"reply_codec", to_string(s.reply_codec.kind)}}}};
     if (s.payload_codec.kind == CodecKind::topk || s.reply_codec.kind == CodecKind::topk)

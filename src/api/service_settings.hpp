@@ -21,6 +21,7 @@ struct ServiceSettings {
     std::vector<ServerIdentity> servers;
 };
 
-ServiceSettings service_settings(const ServiceOptions& options, std::size_t num_parameters);
+// `buffer_count`: the model buffers' elements (b~), an agreed setting like the parameter count.
+ServiceSettings service_settings(const ServiceOptions& options, std::size_t num_parameters, std::size_t buffer_count = 0);
 
 }  // namespace tether
