@@ -31,7 +31,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fashion_mnist import load  # noqa: E402 (the IDX reader of the MLP example)
+from fashion_mnist import load, train_epochs  # noqa: E402 (the MLP example's IDX reader and loop)
 
 import tether  # noqa: E402
 import tether.torch  # noqa: E402
@@ -58,19 +58,9 @@ def shard(args, rank, world):
 
 
 def train(model, x, y, args, seed, after_step=None):
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(args.epochs):
-        order = torch.randperm(len(x), generator=generator)
-        for start in range(0, len(x) - args.batch + 1, args.batch):  # full batches: BatchNorm1d needs > 1
-            idx = order[start:start + args.batch]
-            loss_fn(model(x[idx]), y[idx]).backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if after_step:
-                after_step(len(idx))
+    # The MLP example's loop: Adam, shuffled batches; the model is in training mode (BatchNorm
+    # normalizes by each batch's statistics and updates its running ones).
+    train_epochs(model, x, y, args.epochs, args.batch, args.lr, after_step, seed=seed)
 
 
 def accuracy(model, args):

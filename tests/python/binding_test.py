@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The Python package over the C++ core: buffers written in place (no copies), a worker over a
 list of arrays and tensors, snapshot() while workers train, a pause longer than the worker
-timeout, overlapped exchanges, clear errors, tether.torch over a model's own tensors, and a
-short Fashion-MNIST run of examples/python with worker processes over tcp://127.0.0.1. Run by
+timeout, overlapped exchanges, clear errors, tether.torch over a model's own tensors and its
+whole state (BatchNorm buffers averaged, a complete state_dict), and short Fashion-MNIST runs
+of examples/python with worker processes over tcp://127.0.0.1. Run by
 meson test with PYTHONPATH=build/python; the CUDA case runs where PyTorch sees a GPU."""
 import os
 import subprocess
@@ -25,20 +26,25 @@ def case(f):
     return f
 
 
-def run_workers(center, arrays, body):
+def run_threads(count, body):
+    """body(i) on `count` threads; fails naming each thread's exception."""
     errors = []
 
     def work(i):
         try:
-            body(i, center.connect_worker(arrays[i]))
+            body(i)
         except Exception as e:  # noqa: BLE001 (reported below, with its thread)
             errors.append(f"worker {i}: {e!r}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(arrays))]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def run_workers(center, arrays, body):
+    run_threads(len(arrays), lambda i: body(i, center.connect_worker(arrays[i])))
 
 
 @case
@@ -192,22 +198,13 @@ def servers_and_codecs_from_python_with_workers_connecting_by_address():
     addresses = center.address.split(",")
     assert len(addresses) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in addresses), center.address
     arrays = [np.zeros(10, np.float32), np.zeros(10, np.float32)]
-    errors = []
 
     def work(i):
-        try:
-            worker = tether.connect(center.address, arrays[i], **options)
-            arrays[i] += 1.0  # exact in bf16: each worker's update adds 1 to every range of x~
-            assert worker.step(1) is True
-            worker.finish()
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(f"worker {i}: {e!r}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        worker = tether.connect(center.address, arrays[i], **options)
+        arrays[i] += 1.0  # exact in bf16: each worker's update adds 1 to every range of x~
+        assert worker.step(1) is True
+        worker.finish()
+    run_threads(2, work)
     assert np.array_equal(center.wait(), np.full(10, 2.0, np.float32))
     stats = center.stats()
     assert stats["updates_applied"] == 2 and stats["rejected_messages"] == 0, stats
@@ -252,30 +249,22 @@ def a_batchnorm_models_buffers_are_averaged_and_its_state_dict_loads_strictly():
     # buffers, far from BatchNorm's initial 0 and 1, and num_batches_tracked round(5.5) = 6.
     center = tether.torch.CenterService(batchnorm_model(), strategy={"name": "adag", "communication_window": 2},
                                         workers=2)
-    models, last, errors = [batchnorm_model(), batchnorm_model()], [None, None], []
+    models, last = [batchnorm_model(), batchnorm_model()], [None, None]
 
     def work(i):
-        try:
-            model = models[i]
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-            worker = tether.torch.Worker(model, center=center)
-            generator = torch.Generator().manual_seed(i)
-            for _ in range(4 + 3 * i):
-                x = torch.randn(16, 3, generator=generator) * (1 + 2 * i) + (5 if i else -5)
-                model(x).pow(2).mean().backward()
-                optimizer.step()
-                optimizer.zero_grad()
-                worker.step(16)
-            last[i] = {k: v.clone() for k, v in model.state_dict().items()}  # what finish() sends last
-            worker.finish()
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(f"worker {i}: {e!r}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        model = models[i]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        worker = tether.torch.Worker(model, center=center)
+        generator = torch.Generator().manual_seed(i)
+        for _ in range(4 + 3 * i):
+            x = torch.randn(16, 3, generator=generator) * (1 + 2 * i) + (5 if i else -5)
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            worker.step(16)
+        last[i] = {k: v.clone() for k, v in model.state_dict().items()}  # what finish() sends last
+        worker.finish()
+    run_threads(2, work)
     state = center.wait()
     model = batchnorm_model()
     model.load_state_dict(state, strict=True)
@@ -401,6 +390,17 @@ def a_short_fashion_mnist_run_with_worker_processes():
                              capture_output=True, text=True, timeout=240, env=os.environ)
         assert out.returncode == 0, out.stdout + out.stderr
         assert f"tether {strategy}, 2 worker processes" in out.stdout, out.stdout
+
+
+@case
+def a_short_batchnorm_cnn_run_with_worker_processes():
+    # The center's complete state_dict (x~ and the averaged running statistics) loads and evaluates.
+    example = Path(os.environ["TETHER_SOURCE_DIR"]) / "examples/python/batchnorm_cnn.py"
+    out = subprocess.run([sys.executable, str(example), "--mode", "tether", "--strategy", "adag", "--workers", "2",
+                          "--train-samples", "4000", "--min-accuracy", "0.65"],
+                         capture_output=True, text=True, timeout=240, env=os.environ)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "tether adag, 2 processes" in out.stdout, out.stdout
 
 
 def main():

@@ -54,26 +54,30 @@ void wait_for_finished(const ServedCenter& served, int finished) {
     REQUIRE(served.center().stats_now().workers_finished == finished);
 }
 
-auto holding(const Vec& buffers) {
-    return [buffers](tether::Center& c) { c.hold_buffers(buffers); };
-}
-
-}  // namespace
-
-TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a finished worker's kept") {
-    ServedCenter served(kAeasgd, options_for(2), unique_inproc(), 2000, holding(kBuffers0));
-    auto a = served.connect("worker-a");
-    auto b = served.connect("worker-b");
-    send(*a, header(MessageType::hello, 3), {});
-    send(*b, header(MessageType::hello, 3), {});
-    // Both welcomes are followed by b~(0).
-    for (Channel* channel : {a.get(), b.get()}) {
+// Workers a and b say hello; both welcomes are followed by b~(0).
+void join_both(Channel& a, Channel& b) {
+    send(a, header(MessageType::hello, 3), {});
+    send(b, header(MessageType::hello, 3), {});
+    for (Channel* channel : {&a, &b}) {
         Frames frames;
         receive(*channel, MessageType::welcome, frames);
         const Header h = receive(*channel, MessageType::buffers, frames);
         CHECK(h.element_count == 2);
         CHECK(floats_of(frames) == kBuffers0);
     }
+}
+
+auto holding(const Vec& buffers) {
+    return [buffers](tether::Center& c) { c.hold_buffers(buffers); };
+}
+
+}  // namespace
+
+TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a finished worker's kept until its id is taken") {
+    ServedCenter served(kAeasgd, options_for(2), unique_inproc(), 2000, holding(kBuffers0));
+    auto a = served.connect("worker-a");
+    auto b = served.connect("worker-b");
+    join_both(*a, *b);
     // a exchanges three times, b once: the mean is over workers, not over exchanges.
     exchange_with_buffers(*a, 1, {2.f, 4.f});
     exchange_with_buffers(*a, 2, {0.f, 0.f});
@@ -84,37 +88,17 @@ TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a f
     // A worker taking a's place (its id, 0) is welcomed with b~ = mean(a's last, b's).
     auto c = served.connect("worker-c");
     CHECK(join_with_buffers(*c, 0) == Vec{5.f, 9.f});
+    // c is worker 0 now: its buffers replace a's (the mean of c's and b's, not of all three).
+    exchange_with_buffers(*c, 1, {8.f, 10.f});
+    std::vector<float> buffers;
+    served.center().snapshot_now(buffers);
+    CHECK(buffers == Vec{6.f, 9.f});
     send(*c, header(MessageType::bye), {});
     send(*b, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
     REQUIRE_FALSE(served.failure());
-    CHECK(served.center().checkpoint().buffers == Vec{5.f, 9.f});  // the finished workers' stay
+    CHECK(served.center().checkpoint().buffers == Vec{6.f, 9.f});  // the finished workers' stay
     CHECK(served.center().stats().rejected_total() == 0);
-}
-
-TEST_CASE("a worker that takes a worker's id takes its place in b~ too") {
-    ServedCenter served(kAeasgd, options_for(2), unique_inproc(), 2000, holding(kBuffers0));
-    auto a = served.connect("worker-a");
-    auto b = served.connect("worker-b");
-    send(*a, header(MessageType::hello, 3), {});
-    send(*b, header(MessageType::hello, 3), {});
-    for (Channel* channel : {a.get(), b.get()}) {
-        Frames frames;
-        receive(*channel, MessageType::welcome, frames);
-        receive(*channel, MessageType::buffers, frames);
-    }
-    exchange_with_buffers(*a, 1, {3.f, 3.f});
-    send(*a, header(MessageType::bye), {});
-    wait_for_finished(served, 1);
-    auto c = served.connect("worker-c");  // a's place, and its id
-    CHECK(join_with_buffers(*c, 0) == Vec{3.f, 3.f});
-    exchange_with_buffers(*c, 1, {7.f, 9.f});
-    std::vector<float> buffers;
-    served.center().snapshot_now(buffers);
-    CHECK(buffers == Vec{7.f, 9.f});  // worker 0's contribution is c's now: not the mean of a and c
-    send(*c, header(MessageType::bye), {});
-    send(*b, header(MessageType::bye), {});
-    REQUIRE(served.wait_until_done(5000));
 }
 
 TEST_CASE("buffers messages are checked like every vector, and refused by a center that holds none") {
