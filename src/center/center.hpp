@@ -121,7 +121,7 @@ public:
     // center_buffers.cpp. Holds the workers' model buffers and their average b~, starting from
     // b~(0) = `initial` (center/buffer_average.hpp): each worker sends its buffers before each
     // exchange and is sent b~ after its welcome. Only server 0 of several holds them; a center
-    // that holds none refuses a `buffers` message. Call before serve().
+    // that holds none refuses a `buffers` message. Call before resume() and serve().
     void hold_buffers(std::vector<float> initial);
 
     // Called on the center's thread with its state locked; keep them short (copy and hand
