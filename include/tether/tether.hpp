@@ -24,6 +24,12 @@
 // - CenterService: every member may be called from any thread, concurrently with the center's
 //   own thread and with each other (snapshot() and stats_json() while it trains).
 //
+// Model buffers: state that is averaged, not trained (BatchNorm's running mean and variance)
+// goes in a second list of spans, `buffers`, beside the parameters. The strategy never sees
+// them: each worker sends its buffers with every exchange, the center keeps b~, their mean
+// over the workers (each worker's latest, each worker once), and a joining worker takes b~ as
+// it takes x~. docs/embedding.md, "Model buffers", gives the rule and why.
+//
 // Errors are exceptions derived from std::runtime_error whose message names what is wrong;
 // ConfigError (<tether/errors.hpp>) for a bad option or buffer.
 #pragma once
@@ -121,6 +127,12 @@ public:
     // the center's. They must stay valid, in `memory`, until finish() returns.
     static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
                                                  std::vector<ParameterSpan> parameters, Memory memory = Memory::host);
+    // As above, with the model buffers the center averages (in `memory` too, valid as long):
+    // set to b~ on joining (and on joining again), read at each exchange; their sizes must add
+    // up to the center's (CenterService::start's initial_buffers).
+    static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
+                                                 std::vector<ParameterSpan> parameters, Memory memory,
+                                                 std::vector<ParameterSpan> buffers);
     static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
                                                  float* parameters, std::size_t count, Memory memory = Memory::host) {
         return connect(address, options, std::vector<ParameterSpan>{{parameters, count}}, memory);
@@ -136,10 +148,12 @@ public:
     virtual unsigned id() const = 0;
 };
 
-// x~ and the number of updates applied to it, taken at one instant.
+// x~ and the number of updates applied to it, taken at one instant, and b~ (the averaged model
+// buffers; empty without buffers), taken with server 0's range of x~.
 struct CenterSnapshot {
     std::vector<float> x;
     std::uint64_t version = 0;
+    std::vector<float> buffers;
 };
 
 class CenterService {
@@ -147,13 +161,19 @@ public:
     // Starts the center on its own thread with x~(0) = initial. Workers must start from the
     // same point (the center sends it to them on join).
     static std::unique_ptr<CenterService> start(std::vector<float> initial, const ServiceOptions& options);
+    // As above, with b~(0) = initial_buffers: the model buffers its workers average (their
+    // count is an agreed setting: a worker with another count is refused naming both).
+    static std::unique_ptr<CenterService> start(std::vector<float> initial, const ServiceOptions& options,
+                                                std::vector<float> initial_buffers);
     virtual ~CenterService() = default;
 
     virtual std::string address() const = 0;
     // A worker in this process (works with the private inproc:// address too); as
     // WorkerClient::connect, with this center's options.
+    // `buffers`: its model buffers, as for WorkerClient::connect.
     virtual std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters,
-                                                         Memory memory = Memory::host) = 0;
+                                                         Memory memory = Memory::host,
+                                                         std::vector<ParameterSpan> buffers = {}) = 0;
     std::unique_ptr<WorkerClient> connect_worker(float* parameters, std::size_t count, Memory memory = Memory::host) {
         return connect_worker(std::vector<ParameterSpan>{{parameters, count}}, memory);
     }
@@ -161,6 +181,11 @@ public:
     virtual CenterSnapshot snapshot() const = 0;
     // Blocks until every worker finished (or was lost); returns the final x~.
     virtual std::vector<float> wait() = 0;
+    // As wait(); returns the whole final state: x~, its version and b~.
+    CenterSnapshot wait_state() {
+        wait();
+        return snapshot();
+    }
     // The center's statistics as JSON (updates, staleness, bytes, rejected messages, losses),
     // as they are now.
     virtual std::string stats_json() const = 0;

@@ -19,8 +19,9 @@ from ._tether import TetherError, keep_freed_memory_mapped, set_flush_denormals,
 __all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "TetherError",
            "set_flush_denormals", "keep_freed_memory_mapped"]
 
-Snapshot = collections.namedtuple("Snapshot", ["x", "version"])
-Snapshot.__doc__ = "x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant."
+Snapshot = collections.namedtuple("Snapshot", ["x", "version", "buffers"])
+Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant, "
+                    "and b~, the averaged model buffers (empty without buffers).")
 
 
 def strategy_text(strategy):
@@ -41,38 +42,44 @@ def _options(workers, strategy, **overrides):
     return dict(strategy=strategy_text(strategy), workers=int(workers), options=options)
 
 
-def _span(index, buffer):
-    """(pointer, count, is_cuda) of one parameter buffer, which tether will write in place."""
+def _span(index, buffer, what="parameter"):
+    """(pointer, count, is_cuda) of one parameter (or model) buffer, which tether will write in place."""
     import numpy
     if isinstance(buffer, numpy.ndarray):
         if buffer.dtype != numpy.float32 or not buffer.flags.c_contiguous:
-            raise TypeError(f"parameter {index}: tether needs a float32, C-contiguous array (got dtype {buffer.dtype}"
+            raise TypeError(f"{what} {index}: tether needs a float32, C-contiguous array (got dtype {buffer.dtype}"
                             f"{'' if buffer.flags.c_contiguous else ', strided'}); "
                             "use numpy.ascontiguousarray(x, dtype=numpy.float32)")
         if not buffer.flags.writeable:
-            raise ValueError(f"parameter {index}: tether writes the parameters in place: the array must be writable")
+            raise ValueError(f"{what} {index}: tether writes the {what}s in place: the array must be writable")
         return buffer.ctypes.data, buffer.size, False
     if hasattr(buffer, "data_ptr") and hasattr(buffer, "is_cuda"):  # a torch.Tensor, without importing torch
         if str(buffer.dtype) != "torch.float32" or not buffer.is_contiguous():
-            raise TypeError(f"parameter {index}: tether needs a float32, contiguous tensor (got {buffer.dtype}"
+            raise TypeError(f"{what} {index}: tether needs a float32, contiguous tensor (got {buffer.dtype}"
                             f"{'' if buffer.is_contiguous() else ', not contiguous'}, shape {tuple(buffer.shape)})")
         return buffer.data_ptr(), buffer.numel(), bool(buffer.is_cuda)
-    raise TypeError(f"parameter {index}: expected a NumPy array or a PyTorch tensor, got {type(buffer).__name__}")
+    raise TypeError(f"{what} {index}: expected a NumPy array or a PyTorch tensor, got {type(buffer).__name__}")
 
 
-def _spans(parameters):
-    """The buffers as (pointer, count) pairs, whether they are CUDA memory, and their owners."""
+def _spans(parameters, buffers=None):
+    """The buffers as (pointer, count) pairs, whether they are CUDA memory, and their owners;
+    the model buffers' pairs too (one kind of memory for both)."""
     if not isinstance(parameters, (list, tuple)):
         parameters = [parameters]
     parameters = list(parameters)
-    spans, cuda = [], set()
+    buffers = [] if buffers is None else list(buffers) if isinstance(buffers, (list, tuple)) else [buffers]
+    spans, buffer_spans, cuda = [], [], set()
     for i, p in enumerate(parameters):
         pointer, count, is_cuda = _span(i, p)
         spans.append((pointer, count))
         cuda.add(is_cuda)
+    for i, b in enumerate(buffers):
+        pointer, count, is_cuda = _span(i, b, "buffer")
+        buffer_spans.append((pointer, count))
+        cuda.add(is_cuda)
     if len(cuda) > 1:
-        raise ValueError("parameters: all in host memory or all on the GPU, not both")
-    return spans, cuda == {True}, parameters
+        raise ValueError("parameters and buffers: all in host memory or all on the GPU, not both")
+    return spans, cuda == {True}, parameters + buffers, buffer_spans
 
 
 class WorkerClient:
@@ -85,18 +92,21 @@ class WorkerClient:
     with. Blocks until the center welcomed the worker (it waits for all ``workers``), then
     sets the buffers to x~. ``overlap_exchange=True``: each exchange runs on tether's thread
     against a copy while training goes on, its reply applied one window later.
+
+    ``buffers``: model buffers (float32, like the parameters), averaged rather than trained:
+    sent with every exchange, set to the center's average b~ on joining (docs/python.md).
     """
 
-    def __init__(self, center, parameters, strategy=None, workers=None, **options):
-        spans, cuda, owners = _spans(parameters)
+    def __init__(self, center, parameters, strategy=None, workers=None, buffers=None, **options):
+        spans, cuda, owners, buffer_spans = _spans(parameters, buffers)
         if isinstance(center, CenterService):
             if options or strategy is not None or workers is not None:
                 raise TypeError("WorkerClient(center, ...): the strategy, workers and options are the center's; "
                                 "give them to CenterService")
-            self._client = center._service.connect_spans(spans, cuda, owners)
+            self._client = center._service.connect_spans(spans, cuda, owners, buffer_spans)
         elif isinstance(center, str):
             options = _options(1 if workers is None else workers, strategy or "aeasgd", **options)
-            self._client = _tether.connect_spans(center, spans, cuda, owners, **options)
+            self._client = _tether.connect_spans(center, spans, cuda, owners, buffers=buffer_spans, **options)
         else:
             raise TypeError(f"WorkerClient: expected a CenterService or an address such as 'tcp://host:5555', "
                             f"got {type(center).__name__}")
@@ -127,24 +137,30 @@ class CenterService:
     lists them, server 0 first, separated by ','); codec, reply_codec and
     topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same").
     A worker in another process gives the same options and ``.address`` whole.
+    ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
+    have buffers; their count is agreed like the parameter count.
     """
 
-    def __init__(self, initial, strategy="aeasgd", workers=1, address="", **options):
+    def __init__(self, initial, strategy="aeasgd", workers=1, address="", buffers=None, **options):
         import numpy
         initial = numpy.ascontiguousarray(initial, dtype=numpy.float32).reshape(-1)
-        self._service = _tether.start_center(initial, address=address, **_options(workers, strategy, **options))
+        buffers = numpy.ascontiguousarray([] if buffers is None else buffers, dtype=numpy.float32).reshape(-1)
+        self._service = _tether.start_center(initial, address=address, initial_buffers=buffers,
+                                             **_options(workers, strategy, **options))
 
     @property
     def address(self):
         return self._service.address
 
-    def connect_worker(self, parameters):
-        """A worker in this process over ``parameters`` (one buffer or a list), set to x~ on join."""
-        return WorkerClient(self, parameters)
+    def connect_worker(self, parameters, buffers=None):
+        """A worker in this process over ``parameters`` (one buffer or a list), set to x~ on join,
+        and its model ``buffers``, set to b~."""
+        return WorkerClient(self, parameters, buffers=buffers)
 
     def snapshot(self):
-        """x~ and its version now, while the workers train (or at the end): a Snapshot."""
-        return Snapshot(*self._service.snapshot())
+        """x~, its version and b~ now, while the workers train (or at the end, after ``wait()``:
+        the final state): a Snapshot."""
+        return Snapshot(*self._service.snapshot_with_buffers())
 
     def wait(self):
         """Blocks until every worker finished (or was lost); returns the final x~."""

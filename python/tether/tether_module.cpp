@@ -157,15 +157,15 @@ PYBIND11_MODULE(_tether, m) {
     m.def(
         "connect_spans",
         [](const std::string& address, const RawSpans& spans, bool cuda, py::object owners, const std::string& strategy,
-           int workers, const py::dict& service_options) {
+           int workers, const py::dict& service_options, const RawSpans& buffers) {
             const auto options = options_from(strategy, workers, "", service_options);
             return joined(std::move(owners), [&] {
                 return tether::WorkerClient::connect(address, options, spans_of(spans),
-                                                     cuda ? tether::Memory::cuda : tether::Memory::host);
+                                                     cuda ? tether::Memory::cuda : tether::Memory::host, spans_of(buffers));
             });
         },
         py::arg("address"), py::arg("spans"), py::arg("cuda"), py::arg("owners"), py::arg("strategy"),
-        py::arg("workers"), py::arg("options"));
+        py::arg("workers"), py::arg("options"), py::arg("buffers") = RawSpans{});
 
     py::class_<tether::CenterService>(m, "CenterService")
         .def_property_readonly("address", &tether::CenterService::address)
@@ -187,15 +187,26 @@ PYBIND11_MODULE(_tether, m) {
                  }
                  return py::make_tuple(to_numpy(snapshot.x), snapshot.version);
              })
+        // x~, its version and b~ (the averaged model buffers), taken together.
+        .def("snapshot_with_buffers",
+             [](const tether::CenterService& s) {
+                 tether::CenterSnapshot snapshot;
+                 {
+                     py::gil_scoped_release unlocked;
+                     snapshot = s.snapshot();
+                 }
+                 return py::make_tuple(to_numpy(snapshot.x), snapshot.version, to_numpy(snapshot.buffers));
+             })
         .def("stats_json", &tether::CenterService::stats_json, py::call_guard<py::gil_scoped_release>())
         .def(
             "connect_spans",
-            [](tether::CenterService& s, const RawSpans& spans, bool cuda, py::object owners) {
+            [](tether::CenterService& s, const RawSpans& spans, bool cuda, py::object owners, const RawSpans& buffers) {
                 return joined(std::move(owners), [&] {
-                    return s.connect_worker(spans_of(spans), cuda ? tether::Memory::cuda : tether::Memory::host);
+                    return s.connect_worker(spans_of(spans), cuda ? tether::Memory::cuda : tether::Memory::host,
+                                            spans_of(buffers));
                 });
             },
-            py::arg("spans"), py::arg("cuda"), py::arg("owners"));
+            py::arg("spans"), py::arg("cuda"), py::arg("owners"), py::arg("buffers") = RawSpans{});
 
     // The C++ defaults, so the Python layer never keeps a second copy of them.
     m.def("default_options", [] {
@@ -208,10 +219,12 @@ PYBIND11_MODULE(_tether, m) {
     m.def(
         "start_center",
         [](FloatArray initial, const std::string& strategy, int workers, const std::string& address,
-           const py::dict& service_options) {
+           const py::dict& service_options, FloatArray initial_buffers) {
             std::vector<float> x(initial.data(), initial.data() + initial.size());
+            std::vector<float> b(initial_buffers.data(), initial_buffers.data() + initial_buffers.size());
             const auto options = options_from(strategy, workers, address, service_options);
-            return tether::CenterService::start(std::move(x), options);
+            return tether::CenterService::start(std::move(x), options, std::move(b));
         },
-        py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("options"));
+        py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("options"),
+        py::arg("initial_buffers") = FloatArray(0));
 }

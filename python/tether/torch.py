@@ -1,24 +1,160 @@
-"""tether for PyTorch: a model's parameters as one worker of a tether run.
+"""tether for PyTorch: a model's whole state as one worker of a tether run.
 
+    center = tether.torch.CenterService(make_model(), strategy="adag", workers=4, address="tcp://*:5555")
+    # in each worker process:
+    model = make_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    worker = tether.torch.Worker(model, "tcp://HOST:PORT", strategy="adag", workers=4)
+    worker = tether.torch.Worker(model, "tcp://HOST:5555", strategy="adag", workers=4)
     for x, y in loader:
         loss_fn(model(x), y).backward()
         optimizer.step(); optimizer.zero_grad()
         worker.step(len(x))
     worker.finish()
+    # where the center runs:
+    model.load_state_dict(center.wait())   # a complete state_dict: parameters and buffers
 
-``Worker`` hands tether the model's parameter tensors themselves (a list of buffers: no flat
-copy, the tensors stay what they were, so the optimizer may be made before or after it);
-tether reads and writes them in place at each exchange, and the strategy sees them as one
-vector in ``model.parameters()`` order. CPU and CUDA tensors both work (CUDA needs a CUDA
-build of tether; all parameters on one kind of device). For the center's x~(0) and to load
-its result, ``torch.nn.utils.parameters_to_vector`` and ``vector_to_parameters`` give the
-same order.
+A model's state is its parameters and its buffers:
+
+- Parameters (``model.parameters()``, in that order; a tied parameter once) go through the
+  strategy. tether hands it the model's own tensors (a list of buffers: no flat copy), reads
+  and writes them in place at each exchange; the optimizer may be made before or after.
+- Floating buffers (``model.named_buffers()``: BatchNorm's running mean and variance) are
+  averaged, not trained: each worker sends its own with every exchange, the center keeps b~,
+  their mean over the workers (each worker's latest, each worker once), and a worker takes b~
+  when it joins. Replies carry none: a worker's running statistics describe its own x_i.
+  They are the model's tensors too, in place; they must be float32 (a float64 or float16
+  buffer is refused: make the model float32).
+- Integer buffers (BatchNorm's ``num_batches_tracked``) travel as a float32 shadow, refreshed
+  before each ``step()``; the center's mean is rounded back to the buffer's dtype. Exact up
+  to 2^24 (16.7 million); BatchNorm reads the counter only with ``momentum=None``.
+
+The tensors must stay where they are while the worker lives (no ``model.to(...)`` or
+reassigned buffers after ``Worker(...)``). A model may also be given as
+``model.state_dict(keep_vars=True)`` (its parameters are the ``Parameter`` entries); a plain
+``state_dict()`` does not say which entries are parameters and is refused.
 """
+import collections
+import collections.abc
+
+import numpy
 import torch
 
 import tether
+
+
+class ModelState:
+    """How a model's state_dict maps onto tether's two vectors: x (the parameters, for the
+    strategy) and b (the floating buffers, then one float32 shadow of the integer buffers)."""
+
+    def __init__(self, model):
+        if isinstance(model, torch.nn.Module):
+            self.entries = model.state_dict(keep_vars=True)
+            parameters = list(model.named_parameters())
+            buffers = list(model.named_buffers())
+        elif isinstance(model, collections.abc.Mapping):
+            self.entries = collections.OrderedDict(model)
+            if not any(isinstance(v, torch.nn.Parameter) for v in self.entries.values()):
+                raise TypeError("tether.torch: this state_dict does not say which entries are parameters; pass the "
+                                "module itself, or model.state_dict(keep_vars=True)")
+            parameters, buffers, seen = [], [], set()
+            for name, t in self.entries.items():
+                if torch.is_tensor(t) and id(t) not in seen:
+                    seen.add(id(t))
+                    (parameters if isinstance(t, torch.nn.Parameter) else buffers).append((name, t))
+        else:
+            raise TypeError(f"tether.torch: expected a torch.nn.Module or a state_dict, got {type(model).__name__}")
+        if not parameters:
+            raise ValueError("tether.torch: the model has no parameters")
+        self.parameters = [_checked(name, p, "parameter") for name, p in parameters]
+        self.float_buffers, self.int_buffers = [], []
+        for name, b in buffers:
+            if b.is_floating_point():
+                self.float_buffers.append(_checked(name, b, "buffer"))
+            elif b.is_complex():
+                raise TypeError(f"tether.torch: buffer '{name}' is {b.dtype}; tether averages real buffers")
+            else:
+                self.int_buffers.append(_checked(name, b, "buffer", any_dtype=True))
+        _refuse_overlaps(parameters + buffers)
+        # Where each tensor's elements are: id -> (vector "x" or "b", offset, count); the shadow
+        # of the integer buffers is the end of b.
+        self.where, offset = {}, 0
+        for p in self.parameters:
+            self.where[id(p)] = ("x", offset, p.numel())
+            offset += p.numel()
+        offset = 0
+        for b in self.float_buffers + self.int_buffers:
+            self.where[id(b)] = ("b", offset, b.numel())
+            offset += b.numel()
+        self.buffer_count = offset
+        device = self.parameters[0].device
+        self.shadow = torch.zeros(sum(b.numel() for b in self.int_buffers), dtype=torch.float32, device=device)
+        self._int_views = [b.reshape(-1) for b in self.int_buffers]  # views: they follow the buffers
+
+    def parameter_vector(self):
+        return torch.cat([p.detach().reshape(-1).cpu() for p in self.parameters]).numpy()
+
+    def buffer_vector(self):
+        self.refresh_shadow()
+        parts = [b.detach().reshape(-1).cpu() for b in self.float_buffers] + [self.shadow.cpu()]
+        return torch.cat(parts).numpy()
+
+    def buffer_tensors(self):
+        """What tether reads and writes in place: the floating buffers, then the shadow."""
+        return self.float_buffers + ([self.shadow] if self.int_buffers else [])
+
+    def refresh_shadow(self):
+        if self.int_buffers:
+            self.shadow.copy_(torch.cat(self._int_views))  # one cat and one cast for all of them
+
+    def take_shadow(self):
+        """The integer buffers <- the shadow, rounded (after tether wrote b~ into it)."""
+        offset = 0
+        with torch.no_grad():
+            for view in self._int_views:
+                view.copy_(self.shadow[offset:offset + view.numel()].round())
+                offset += view.numel()
+
+    def shadow_changed(self):
+        return bool(self.int_buffers) and not torch.equal(self.shadow, torch.cat(self._int_views).to(torch.float32))
+
+    def state_dict(self, x, b):
+        """A complete state_dict with the model's keys, shapes, dtypes and devices, built from x
+        (x~) and b (b~); entries that are no tensors of the model's state (extra state) as the
+        model's own."""
+        out = collections.OrderedDict()
+        vectors = {"x": x, "b": b}
+        for name, t in self.entries.items():
+            if not torch.is_tensor(t) or id(t) not in self.where:
+                out[name] = t
+                continue
+            vector, offset, count = self.where[id(t)]
+            values = torch.from_numpy(numpy.array(vectors[vector][offset:offset + count], dtype=numpy.float32))
+            if not t.is_floating_point():
+                values = values.round()
+            out[name] = values.reshape(t.shape).to(device=t.device, dtype=t.dtype)
+        return out
+
+
+def _checked(name, t, what, any_dtype=False):
+    if not any_dtype and t.dtype != torch.float32:
+        raise TypeError(f"tether.torch: {what} '{name}' is {t.dtype}; tether exchanges float32 (make the model "
+                        "float32: model.float())")
+    if not t.is_contiguous():
+        raise TypeError(f"tether.torch: {what} '{name}' is not contiguous (shape {tuple(t.shape)}, strides "
+                        f"{t.stride()}); tether reads and writes it in place; make it contiguous before, e.g. "
+                        f"p.data = p.data.contiguous()")
+    return t
+
+
+def _refuse_overlaps(named):
+    """Two entries sharing memory (a view of another parameter, a buffer aliasing one) would be
+    exchanged twice and written twice; a tied parameter (the same tensor) comes once already."""
+    spans = sorted((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size(), name, t.device)
+                   for name, t in named if t.numel() > 0)
+    for (start_a, end_a, a, dev_a), (start_b, _, b, dev_b) in zip(spans, spans[1:]):
+        if dev_a == dev_b and start_b < end_a:
+            raise ValueError(f"tether.torch: '{a}' and '{b}' share memory; tether exchanges every parameter and "
+                             "buffer once, so give the model tensors of their own (or tie them as one Parameter)")
 
 
 def _parameters(parameters):
@@ -52,18 +188,70 @@ def flatten_parameters(parameters):
     return flat
 
 
+class CenterService:
+    """The center of a run over ``model``'s state (a module, or its state_dict(keep_vars=True)):
+    x~(0) is its parameters and b~(0) its buffers. ``strategy``, ``workers``, ``address`` and
+    options are tether.CenterService's (its ``service``). ``state_dict()`` is the center's state
+    now, and ``wait()`` the final one: complete state_dicts that ``model.load_state_dict(sd,
+    strict=True)`` takes (keys, shapes, dtypes and devices of the model's own)."""
+
+    def __init__(self, model, strategy="aeasgd", workers=1, address="", **options):
+        self.model_state = ModelState(model)
+        self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
+                                            address=address, buffers=self.model_state.buffer_vector(), **options)
+
+    @property
+    def address(self):
+        return self.service.address
+
+    def snapshot(self):
+        """x~, its version and b~ as vectors (a tether.Snapshot)."""
+        return self.service.snapshot()
+
+    def stats(self):
+        return self.service.stats()
+
+    def state_dict(self):
+        """The center's state now (while the workers train, or at the end) as the model's state_dict."""
+        snapshot = self.service.snapshot()
+        return self.model_state.state_dict(snapshot.x, snapshot.buffers)
+
+    def wait(self):
+        """Blocks until every worker finished (or was lost); returns the final state_dict."""
+        self.service.wait()
+        return self.state_dict()
+
+
 class Worker(tether.WorkerClient):
-    """One tether worker over a PyTorch model's parameters (a module or an iterable of
-    tensors); call ``step()`` after ``optimizer.step()``. ``center`` (a tether.CenterService in
-    this process) or ``address`` with ``strategy``, ``workers`` and options as the center's;
-    ``overlap_exchange=True`` overlaps each exchange with the next window's steps. ``step``,
-    ``finish`` and ``id`` are tether.WorkerClient's."""
+    """One tether worker over a PyTorch model's state (a module, or its
+    state_dict(keep_vars=True)); call ``step()`` after ``optimizer.step()``. ``center`` (a
+    tether.torch.CenterService or tether.CenterService in this process) or ``address`` with
+    ``strategy``, ``workers`` and options as the center's; ``overlap_exchange=True`` overlaps
+    each exchange with the next window's steps. ``step``, ``finish`` and ``id`` are
+    tether.WorkerClient's; ``parameters`` the tensors the strategy sees."""
 
     def __init__(self, model, address=None, strategy="aeasgd", workers=1, center=None, **options):
-        self.parameters = _parameters(model)
+        self.model_state = ModelState(model)
+        self.parameters = self.model_state.parameters
+        buffers = self.model_state.buffer_tensors()
+        self.model_state.refresh_shadow()
         if center is not None:
-            super().__init__(center, self.parameters)
+            service = center.service if isinstance(center, CenterService) else center
+            super().__init__(service, self.parameters, buffers=buffers)
         elif address is not None:
-            super().__init__(address, self.parameters, strategy=strategy, workers=workers, **options)
+            super().__init__(address, self.parameters, strategy=strategy, workers=workers, buffers=buffers, **options)
         else:
             raise ValueError("tether.torch.Worker: give the center's address, or center=CenterService(...)")
+        self.model_state.take_shadow()  # joined: the counters of b~ too
+
+    def step(self, samples=0):
+        self.model_state.refresh_shadow()
+        exchanged = super().step(samples)
+        # Only joining again (the center had lost this worker) writes b~ into the buffers.
+        if exchanged and self.model_state.shadow_changed():
+            self.model_state.take_shadow()
+        return exchanged
+
+    def finish(self):
+        self.model_state.refresh_shadow()
+        return super().finish()

@@ -24,23 +24,30 @@ std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& para
     return segments;
 }
 
+// What the API knows of a model besides its parameter count, agreed with every worker: the
+// elements of its buffers (b~), so a worker with other buffers is refused naming them.
+nlohmann::json model_of(std::size_t buffer_count) { return {{"buffers", buffer_count}}; }
+
 class Worker final : public WorkerClient {
 public:
     Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o,
-           std::vector<ParameterSegment> parameters, Memory memory)
+           std::vector<ParameterSegment> parameters, Memory memory, std::vector<ParameterSegment> buffers = {})
         : transport_(std::move(transport)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
+        const std::size_t buffer_count = check_buffer_segments(parameters, buffers);
         const ClusterSettings settings = cluster_settings(o, count);
         std::vector<ServerLink> links = settings.connect(*transport_, address, "WorkerClient::connect address",
                                                          unique_peer_identity("api-worker"),
-                                                         settings.server_identities(count));
+                                                         settings.server_identities(count, model_of(buffer_count)));
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
-        node_ = std::make_unique<WorkerNode>(std::move(links), settings.worker_options(), count);
+        WorkerOptions options = settings.worker_options();
+        options.buffer_count = buffer_count;
+        node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
         node_->start(*backend_, std::move(parameters), settings.strategy->make_worker_rule({int(settings.workers), count}),
-                     welcome);
+                     welcome, std::move(buffers));
     }
     bool step(std::size_t samples) override { return node_->after_step(samples); }
     WorkerReport finish() override {
@@ -59,13 +66,15 @@ private:
 
 class Service final : public CenterService {
 public:
-    Service(std::vector<float> initial, const ServiceOptions& o)
+    Service(std::vector<float> initial, const ServiceOptions& o, std::vector<float> initial_buffers)
         : options_(o), transport_(make_zmq_transport()), count_(initial.size()) {
         static std::atomic<unsigned> counter{0};
         const ClusterSettings settings = cluster_settings(o, count_);
         group_ = settings.make_servers(
             *transport_, settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); }), 0,
-            settings.server_identities(count_), initial);
+            settings.server_identities(count_, model_of(initial_buffers.size())), initial);
+        // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
+        if (!initial_buffers.empty()) group_->center(0).hold_buffers(std::move(initial_buffers));
         thread_ = std::thread([this] {
             set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
             try {
@@ -84,14 +93,16 @@ public:
         }
     }
     std::string address() const override { return group_->address(); }
-    std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory) override {
-        return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory);
+    std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory,
+                                                 std::vector<ParameterSpan> buffers) override {
+        return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory,
+                                        segments_of(buffers));
     }
     CenterSnapshot snapshot() const override {
         // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
         CenterSnapshot s;
         s.x.resize(count_);
-        s.version = group_->copy_ranges(s.x.data()).front();
+        s.version = group_->copy_ranges(s.x.data(), ~std::size_t(0), &s.buffers).front();
         return s;
     }
     std::vector<float> wait() override {
@@ -119,8 +130,20 @@ std::unique_ptr<WorkerClient> WorkerClient::connect(const std::string& address, 
     return std::make_unique<Worker>(make_zmq_transport(), address, options, segments_of(parameters), memory);
 }
 
+std::unique_ptr<WorkerClient> WorkerClient::connect(const std::string& address, const ServiceOptions& options,
+                                                    std::vector<ParameterSpan> parameters, Memory memory,
+                                                    std::vector<ParameterSpan> buffers) {
+    return std::make_unique<Worker>(make_zmq_transport(), address, options, segments_of(parameters), memory,
+                                    segments_of(buffers));
+}
+
 std::unique_ptr<CenterService> CenterService::start(std::vector<float> initial, const ServiceOptions& options) {
-    return std::make_unique<Service>(std::move(initial), options);
+    return std::make_unique<Service>(std::move(initial), options, std::vector<float>{});
+}
+
+std::unique_ptr<CenterService> CenterService::start(std::vector<float> initial, const ServiceOptions& options,
+                                                    std::vector<float> initial_buffers) {
+    return std::make_unique<Service>(std::move(initial), options, std::move(initial_buffers));
 }
 
 }  // namespace tether

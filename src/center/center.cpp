@@ -104,6 +104,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         case MessageType::exchange:
             handle_exchange(*w, *header, frames, samples);
             return;
+        case MessageType::buffers: return handle_buffers(*w, *header, frames);
         case MessageType::heartbeat:
             count_samples(*w, samples);
             answer_heartbeat(*w);
@@ -135,6 +136,7 @@ void Center::welcome(Worker& w) {
     Payload center = Payload::allocate(state_.x.size() * sizeof(float));
     std::memcpy(center.data(), state_.x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
+    send_buffers(w);  // b~ right after x~: the worker takes both before it trains
 }
 
 void Center::release_pending(Worker& w) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <tether/strategy.hpp>
+#include "center/buffer_average.hpp"
 #include "codec/codec.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
@@ -117,6 +118,11 @@ public:
     void resume(const Checkpoint& checkpoint);
     // What resume() takes: x~, its version, the counters, and the fingerprint they belong to.
     Checkpoint checkpoint() const;
+    // center_buffers.cpp. Holds the workers' model buffers and their average b~, starting from
+    // b~(0) = `initial` (center/buffer_average.hpp): each worker sends its buffers before each
+    // exchange and is sent b~ after its welcome. Only server 0 of several holds them; a center
+    // that holds none refuses a `buffers` message. Call before resume() and serve().
+    void hold_buffers(std::vector<float> initial);
 
     // Called on the center's thread with its state locked; keep them short (copy and hand
     // off), and do not call snapshot_now() or stats_now() from them.
@@ -132,6 +138,8 @@ public:
     const CenterState& state() const { return state_; }
     // Safe from any thread while serve() runs: copies taken between two messages.
     CenterState snapshot_now() const;
+    // As snapshot_now(), with b~ taken at the same instant into `buffers` (empty: none held).
+    CenterState snapshot_now(std::vector<float>& buffers) const;
     CenterStats stats_now() const;
     // Safe from any thread, for progress displays: samples reported so far, and the version.
     std::uint64_t live_samples() const { return live_samples_.load(std::memory_order_relaxed); }
@@ -157,6 +165,10 @@ private:
     void answer_final_snapshots();
     void release_pending(Worker& w);
     void welcome(Worker& w);
+    // center_buffers.cpp: a worker's buffers in (chunks checked, its contribution replaced when
+    // complete), and b~ out after a welcome.
+    void handle_buffers(Worker& w, const Header& h, const Frames& frames);
+    void send_buffers(Worker& w);
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
     void lose(Worker& w, const std::string& why);
@@ -178,6 +190,8 @@ private:
     CenterOptions options_;
     ChunkSender float32_out_;  // welcomes and snapshots: always float32
     CenterState state_;
+    BufferAverage buffers_;                    // b~; size 0: this center holds no buffers
+    std::unique_ptr<ChunkSender> buffers_out_;  // b~ after each welcome, float32
     CenterStats stats_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::map<std::string, Worker*> by_peer_;

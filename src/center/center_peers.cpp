@@ -80,7 +80,10 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
                     const std::string& detail) {
     ++stats_.rejected[reason];
     // Any rejection drops the sender's partly received exchange whole, whichever check failed.
-    if (Worker* w = find(peer); w && w->from_worker) w->from_worker->drop();
+    if (Worker* w = find(peer)) {
+        if (w->from_worker) w->from_worker->drop();
+        if (w->buffers_from) w->buffers_from->drop();
+    }
     const std::string text = reason + ": " + detail;
     if (rejections_logged_++ < 50)
         std::fprintf(stderr, "%s: rejected a message from worker %u: %s (x~ unchanged)\n", options_.name.c_str(), worker_id,
@@ -107,6 +110,7 @@ void Center::forget(Worker& w) {
     w.pending = Payload();
     w.from_worker.reset();
     w.to_worker.reset();
+    w.buffers_from.reset();  // its last buffers stay in b~ (center/buffer_average.hpp)
 }
 
 void Center::check_liveness() {

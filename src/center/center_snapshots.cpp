@@ -2,6 +2,7 @@
 // the end), copies for other threads, answers to `snapshot` requests from other processes (a
 // lead server assembling x~ from every server range), and checkpoints.
 #include <cstring>
+#include <stdexcept>
 
 #include "center/center.hpp"
 #include "center/center_worker.hpp"
@@ -40,6 +41,15 @@ void Center::resume(const Checkpoint& c) {
     stats_.exchanges = c.exchanges;
     stats_.rounds = c.rounds;
     stats_.total_samples = c.total_samples;
+    // b~ goes on from the checkpoint's; one written before buffers existed (format 1), or by a
+    // center without them, leaves b~(0).
+    if (!c.buffers.empty()) {
+        if (c.buffers.size() != buffers_.size())
+            throw std::runtime_error("checkpoint holds " + std::to_string(c.buffers.size()) + " buffer elements, this " +
+                                     options_.name + " " + std::to_string(buffers_.size()) +
+                                     "; it belongs to a run of another model");
+        buffers_.restore(c.buffers);
+    }
     next_snapshot_samples_ = options_.samples_per_snapshot
                                  ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
                                  : 0;
@@ -55,6 +65,7 @@ Checkpoint Center::checkpoint() const {
     c.rounds = stats_.rounds;
     c.total_samples = stats_.total_samples;
     c.x = state_.x;
+    c.buffers = buffers_.mean();
     return c;
 }
 

@@ -22,6 +22,7 @@ struct Center::Worker {
     // decoded), its replies' chunks out (through the reply codec).
     std::unique_ptr<ChunkAssembler> from_worker;
     std::unique_ptr<ChunkSender> to_worker;
+    std::unique_ptr<ChunkAssembler> buffers_from;  // its model buffers, float32 (a center that holds buffers)
     Clock::time_point last_exchange;  // or the welcome: a round waits on it at most the heartbeat timeout
 };
 

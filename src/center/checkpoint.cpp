@@ -14,7 +14,7 @@ namespace tether {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'E', 'T', 'H', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kFormat = 1;
+constexpr std::uint32_t kFormat = 2;  // 1: no buffers (still read)
 
 void put(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes = 8) {
     for (int i = 0; i < bytes; ++i) out.push_back(std::uint8_t(v >> (8 * i)));
@@ -44,7 +44,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     std::vector<std::uint8_t> head(kMagic, kMagic + 8);
     put(head, kFormat, 4);
     for (std::uint64_t v : {c.fingerprint, c.version, c.updates_applied, c.exchanges, c.rounds, c.total_samples,
-                            std::uint64_t(c.x.size())})
+                            std::uint64_t(c.x.size()), std::uint64_t(c.buffers.size())})
         put(head, v);
     static_assert(sizeof(float) == 4, "float32 payloads");
     const std::string temporary = path + ".tmp";
@@ -53,6 +53,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     try {
         write_all(fd, head.data(), head.size(), temporary);
         write_all(fd, c.x.data(), c.x.size() * sizeof(float), temporary);  // x86-64: already little-endian
+        write_all(fd, c.buffers.data(), c.buffers.size() * sizeof(float), temporary);
         if (::fsync(fd) != 0) throw std::runtime_error(temporary + ": fsync failed: " + std::strerror(errno));
     } catch (...) {
         ::close(fd);
@@ -75,12 +76,20 @@ Checkpoint read_checkpoint(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(path + ": no checkpoint to resume from (the center writes one every "
                                              "cluster.checkpoint_seconds and at the end)");
-    std::vector<std::uint8_t> head(8 + 4 + 7 * 8);
+    std::vector<std::uint8_t> head(8 + 4);
     in.read(reinterpret_cast<char*>(head.data()), std::streamsize(head.size()));
     if (in.gcount() != std::streamsize(head.size()) || std::memcmp(head.data(), kMagic, 8) != 0)
         throw std::runtime_error(path + ": not a tether checkpoint (bad magic or truncated header)");
     const std::uint8_t* p = head.data() + 8;
-    if (get(p, 4) != kFormat) throw std::runtime_error(path + ": checkpoint format other than 1");
+    const std::uint64_t format = get(p, 4);
+    if (format != 1 && format != kFormat)
+        throw std::runtime_error(path + ": checkpoint format " + std::to_string(format) + "; this tether reads formats 1 and " +
+                                 std::to_string(kFormat));
+    const std::size_t fields = format == 1 ? 7 : 8;
+    head.resize(head.size() + fields * 8);
+    in.read(reinterpret_cast<char*>(head.data() + 12), std::streamsize(fields * 8));
+    if (in.gcount() != std::streamsize(fields * 8)) throw std::runtime_error(path + ": truncated checkpoint header");
+    p = head.data() + 12;
     Checkpoint c;
     c.fingerprint = get(p);
     c.version = get(p);
@@ -89,12 +98,15 @@ Checkpoint read_checkpoint(const std::string& path) {
     c.rounds = get(p);
     c.total_samples = get(p);
     const std::uint64_t count = get(p);
+    const std::uint64_t buffers = format == 1 ? 0 : get(p);
     const auto expected = std::filesystem::file_size(path);
-    if (expected != head.size() + count * sizeof(float))
+    if (expected != head.size() + (count + buffers) * sizeof(float))
         throw std::runtime_error(path + ": checkpoint truncated or padded (" + std::to_string(expected) + " bytes for " +
-                                 std::to_string(count) + " elements)");
+                                 std::to_string(count) + " elements and " + std::to_string(buffers) + " buffer elements)");
     c.x.resize(count);
     in.read(reinterpret_cast<char*>(c.x.data()), std::streamsize(count * sizeof(float)));
+    c.buffers.resize(buffers);
+    in.read(reinterpret_cast<char*>(c.buffers.data()), std::streamsize(buffers * sizeof(float)));
     return c;
 }
 

@@ -1,4 +1,5 @@
-// The center's checkpoint: x~, its version and the counters a resumed run goes on from, in
+// The center's checkpoint: x~, b~ (the averaged model buffers, if any), its version and the
+// counters a resumed run goes on from, in
 // checkpoint.bin of the run directory. Written atomically (temp file, fsync, rename, fsync of
 // the directory): a crash leaves the previous checkpoint or the new one, never half of one.
 // The rules keep no state between updates beyond x~ and v (an open synchronous round is not
@@ -16,10 +17,13 @@ struct Checkpoint {
     std::uint64_t version = 0;
     std::uint64_t updates_applied = 0, exchanges = 0, rounds = 0, total_samples = 0;
     std::vector<float> x;
+    std::vector<float> buffers;  // b~ (center/buffer_average.hpp); empty: the run has none
 };
 
 // Little-endian layout: "TETHCKPT", format (u32), fingerprint, version, updates_applied,
-// exchanges, rounds, total_samples, element count (u64 each), then the float32 elements.
+// exchanges, rounds, total_samples, element count, buffer element count (u64 each), then x~'s
+// float32 elements, then b~'s. Format 1, written before buffers existed, has no buffer count
+// and no b~; it is still read (as a checkpoint without buffers).
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Throws std::runtime_error naming the file and what is wrong (missing, truncated, foreign).
 Checkpoint read_checkpoint(const std::string& path);

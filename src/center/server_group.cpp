@@ -47,14 +47,15 @@ void ServerGroup::stop() {
     for (auto& m : members_) m.center->stop();
 }
 
-std::vector<std::uint64_t> ServerGroup::copy_ranges(float* x, std::size_t skip) const {
+std::vector<std::uint64_t> ServerGroup::copy_ranges(float* x, std::size_t skip, std::vector<float>* buffers) const {
     std::vector<std::uint64_t> versions;
     for (std::size_t i = 0; i < members_.size(); ++i) {
         if (i == skip) {
             versions.push_back(members_[i].center->live_version());
             continue;
         }
-        const CenterState state = members_[i].center->snapshot_now();
+        const CenterState state =
+            i == 0 && buffers ? members_[i].center->snapshot_now(*buffers) : members_[i].center->snapshot_now();
         std::memcpy(x + members_[i].range.first, state.x.data(), state.x.size() * sizeof(float));
         versions.push_back(state.version);
     }

@@ -44,7 +44,9 @@ public:
 
     // Writes each member's x~ into its range of `x` (x~'s full size), taken now; skips member
     // `skip` (one whose state the caller already has). Returns each member's version.
-    std::vector<std::uint64_t> copy_ranges(float* x, std::size_t skip = ~std::size_t(0)) const;
+    // `buffers`: b~ too, taken with the first member's range (server 0 holds the buffers; not skipped).
+    std::vector<std::uint64_t> copy_ranges(float* x, std::size_t skip = ~std::size_t(0),
+                                           std::vector<float>* buffers = nullptr) const;
     // The members' statistics, combined (below); safe while they serve.
     CenterStats stats_now() const;
     // Once serve() has returned.

@@ -12,6 +12,7 @@ const char* to_string(MessageType type) {
         case MessageType::bye: return "bye";
         case MessageType::error: return "error";
         case MessageType::snapshot: return "snapshot";
+        case MessageType::buffers: return "buffers";
     }
     return "unknown";
 }
@@ -101,7 +102,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::snapshot)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::buffers)) {
         reason = "unknown type";
         return std::nullopt;
     }

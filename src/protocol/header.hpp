@@ -23,6 +23,7 @@ enum class MessageType : std::uint8_t {
     bye = 6,        // worker -> center: finished; payload empty
     error = 7,      // center -> worker: payload is a UTF-8 reason
     snapshot = 8,   // to a center: "send me your x~"; from it: x~ of its server range (no join needed)
+    buffers = 9,    // worker -> server 0: its model buffers, before an exchange; server 0 -> worker: b~, after a welcome
 };
 const char* to_string(MessageType type);
 
@@ -31,7 +32,7 @@ enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2, fp16 = 3, bf1
 constexpr std::uint8_t kLastDtype = 6;
 const char* to_string(Dtype dtype);
 
-// Set on the last chunk of a vector (protocol/framing.hpp): an exchange, reply, welcome or snapshot.
+// Set on the last chunk of a vector (protocol/framing.hpp): an exchange, reply, welcome, snapshot or buffers.
 constexpr std::uint32_t kFlagLastChunk = 1u << 0;
 // Set when a compressed payload is the change from the receiver's copy of a state vector (x_i,
 // x~; codec/wire_vector.hpp) rather than the values themselves.

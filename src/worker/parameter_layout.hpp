@@ -24,6 +24,11 @@ struct ParameterSegment {
 // Throws ConfigError naming the buffer for a null pointer with elements, no elements at all,
 // or two buffers that overlap in memory. Returns the total element count.
 std::size_t check_parameter_segments(const std::vector<ParameterSegment>& segments);
+// The model buffers the center averages (none is fine): a null pointer with elements, or a
+// buffer that overlaps another or a parameter buffer, is a ConfigError naming both. Returns
+// their total element count.
+std::size_t check_buffer_segments(const std::vector<ParameterSegment>& parameters,
+                                  const std::vector<ParameterSegment>& buffers);
 
 class ParameterLayout {
 public:

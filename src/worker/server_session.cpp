@@ -18,7 +18,9 @@ ServerSession::ServerSession(std::unique_ptr<Channel> channel, SessionOptions op
       exchanges_out_({num_parameters, options_.chunk_elements, options_.payload_codec, options_.wire_kinds.payload}),
       replies_in_({num_parameters, options_.chunk_elements, options_.reply_codec, options_.wire_kinds.reply}, "reply",
                   "cluster.reply_codec", /*refuse_non_finite=*/false),
-      welcomes_in_({num_parameters, options_.chunk_elements}, "welcome", "", /*refuse_non_finite=*/false) {}
+      welcomes_in_({num_parameters, options_.chunk_elements}, "welcome", "", /*refuse_non_finite=*/false),
+      buffers_out_({options_.buffer_count, options_.chunk_elements}),
+      buffers_in_({options_.buffer_count, options_.chunk_elements}, "buffers", "", /*refuse_non_finite=*/false) {}
 
 ServerSession::~ServerSession() {
     if (!said_bye_ && channel_) channel_->abandon();
@@ -152,6 +154,11 @@ Welcome ServerSession::join_locked() {
     welcome.center.assign(center.floats(), center.floats() + num_parameters_);
     welcome.worker_id = h.worker_id;
     welcome.version = h.center_version;
+    if (options_.buffer_count > 0) {  // b~ follows the welcome
+        Payload buffers;
+        receive_vector(MessageType::buffers, buffers_in_, buffers, options_.join_timeout_ms, 0);
+        welcome.buffers.assign(buffers.floats(), buffers.floats() + options_.buffer_count);
+    }
     worker_id_ = h.worker_id;
     pull_version_ = h.center_version;
     // Both ends of each compressed direction start again from this x~.
@@ -160,12 +167,18 @@ Welcome ServerSession::join_locked() {
     return welcome;
 }
 
-void ServerSession::send_exchange(const Payload& payload, const WorkerProgress& at) {
+void ServerSession::send_exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++sequence_;
     Header h = base_header(MessageType::exchange);
     h.local_step = at.steps;  // the snapshot's, which an overlapped exchange's training thread has left behind
     h.samples = at.samples;
+    if (options_.buffer_count > 0) {
+        if (!buffers) throw std::logic_error("ServerSession::send_exchange: this server averages buffers; none given");
+        Header b = h;
+        b.type = MessageType::buffers;
+        buffers_out_.send(b, *buffers, [&](const Header& chunk_header, const Payload& chunk) { send(chunk_header, chunk); });
+    }
     exchanges_out_.send(h, payload, [&](const Header& chunk_header, const Payload& chunk) { send(chunk_header, chunk); });
 }
 

@@ -45,6 +45,9 @@ struct SessionOptions {
     // are (codec/wire_vector.hpp); the server uses the same, as the fingerprint makes sure.
     CodecOptions payload_codec, reply_codec;
     WireKinds wire_kinds;
+    // The model buffers this server averages (src/center/center_buffers.cpp): server 0's count
+    // in a run with buffers, else 0. They travel float32, whatever the codecs.
+    std::size_t buffer_count = 0;
 };
 
 // What the center (or one server of it) told a worker on joining.
@@ -52,6 +55,7 @@ struct Welcome {
     std::uint32_t worker_id = 0;
     std::uint64_t version = 0;
     std::vector<float> center;  // x~ (of that server's range) at join time
+    std::vector<float> buffers;  // b~, from a server that holds buffers (SessionOptions::buffer_count)
 };
 
 // One server's answer to one exchange: the reply vector and the version after it, or, when the
@@ -80,13 +84,14 @@ public:
 
     // Says hello, asking for the worker id last held (set_worker_id), and waits for the welcome.
     Welcome join();
-    // Sends `payload` (num_parameters floats) as the next exchange, made at `at`.
-    void send_exchange(const Payload& payload, const WorkerProgress& at);
+    // Sends `payload` (num_parameters floats) as the next exchange, made at `at`; a server that
+    // holds buffers gets `buffers` (buffer_count floats) first, as its own message.
+    void send_exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr);
     // Waits for the reply to the exchange sent last; joins again when the server has forgotten
     // this worker. Throws on an error from the server, a timeout or a silent server.
     ServerReply receive_reply();
-    ServerReply exchange(const Payload& payload, const WorkerProgress& at) {
-        send_exchange(payload, at);
+    ServerReply exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr) {
+        send_exchange(payload, at, buffers);
         return receive_reply();
     }
     // A heartbeat when nothing was sent for heartbeat_ms, unless another thread is using the
@@ -131,6 +136,8 @@ private:
     // (always float32).
     ChunkSender exchanges_out_;
     ChunkAssembler replies_in_, welcomes_in_;
+    ChunkSender buffers_out_;    // the worker's buffers, float32 (buffer_count > 0)
+    ChunkAssembler buffers_in_;  // b~ after each welcome
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;

@@ -16,6 +16,7 @@ ServerSessions::ServerSessions(std::vector<ServerLink> links, const SessionOptio
         o.fingerprint = links[k].fingerprint;
         o.agreed_settings = links[k].agreed_settings;
         o.server_address = links[k].address;
+        o.buffer_count = k == 0 ? options.buffer_count : 0;
         ranges_.push_back(server_range(num_parameters, links.size(), k));
         addresses_.push_back(links[k].address);
         sessions_.push_back(std::make_unique<ServerSession>(std::move(links[k].channel), o, ranges_.back().count));
@@ -46,9 +47,10 @@ Welcome ServerSessions::join() {
     return all;
 }
 
-ExchangeOutcome ServerSessions::exchange(const Payload& payload, const WorkerProgress& at) {
+ExchangeOutcome ServerSessions::exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers) {
     for (std::size_t k = 0; k < sessions_.size(); ++k)
-        sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at);
+        sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at,
+                                    k == 0 ? buffers : nullptr);
     ExchangeOutcome out;
     if (sessions_.size() > 1) {
         // The ranges are copied into one vector for the rule (which may keep it as its x_pull).
@@ -67,6 +69,7 @@ void ServerSessions::collect(std::size_t k, ExchangeOutcome& out) {
                                      std::to_string(r.rejoined->worker_id) + ", not its id " + std::to_string(id) +
                                      ": with several servers a worker keeps its id (another worker holds it now)");
         out.rejoined.push_back(ranges_[k]);
+        if (k == 0) out.buffers = std::move(r.rejoined->buffers);
         r.version = r.rejoined->version;
         r.reply = Payload::allocate(ranges_[k].count * sizeof(float));
         std::memcpy(r.reply.data(), r.rejoined->center.data(), r.reply.size());

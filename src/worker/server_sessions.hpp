@@ -2,6 +2,8 @@
 // one DEALER each, seen as one: the rules keep seeing one flat vector.
 //   join      server 0 first, which gives the worker id; then servers 1..S-1, each asked for
 //             that id (they honour it), in turn; the welcome is x~ assembled from every range.
+//   buffers   the model buffers (options.buffer_count) live on server 0 alone: it sends b~ with
+//             its welcome, and gets the worker's buffers with each exchange.
 //   exchange  each server's range of the payload goes out before any reply is awaited, so the servers
 //             work in parallel; the replies are then collected in order, each into its range.
 //   waiting   while one server is slow to answer, the others get heartbeats, so none counts
@@ -36,6 +38,7 @@ struct ExchangeOutcome {
     // Ranges whose server had forgotten this worker (it restarted, or counted the worker lost):
     // the worker joined it again, and `reply` holds that welcome's x~ there.
     std::vector<ServerRange> rejoined;
+    std::vector<float> buffers;  // b~, when server 0 (which holds the buffers) welcomed this worker again
 };
 
 class ServerSessions {
@@ -44,7 +47,8 @@ public:
     ServerSessions(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters);
 
     Welcome join();
-    ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at);
+    // `buffers` (options.buffer_count floats) go to server 0, before its slice of the payload.
+    ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr);
     void heartbeat_if_idle();
     void bye();
     void close();

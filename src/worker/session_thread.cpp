@@ -19,10 +19,11 @@ SessionThread::~SessionThread() {
     thread_.join();
 }
 
-void SessionThread::post(Payload payload, const WorkerProgress& at) {
+void SessionThread::post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (posted_) throw std::logic_error("SessionThread::post: an exchange is already posted");
     job_ = std::move(payload);
+    job_buffers_ = std::move(buffers);
     job_progress_ = at;
     posted_ = true;
     changed_.notify_all();
@@ -44,13 +45,15 @@ void SessionThread::run() {
     while (!stop_) {
         if (job_) {
             Payload payload = std::move(*job_);
+            std::optional<Payload> buffers = std::move(job_buffers_);
             const WorkerProgress at = job_progress_;
             job_.reset();
+            job_buffers_.reset();
             lock.unlock();
             std::optional<ExchangeOutcome> outcome;
             std::exception_ptr failure;
             try {
-                outcome = session_.exchange(payload, at);
+                outcome = session_.exchange(payload, at, buffers ? &*buffers : nullptr);
             } catch (const SessionClosed&) {
                 return;  // the worker is being destroyed: nobody waits for this exchange
             } catch (...) {

@@ -26,8 +26,9 @@ public:
     SessionThread(const SessionThread&) = delete;
     SessionThread& operator=(const SessionThread&) = delete;
 
-    // Starts exchanging `payload`, made at `at`; at most one exchange is posted at a time.
-    void post(Payload payload, const WorkerProgress& at);
+    // Starts exchanging `payload`, made at `at` (with the model buffers taken then, if the run
+    // has any); at most one exchange is posted at a time.
+    void post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers = std::nullopt);
     bool posted() const { return posted_; }
     // Waits for the posted exchange; rethrows what it failed with.
     ExchangeOutcome wait();
@@ -40,7 +41,7 @@ private:
     std::mutex mutex_;
     std::condition_variable changed_;
     bool stop_ = false, posted_ = false;
-    std::optional<Payload> job_;
+    std::optional<Payload> job_, job_buffers_;
     WorkerProgress job_progress_;
     std::optional<ExchangeOutcome> outcome_;
     std::exception_ptr failure_;

@@ -19,6 +19,7 @@ Welcome welcome_of(const ExchangeOutcome& outcome) {
     Welcome w;
     w.version = outcome.version;
     w.center.assign(outcome.reply.floats(), outcome.reply.floats() + outcome.reply.size() / sizeof(float));
+    w.buffers = outcome.buffers;
     return w;
 }
 
@@ -76,8 +77,14 @@ static std::function<Payload(std::size_t)> pinned_payloads(Backend& backend) {
 }
 
 void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameters, std::unique_ptr<WorkerRule> rule,
-                       const Welcome& welcome) {
+                       const Welcome& welcome, std::vector<ParameterSegment> buffers) {
     backend_ = &backend;
+    std::size_t buffer_count = 0;
+    for (const auto& b : buffers) buffer_count += b.count;
+    if (buffer_count != options_.buffer_count)
+        throw ConfigError("model buffers: " + std::to_string(buffer_count) + " elements in all, but this worker joined with " +
+                          std::to_string(options_.buffer_count));
+    buffers_ = std::move(buffers);
     if (!backend.host_addressable()) payloads_.allocate_with(pinned_payloads(backend));
     layout_.emplace(backend, std::move(parameters), options_.overlap);
     if (layout_->size() != num_parameters_)
@@ -89,7 +96,31 @@ void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameter
     start_session_thread();
 }
 
+void WorkerNode::take_buffers(const std::vector<float>& b) {
+    std::size_t offset = 0;
+    for (const auto& segment : buffers_) {
+        backend_->copy_from_host(segment.data, b.data() + offset, segment.count * sizeof(float));
+        offset += segment.count;
+    }
+}
+
+std::optional<Payload> WorkerNode::make_buffers() {
+    if (buffers_.empty()) return std::nullopt;
+    Payload& payload = buffer_payloads_.next(options_.buffer_count * sizeof(float));
+    std::size_t offset = 0;
+    for (const auto& segment : buffers_) {
+        backend_->copy_to_host(payload.floats() + offset, segment.data, segment.count * sizeof(float));
+        offset += segment.count;
+    }
+    // As for the parameters: a NaN in a running variance would reach b~ and every joiner.
+    if (!host::all_finite(payload.floats(), options_.buffer_count))
+        throw DivergedError("diverged at step " + std::to_string(result_.steps) + " (non-finite model buffers at exchange " +
+                            std::to_string(result_.exchanges + 1) + ")");
+    return payload;
+}
+
 void WorkerNode::take_welcome(const Welcome& welcome) {
+    if (!welcome.buffers.empty()) take_buffers(welcome.buffers);
     backend_->copy_from_host(layout_->x(), welcome.center.data(), welcome.center.size() * sizeof(float));
     if (layout_->staged()) layout_->scatter();
     rule_->on_join(*backend_, layout_->x(), welcome.center.data());
@@ -103,6 +134,7 @@ bool WorkerNode::rejoined_everywhere(const ExchangeOutcome& outcome) const {
 }
 
 void WorkerNode::take_partial_welcome(const ExchangeOutcome& outcome) {
+    if (!outcome.buffers.empty()) take_buffers(outcome.buffers);  // server 0 was among them
     for (const ServerRange& r : outcome.rejoined)
         backend_->copy_from_host(layout_->x() + r.first, outcome.reply.floats() + r.first, r.count * sizeof(float));
     // The rule's own state (x_pull, ...) starts again from x, as on joining: its other ranges
@@ -136,8 +168,9 @@ Payload WorkerNode::make_payload() {
 void WorkerNode::exchange() {
     if (layout_->staged()) layout_->gather();
     const Payload payload = make_payload();
+    const std::optional<Payload> buffers = make_buffers();
     const auto started = Clock::now();
-    const ExchangeOutcome outcome = session_.exchange(payload, progress());
+    const ExchangeOutcome outcome = session_.exchange(payload, progress(), buffers ? &*buffers : nullptr);
     result_.seconds_waiting += seconds_since(started);
     if (rejoined_everywhere(outcome)) {
         take_welcome(welcome_of(outcome));  // this window's work is replaced by x~ from the center
@@ -155,7 +188,8 @@ void WorkerNode::exchange() {
 void WorkerNode::post_exchange() {
     if (thread_->posted()) complete_posted();
     layout_->gather();  // the snapshot x_k the exchange is about; the buffers train on
-    thread_->post(make_payload(), progress());
+    Payload payload = make_payload();
+    thread_->post(std::move(payload), progress(), make_buffers());  // the buffers at the same boundary
     steps_since_exchange_ = 0;
 }
 

@@ -57,9 +57,11 @@ public:
     // Says hello and waits for the welcome (its worker id picks the worker's shard).
     Welcome join();
     // Binds the worker's parameters (backend memory: one buffer, or several that the rule sees
-    // as one vector, in order) and its rule, and sets the parameters to x~.
+    // as one vector, in order) and its rule, and sets the parameters to x~. `buffers`: the model
+    // buffers the center averages (options.buffer_count elements in all, backend memory, never
+    // seen by the rule), set to b~ here and on every join again, read before every exchange.
     void start(Backend& backend, std::vector<ParameterSegment> parameters, std::unique_ptr<WorkerRule> rule,
-               const Welcome& welcome);
+               const Welcome& welcome, std::vector<ParameterSegment> buffers = {});
     void start(Backend& backend, float* x, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
         start(backend, {{x, num_parameters_}}, std::move(rule), welcome);
     }
@@ -76,6 +78,8 @@ public:
 private:
     void start_session_thread();
     Payload make_payload();
+    std::optional<Payload> make_buffers();        // the buffers, to host memory; none without buffers
+    void take_buffers(const std::vector<float>& b);  // the buffers <- b~ (a welcome's)
     void exchange();          // blocking: gather, payload, send, wait, apply, scatter
     void post_exchange();     // overlapped: snapshot, payload, hand to the thread
     void complete_posted();   // overlapped: wait for the reply and apply it to the snapshot
@@ -93,9 +97,11 @@ private:
     Backend* backend_ = nullptr;
     std::optional<ParameterLayout> layout_;
     std::unique_ptr<WorkerRule> rule_;
+    std::vector<ParameterSegment> buffers_;
     std::size_t steps_since_exchange_ = 0;
     WorkerResult result_;
     RecycledPayloads payloads_;  // the exchanges' messages
+    RecycledPayloads buffer_payloads_;
     std::unique_ptr<SessionThread> thread_;  // last: stopped first
 };
 

@@ -2,7 +2,8 @@
 """The Python package over the C++ core: buffers written in place (no copies), a worker over a
 list of arrays and tensors, snapshot() while workers train, a pause longer than the worker
 timeout, overlapped exchanges, clear errors, tether.torch over a model's own tensors, and a
-short Fashion-MNIST run of examples/python with worker processes over tcp://127.0.0.1. Run by
+short Fashion-MNIST run of examples/python with worker processes over tcp://127.0.0.1
+(a model's whole state, buffers included: torch_state_test.py). Run by
 meson test with PYTHONPATH=build/python; the CUDA case runs where PyTorch sees a GPU."""
 import os
 import subprocess
@@ -16,29 +17,10 @@ import torch
 
 import tether
 import tether.torch
-
-CASES = []
-
-
-def case(f):
-    CASES.append(f)
-    return f
-
+from harness import case, main, run_threads
 
 def run_workers(center, arrays, body):
-    errors = []
-
-    def work(i):
-        try:
-            body(i, center.connect_worker(arrays[i]))
-        except Exception as e:  # noqa: BLE001 (reported below, with its thread)
-            errors.append(f"worker {i}: {e!r}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(arrays))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_threads(len(arrays), lambda i: body(i, center.connect_worker(arrays[i])))
 
 
 @case
@@ -192,22 +174,13 @@ def servers_and_codecs_from_python_with_workers_connecting_by_address():
     addresses = center.address.split(",")
     assert len(addresses) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in addresses), center.address
     arrays = [np.zeros(10, np.float32), np.zeros(10, np.float32)]
-    errors = []
 
     def work(i):
-        try:
-            worker = tether.connect(center.address, arrays[i], **options)
-            arrays[i] += 1.0  # exact in bf16: each worker's update adds 1 to every range of x~
-            assert worker.step(1) is True
-            worker.finish()
-        except Exception as e:  # noqa: BLE001 (reported below)
-            errors.append(f"worker {i}: {e!r}")
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        worker = tether.connect(center.address, arrays[i], **options)
+        arrays[i] += 1.0  # exact in bf16: each worker's update adds 1 to every range of x~
+        assert worker.step(1) is True
+        worker.finish()
+    run_threads(2, work)
     assert np.array_equal(center.wait(), np.full(10, 2.0, np.float32))
     stats = center.stats()
     assert stats["updates_applied"] == 2 and stats["rejected_messages"] == 0, stats
@@ -289,19 +262,6 @@ def a_short_fashion_mnist_run_with_worker_processes():
                              capture_output=True, text=True, timeout=240, env=os.environ)
         assert out.returncode == 0, out.stdout + out.stderr
         assert f"tether {strategy}, 2 worker processes" in out.stdout, out.stdout
-
-
-def main():
-    failed = 0
-    for f in CASES:
-        try:
-            f()
-            print(f"ok   {f.__name__}")
-        except Exception as e:  # noqa: BLE001
-            failed += 1
-            print(f"FAIL {f.__name__}: {e!r}")
-    print(f"{len(CASES) - failed} passed, {failed} failed")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -59,13 +60,15 @@ inline CenterOptions options_for(int workers) {
 class ServedCenter {
 public:
     // send_timeout_ms 0 is what a real center uses (run/center_run.cpp): it never waits on a peer.
+    // `before_serve` prepares the center on this thread first (hold_buffers, resume).
     ServedCenter(const nlohmann::json& strategy_block, CenterOptions options, std::string address = unique_inproc(),
-                 int send_timeout_ms = 2000)
+                 int send_timeout_ms = 2000, const std::function<void(Center&)>& before_serve = {})
         : transport_(make_zmq_transport()) {
         TransportOptions transport_options;
         transport_options.send_timeout_ms = send_timeout_ms;
         center_ = std::make_unique<Center>(transport_->bind(address, transport_options),
                                            center_rule(strategy_block, options.expected_workers), kInitial, options);
+        if (before_serve) before_serve(*center_);
         thread_ = std::thread([this] {
             try {
                 center_->serve();
