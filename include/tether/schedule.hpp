@@ -61,7 +61,7 @@ private:
 
     ScheduleOptions options_;
     std::size_t total_steps_, warmup_steps_;
-    std::vector<std::size_t> decay_steps_;  // step: where each decay lands, ascending
+    std::vector<std::size_t> decay_steps_;  // step: every_epochs in steps, or where each milestone lands
 };
 
 }  // namespace tether
