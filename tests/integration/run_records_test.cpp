@@ -206,3 +206,29 @@ TEST_CASE("a run that fails still writes its summary, saying why") {
     CHECK(contains(summary["failure_reason"].get<std::string>(), "only 0 of 2 workers joined"));
     CHECK(summary["provenance"].contains("start_time"));
 }
+
+TEST_CASE("a run whose workers are lost says so in its summary, by the verdict of `tether run`") {
+    TempDir dir;
+    tether::ServiceOptions o = options_in(dir.file("lost"));
+    o.worker_timeout_ms = 400;  // heard from nobody for this long: lost
+    o.heartbeat_ms = 100;
+    auto center = tether::CenterService::start(Vec(4), o);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWorkers; ++w)
+        threads.emplace_back([&] {
+            Vec x(4);
+            auto worker = center->connect_worker({{x.data(), x.size()}});
+            for (int s = 0; s < 6; ++s) {
+                for (float& v : x) v += 0.01f;
+                worker->step(kBatch);
+            }
+            // Gone without finish(): the process of a worker that crashed says nothing more.
+        });
+    for (auto& t : threads) t.join();
+    center->wait();  // the center ends when no worker is left alive
+    const json summary = read_json(dir.file("lost") + "/summary.json");
+    CHECK(summary["workers_lost"] == kWorkers);
+    CHECK(summary["failed_workers"] == kWorkers);
+    CHECK(summary["run_failed"] == true);
+    CHECK(contains(summary["failure_reason"].get<std::string>(), "2 of 2 workers failed"));
+}
