@@ -13,6 +13,7 @@ CenterService may be used from any thread (snapshot() and stats() while it train
 import collections
 import json
 import numbers
+import os
 
 from . import _tether
 from ._tether import TetherError, keep_freed_memory_mapped, set_flush_denormals, __version__  # noqa: F401
@@ -38,6 +39,8 @@ def _options(workers, strategy, **overrides):
     unknown = set(overrides) - set(_tether.default_options())
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(_tether.default_options())}")
+    if isinstance(overrides.get("run_dir"), os.PathLike):  # a pathlib.Path, as users hold directories
+        overrides["run_dir"] = os.fspath(overrides["run_dir"])
     options = _tether.default_options()
     options.update(overrides)
     return dict(strategy=strategy_text(strategy), workers=int(workers), options=options)

@@ -140,7 +140,7 @@ def plot_py_draws_a_python_run_like_a_tether_run():
     spec.loader.exec_module(plot)
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "plotted"
-        center = tether.torch.CenterService(batchnorm_model(), strategy=STRATEGY, workers=2, run_dir=str(run_dir))
+        center = tether.torch.CenterService(batchnorm_model(), strategy=STRATEGY, workers=2, run_dir=run_dir)  # a Path
         train(center)
         assert plot.curve_workers(run_dir) == [0, 1]
         curve, key = plot.read_curve((run_dir, 1))
