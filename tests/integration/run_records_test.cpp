@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -231,4 +232,31 @@ TEST_CASE("a run whose workers are lost says so in its summary, by the verdict o
     CHECK(summary["failed_workers"] == kWorkers);
     CHECK(summary["run_failed"] == true);
     CHECK(contains(summary["failure_reason"].get<std::string>(), "2 of 2 workers failed"));
+}
+
+TEST_CASE("servers = 2: one checkpoint per server, assembled by load_checkpoint, and the logs reach server 0") {
+    TempDir dir;
+    const std::string run = dir.file("two-servers");
+    tether::ServiceOptions o = options_in(run);
+    o.servers = 2;
+    auto center = tether::CenterService::start(Vec(4, 0.f), o, Vec{1.f, 1.f});
+    const tether::CenterSnapshot first = train(*center, 10);
+    center.reset();
+    CHECK_FALSE(std::filesystem::exists(run + "/checkpoint.bin"));
+    CHECK(std::filesystem::exists(run + "/checkpoint-server-1.bin"));
+    const tether::CenterSnapshot saved = tether::load_checkpoint(run);
+    CHECK(saved.x == first.x);  // both servers' ranges, in order
+    CHECK(saved.version == first.version);
+    CHECK(saved.buffers == first.buffers);
+    int logged = 0;
+    for (const json& r : rows_of(run + "/metrics.jsonl")) logged += r.contains("worker") ? 1 : 0;
+    CHECK(logged == kWorkers * 2);  // steps 0 and 5
+    const json summary = read_json(run + "/summary.json");
+    CHECK(summary["servers"] == 2);
+    CHECK(summary["run_failed"] == false);
+    // Resumed: every server from its own checkpoint.
+    o.resume = true;
+    auto resumed = tether::CenterService::start(Vec(4, 9.f), o, Vec{9.f, 9.f});
+    CHECK(resumed->snapshot().x == first.x);
+    CHECK(train(*resumed, 4).version > first.version);
 }
