@@ -260,3 +260,33 @@ TEST_CASE("servers = 2: one checkpoint per server, assembled by load_checkpoint,
     CHECK(resumed->snapshot().x == first.x);
     CHECK(train(*resumed, 4).version > first.version);
 }
+
+TEST_CASE("overlap_exchange: logs made while tether's thread holds the channel all arrive, in order") {
+    TempDir dir;
+    tether::ServiceOptions o = options_in(dir.file("overlap"));
+    o.overlap_exchange = true;  // each exchange waits for its reply on tether's thread, holding the channel
+    constexpr std::size_t kSize = 1 << 20;  // 4 MB each way: a reply takes long enough to log meanwhile
+    auto center = tether::CenterService::start(Vec(kSize), o);
+    constexpr int kSteps = 40;
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWorkers; ++w)
+        threads.emplace_back([&] {
+            Vec x(kSize);
+            auto worker = center->connect_worker({{x.data(), x.size()}});
+            for (int s = 0; s < kSteps; ++s) {
+                for (float& v : x) v += 0.01f;
+                worker->step(kBatch);
+                worker->log({{"step", double(s)}});  // every step: often while an exchange is in flight
+            }
+            worker->finish();
+        });
+    for (auto& t : threads) t.join();
+    center->wait();
+    std::vector<std::vector<double>> steps(kWorkers);
+    for (const json& r : rows_of(dir.file("overlap") + "/metrics.jsonl"))
+        if (r.contains("worker")) steps.at(r["worker"].get<std::size_t>()).push_back(r["step"].get<double>());
+    for (const auto& logged : steps) {
+        REQUIRE(logged.size() == std::size_t(kSteps));
+        for (int s = 0; s < kSteps; ++s) CHECK(logged[std::size_t(s)] == s);
+    }
+}
