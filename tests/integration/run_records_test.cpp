@@ -290,3 +290,24 @@ TEST_CASE("overlap_exchange: logs made while tether's thread holds the channel a
         for (int s = 0; s < kSteps; ++s) CHECK(logged[std::size_t(s)] == s);
     }
 }
+
+TEST_CASE("checkpoint_seconds: a checkpoint is written while the workers train, not only at the end") {
+    TempDir dir;
+    const std::string run = dir.file("periodic");
+    tether::ServiceOptions o = options_in(run);
+    o.workers = 1;
+    o.checkpoint_seconds = 1;
+    auto center = tether::CenterService::start(Vec(4), o);
+    Vec x(4);
+    auto worker = center->connect_worker({{x.data(), x.size()}});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!std::filesystem::exists(run + "/checkpoint.bin") && std::chrono::steady_clock::now() < until) {
+        for (float& v : x) v += 0.01f;
+        worker->step(kBatch);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(std::filesystem::exists(run + "/checkpoint.bin"));  // mid-run
+    CHECK(tether::load_checkpoint(run).version > 0);
+    worker->finish();
+    CHECK(tether::load_checkpoint(run).version == center->wait_state().version);
+}
