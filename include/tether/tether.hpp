@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -190,5 +191,45 @@ public:
     // as they are now.
     virtual std::string stats_json() const = 0;
 };
+
+// Where this process stands in a launcher's job, read from its environment by read_launcher():
+// torchrun, srun (Slurm), mpirun (Open MPI) or an MPI launcher of PMI/PMIx (MPICH, Intel MPI).
+// Rank 0 hosts the center at `port` on its host (and trains too, unless told otherwise); every
+// other rank connects there. docs/python.md, "Launching", lists the variables read and which
+// launcher wins when several are set.
+struct Launcher {
+    std::string name;           // "torchrun", "openmpi", "pmi" or "slurm"
+    int rank = 0;
+    int world_size = 1;
+    int local_rank = 0;         // among the ranks on this host (its GPU, its share of the cores)
+    int local_world_size = 1;   // ranks on this host
+    std::string center_host;    // rank 0's host; "" where nothing names it (Open MPI: set TETHER_CENTER)
+    int port = 0;               // the center's port (server k of several: port + k)
+    std::string job_id;         // the job's id (SLURM_JOB_ID, ...), "" where the launcher gives none
+    std::string variables;      // the variables rank and world size came from, for messages: "RANK, WORLD_SIZE"
+    std::string center_variables;  // where host and port came from: "MASTER_ADDR, MASTER_PORT + 1"
+    // How long a rank other than 0 waits for something to listen at the center's address before
+    // it fails naming the address (TETHER_CONNECT_TIMEOUT_MS): rank 0 starts at the same time.
+    int connect_timeout_ms = 3000;
+
+    // The workers of the run: the world size, less rank 0 when it hosts the center without training.
+    int workers(bool center_trains) const;
+    // `given` (0: none given) against workers(center_trains): throws ConfigError naming `key`,
+    // both values and the variables read when they differ. Returns workers(center_trains).
+    int check_workers(int given, bool center_trains, const std::string& key) const;
+    // "tcp://HOST:PORT" (with `servers` > 1: one address per server, ports PORT, PORT + 1, ...,
+    // separated by ','). Throws ConfigError naming what to set when the host is unknown.
+    std::string center_address(int servers = 1) const;
+    // What rank 0 binds: "tcp://*:PORT", one per server as above.
+    std::string bind_address(int servers = 1) const;
+    // Returns once something listens at every tcp:// address of `address` (ranks start at
+    // once: rank 0 may be a moment late); throws std::runtime_error naming the address and who
+    // should be there after connect_timeout_ms.
+    void wait_for_center(const std::string& address) const;
+};
+
+// This process's launcher, or nullopt when no launcher's rank variable is set. Throws
+// ConfigError for a variable that is set but unusable (not a number, a rank beyond the world).
+std::optional<Launcher> read_launcher();
 
 }  // namespace tether

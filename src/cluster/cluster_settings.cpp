@@ -55,10 +55,15 @@ std::string ClusterSettings::key(const std::string& name) const {
     return origin + "." + name;
 }
 
-ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context) {
+ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context,
+                                      const Launcher* launcher) {
     ClusterSettings k;
     k.mode = r.choice("mode", k.mode, {"embedded", "local"});
-    k.workers = r.integer("workers", k.workers, 1, 1024);
+    k.center_trains = r.boolean("center_trains", k.center_trains);
+    // A launcher knows the world size: it is the default, and a config that says otherwise is wrong now, not after a timeout.
+    const std::int64_t workers = launcher ? launcher->check_workers(0, k.center_trains, r.path_of("workers")) : k.workers;
+    k.workers = r.integer("workers", workers, 1, 1024);
+    if (launcher) launcher->check_workers(int(k.workers), k.center_trains, r.path_of("workers"));
     k.endpoint = r.string("endpoint", k.endpoint);
     k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
     k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
