@@ -59,9 +59,10 @@ struct ParameterSpan {
 // ("ServiceOptions.heartbeat_ms: ..."); keys without a field here keep their defaults.
 struct ServiceOptions {
     // The strategy block, exactly as under "strategy" in a config file (docs/config.md), or a
-    // strategy registered with tether::register_strategy (<tether/strategy.hpp>).
+    // strategy registered with tether::register_strategy (<tether/strategy.hpp>). "" in a
+    // WorkerClient::connect: the center's (asked of it before joining); a center needs one.
     std::string strategy = R"({"name": "aeasgd"})";
-    int workers = 1;
+    int workers = 1;  // 0 in a WorkerClient::connect: the center's
     // Where the center listens (cluster.endpoint). "" = a private inproc:// address (workers in
     // this process, via connect_worker); "tcp://127.0.0.1:*" or "tcp://*:5555" for workers in
     // other processes.
@@ -92,6 +93,9 @@ struct ServiceOptions {
     // A worker with nothing else to send tells the center it is alive this often (also while
     // your loop is away: tether's thread sends it); at most half of worker_timeout_ms.
     int heartbeat_ms = 2000;
+    // CenterService::wait() throws RunFailedError when more than this share of `workers`
+    // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).
+    double max_failed_share = 0.5;
 };
 
 // Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may
@@ -142,9 +146,11 @@ public:
 
     // After each local optimizer step; `samples` is that step's minibatch size (for progress
     // and staleness bookkeeping). Returns true when this call exchanged with the center (with
-    // overlap_exchange: started an exchange, after applying the previous one's reply).
+    // overlap_exchange: started an exchange, after applying the previous one's reply). Throws
+    // when the center is gone (silent for worker_timeout_ms) and after finish().
     virtual bool step(std::size_t samples = 0) = 0;
-    // Final exchange (nothing trained is lost) and goodbye. Call once, at the end.
+    // Final exchange (nothing trained is lost) and goodbye. Call once, at the end (a second
+    // call throws).
     virtual WorkerReport finish() = 0;
     virtual unsigned id() const = 0;
 };
@@ -155,6 +161,14 @@ struct CenterSnapshot {
     std::vector<float> x;
     std::uint64_t version = 0;
     std::vector<float> buffers;
+};
+
+// What CenterService::wait() throws for a run that failed as `tether run` judges one: more than
+// max_failed_share of the workers were lost, or no update reached x~. The center's final state
+// is still there after it: snapshot() and stats_json().
+class RunFailedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
 };
 
 class CenterService {
@@ -180,7 +194,8 @@ public:
     }
     // x~ and its version now (while training, e.g. to evaluate or checkpoint it), or at the end.
     virtual CenterSnapshot snapshot() const = 0;
-    // Blocks until every worker finished (or was lost); returns the final x~.
+    // Blocks until every worker finished (or was lost); returns the final x~. Throws
+    // RunFailedError when the run failed (above); snapshot() still gives the final state.
     virtual std::vector<float> wait() = 0;
     // As wait(); returns the whole final state: x~, its version and b~.
     CenterSnapshot wait_state() {

@@ -108,6 +108,9 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
 }
 
 ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters) {
+    if (o.strategy.empty())
+        throw ConfigError("ServiceOptions.strategy: empty; a center needs a strategy block such as {\"name\": \"adag\"} "
+                          "(only a worker may leave it empty, to take the center's)");
     nlohmann::json strategy;
     try {
         strategy = nlohmann::json::parse(o.strategy);
@@ -127,7 +130,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
         {"overlap", o.overlap_exchange}, {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
-        {"topk_ratio", o.topk_ratio}};
+        {"topk_ratio", o.topk_ratio},   {"max_failed_share", o.max_failed_share}};
     nlohmann::json resolved;
     ClusterSettings k = read_cluster_settings(JsonReader(&cluster, "ServiceOptions", resolved["cluster"]),
                                               JsonReader(nullptr, "ServiceOptions.security", resolved["security"]),
