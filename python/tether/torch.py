@@ -221,7 +221,9 @@ class CenterService:
         return self.model_state.state_dict(snapshot.x, snapshot.buffers)
 
     def wait(self):
-        """Blocks until every worker finished (or was lost); returns the final state_dict."""
+        """Blocks until every worker finished (or was lost); returns the final state_dict. Raises
+        tether.RunFailedError as tether.CenterService.wait() does; ``state_dict()`` is then
+        still the final state."""
         self.service.wait()
         return self.state_dict()
 
