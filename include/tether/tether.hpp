@@ -129,7 +129,9 @@ public:
     // Joins the center at `address` from any process. Blocks until the center has welcomed it
     // (the center waits for all `options.workers` workers), then sets the buffers to x~. The
     // strategy sees the buffers as one vector, in the order given; their sizes must add up to
-    // the center's. They must stay valid, in `memory`, until finish() returns.
+    // the center's. They must stay valid, in `memory`, until finish() returns. An empty
+    // options.strategy (options.workers 0) takes the center's, asked of it before joining; a
+    // given one that differs is refused naming the strategy first ("strategy.name: ...").
     static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
                                                  std::vector<ParameterSpan> parameters, Memory memory = Memory::host);
     // As above, with the model buffers the center averages (in `memory` too, valid as long):

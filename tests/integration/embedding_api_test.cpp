@@ -107,6 +107,32 @@ TEST_CASE("parameter buffers that cannot work are refused before the worker join
     center->wait();
 }
 
+TEST_CASE("a worker given no strategy takes the center's; a different one is refused naming the strategy first") {
+    auto center = tether::CenterService::start(
+        Vec(4, 0.f), [] {
+            auto o = options_for(R"({"name": "adag", "communication_window": 2})", 1);
+            o.address = "tcp://127.0.0.1:*";
+            return o;
+        }());
+    Vec x(4);
+    tether::ServiceOptions mine = options_for(R"({"name": "aeasgd"})", 1);
+    CHECK_THROWS_WITH(tether::WorkerClient::connect(center->address(), mine, x.data(), x.size()),
+                      doctest::Contains(R"(settings differ: strategy.name: center "adag", worker "aeasgd")"));
+    mine.strategy = "";  // the center's: adag, window 2, 1 worker
+    mine.workers = 0;
+    auto worker = tether::WorkerClient::connect(center->address(), mine, x.data(), x.size());
+    for (int s = 0; s < 4; ++s) {
+        for (float& v : x) v += 1.f;
+        CHECK(worker->step(1) == (s % 2 == 1));  // the center's window: every second step
+    }
+    worker->finish();
+    // A finished worker is done: a step or a second goodbye says so instead of going nowhere.
+    CHECK_THROWS_WITH(worker->step(1), doctest::Contains("has finished (finish() was called"));
+    CHECK_THROWS_WITH(worker->finish(), doctest::Contains("has finished"));
+    center->wait();
+    CHECK(json::parse(center->stats_json())["workers_finished"] == 1);
+}
+
 TEST_CASE("a training loop that pauses longer than the worker timeout is not lost: tether heartbeats for it") {
     // Heartbeats go every 250 ms (a quarter of the timeout): a busy machine may delay a few.
     tether::ServiceOptions o = options_for(R"({"name": "downpour", "communication_window": 1})", 1);
