@@ -183,6 +183,8 @@ private:
     std::uint32_t free_worker_id(std::uint32_t preferred) const;
     void answer_heartbeat(Worker& w);
     void answer_settings(const std::string& peer, const Header& request);
+    // `h` with `text` as its UTF-8 payload to `peer`; a failed delivery is counted, not retried.
+    void send_text(const std::string& peer, Header h, const std::string& text);
     void forget(Worker& w);
     void prune_departed();
 
