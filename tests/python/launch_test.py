@@ -38,8 +38,8 @@ def torchrun_env(rank, world, port, local_world=None):
     return env
 
 
-def start_ranks(envs, strategy="-", workers="-"):
-    return [subprocess.Popen([sys.executable, RANK_SCRIPT, strategy if i == 0 else "-", workers], env=env,
+def start_ranks(envs, strategy="-", workers="-", *more):
+    return [subprocess.Popen([sys.executable, RANK_SCRIPT, strategy if i == 0 else "-", workers, *more], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for i, env in enumerate(envs)]
 
@@ -100,6 +100,19 @@ def three_ranks_under_torchrun_variables_rank_0_hosts_the_center_and_trains():
     stats = by_rank[0]["stats"]
     assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, stats
     assert stats["updates_applied"] > 0, stats
+
+
+@case
+def rank_0_hosting_the_center_only_leaves_the_data_to_the_others():
+    port = free_port()
+    ranks = results(start_ranks([torchrun_env(r, 3, port) for r in range(3)], "adag", "-", "center-only"))
+    for code, result, stderr in ranks:
+        assert code == 0, (result, stderr[-2000:])
+    by_rank = {result["rank"]: result for _, result, _ in ranks}
+    assert [by_rank[r]["trains"] for r in range(3)] == [False, True, True], by_rank
+    assert [by_rank[r]["indices"] for r in range(3)] == [[], list(range(0, 30)), list(range(30, 60))], by_rank
+    stats = by_rank[0]["stats"]
+    assert stats["workers_finished"] == 2 and stats["workers_lost"] == 0, stats
 
 
 @case
