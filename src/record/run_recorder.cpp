@@ -52,6 +52,7 @@ RunRecorder::RunRecorder(const RunConfig& config, std::string directory, bool re
     : config_(config),
       set_(config.data.validation_samples > 0 ? "validation" : "test"),
       directory_(std::move(directory)),
+      target_(config.eval.target_accuracy),
       provenance_(current_provenance()) {
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
@@ -70,8 +71,7 @@ void RunRecorder::record(const EvaluationPoint& p) {
     metrics_ << line.dump() << "\n";
     metrics_.flush();
     best_accuracy_ = std::max(best_accuracy_, p.accuracy);
-    if (!time_to_target_ && config_.eval.target_accuracy && p.accuracy >= *config_.eval.target_accuracy)
-        time_to_target_ = p.wall_seconds;
+    target_.add(p.wall_seconds, double(p.samples), p.accuracy);
     last_ = p;
 }
 
@@ -79,6 +79,7 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
                          std::size_t test_samples, const json& extra) {
     const bool split = set_ == "validation";
     auto from_curve = [&](bool wanted, double value) { return wanted && last_ ? json(value) : json(nullptr); };
+    const auto& crossing = target_.crossing();
     json summary = {
         {"name", config_.name},
         // The test set, once, on the final model: the figure to report.
@@ -98,7 +99,10 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
         {"samples", samples},
         {"samples_per_second", training_seconds > 0 ? samples / training_seconds : 0.0},
         {"target_accuracy", config_.eval.target_accuracy ? json(*config_.eval.target_accuracy) : json(nullptr)},
-        {"time_to_target", time_to_target_ ? json(*time_to_target_) : json(nullptr)},
+        {"time_to_target", crossing ? json(crossing->seconds) : json(nullptr)},
+        {"samples_to_target", crossing ? json(crossing->samples) : json(nullptr)},
+        {"time_to_target_bracket_seconds",
+         crossing && crossing->bracket_seconds ? json(*crossing->bracket_seconds) : json(nullptr)},
         {"epochs", config_.training.epochs},
         {"provenance", provenance_},
     };

@@ -18,6 +18,7 @@
 
 #include "config/config.hpp"
 #include "data/dataset.hpp"
+#include "record/target_crossing.hpp"
 #include "train/evaluator.hpp"
 
 namespace tether {
@@ -70,7 +71,7 @@ private:
     std::ofstream metrics_;
     std::optional<EvaluationPoint> last_;
     double best_accuracy_ = 0;
-    std::optional<double> time_to_target_;
+    TargetWatch target_;  // time_to_target, interpolated between evaluations
     nlohmann::json provenance_;  // taken when the run starts
 };
 
