@@ -102,7 +102,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     return k;
 }
 
-ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters) {
+ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters, nlohmann::json* resolved_blocks) {
     nlohmann::json strategy;
     try {
         strategy = nlohmann::json::parse(o.strategy);
@@ -122,7 +122,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
         {"overlap", o.overlap_exchange}, {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
-        {"topk_ratio", o.topk_ratio}};
+        {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds}};
     nlohmann::json resolved;
     ClusterSettings k = read_cluster_settings(JsonReader(&cluster, "ServiceOptions", resolved["cluster"]),
                                               JsonReader(nullptr, "ServiceOptions.security", resolved["security"]),
@@ -135,6 +135,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         throw ConfigError("ServiceOptions.strategy.name: \"" + k.strategy->name() +
                           "\" has no center; name a distributed strategy (one of " + names + ")");
     }
+    if (resolved_blocks) *resolved_blocks = std::move(resolved);
     return k;
 }
 
