@@ -144,6 +144,7 @@ TrainingConfig parse_training(JsonReader r) {
 EvalConfig parse_eval(JsonReader r) {
     EvalConfig e;
     e.per_epoch = r.integer("per_epoch", e.per_epoch, 1, 1000);
+    e.every_seconds = r.number("every_seconds", e.every_seconds, 0.0, 86400.0);
     e.target_accuracy = r.optional_number("target_accuracy", e.target_accuracy, 0.0, 1.0, false, "no target");
     e.test_samples = r.integer("test_samples", e.test_samples, 0, 100'000'000);
     r.finish();

@@ -69,6 +69,7 @@ struct TrainingConfig {
 
 struct EvalConfig {
     std::int64_t per_epoch = 1;                    // evaluations per epoch (validation set), plus one at t = 0
+    double every_seconds = 0;                      // and at most this often by training time (0: by samples only)
     std::optional<double> target_accuracy = 0.88;  // for time_to_target, on the validation set
     std::int64_t test_samples = 0;                 // 0 = the whole test set (evaluated once, at the end)
 };

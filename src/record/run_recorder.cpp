@@ -44,7 +44,10 @@ void write_json_file(const std::string& path, const json& value) {
 }
 
 RunRecorder::RunRecorder(RecordSettings settings, std::string directory, bool resuming)
-    : settings_(std::move(settings)), directory_(std::move(directory)), provenance_(current_provenance()) {
+    : settings_(std::move(settings)),
+      directory_(std::move(directory)),
+      target_(settings_.target_accuracy),
+      provenance_(current_provenance()) {
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
     if (error) throw std::runtime_error(directory_ + ": cannot create the run directory: " + error.message());
@@ -74,8 +77,7 @@ void RunRecorder::append(const json& row) {
     last_loss_ = loss != row.end() && loss->is_number() ? *loss : json(nullptr);
     best_accuracy_ = last_accuracy_ ? std::max(best_accuracy_, value) : value;
     last_accuracy_ = value;
-    if (!time_to_target_ && settings_.target_accuracy && value >= *settings_.target_accuracy)
-        time_to_target_ = row.value("wall_seconds", 0.0);
+    target_.add(row.value("wall_seconds", 0.0), row.value("samples", 0.0), value);
 }
 
 json RunRecorder::finish(double wall_seconds, double training_seconds, std::size_t samples,
@@ -85,6 +87,7 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
     const bool split = s.curve_set == "validation";
     auto from_curve = [&](bool wanted, const json& value) { return wanted && last_accuracy_ ? value : json(nullptr); };
     auto known = [](const auto& value) { return value ? json(*value) : json(nullptr); };
+    const auto& crossing = target_.crossing();
     json summary = {
         {"name", s.name},
         // The test set, once, on the final model: the figure to report.
@@ -104,7 +107,10 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
         {"samples", samples},
         {"samples_per_second", training_seconds > 0 ? samples / training_seconds : 0.0},
         {"target_accuracy", known(s.target_accuracy)},
-        {"time_to_target", known(time_to_target_)},
+        {"time_to_target", crossing ? json(crossing->seconds) : json(nullptr)},
+        {"samples_to_target", crossing ? json(crossing->samples) : json(nullptr)},
+        {"time_to_target_bracket_seconds",
+         crossing && crossing->bracket_seconds ? json(*crossing->bracket_seconds) : json(nullptr)},
         {"epochs", known(s.epochs)},
         {"provenance", provenance_},
     };

@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "record/target_crossing.hpp"
+
 namespace tether {
 
 // What the run directory is told of its run: the tether command fills it from its RunConfig
@@ -86,7 +88,7 @@ private:
     std::optional<double> last_accuracy_;
     nlohmann::json last_loss_;  // of the last point of the curve; null when its row had none
     double best_accuracy_ = 0;
-    std::optional<double> time_to_target_;
+    TargetWatch target_;  // time_to_target, interpolated between evaluations
     nlohmann::json provenance_;  // taken when the run starts
 };
 

@@ -1,5 +1,6 @@
 #include "run/center_run.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 
@@ -11,6 +12,7 @@
 #include "record/server_records.hpp"
 #include "run/run_records.hpp"
 #include "run/snapshot_evaluator.hpp"
+#include "run/snapshot_timer.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -31,7 +33,11 @@ struct CenterRun::State {
     std::unique_ptr<SnapshotEvaluator> evaluator;  // server 0 only
     Clock::time_point started;
     bool resumed;
+    std::mutex snapshot_mutex;  // push(): server 0's thread and the timer's
+    double last_pushed_seconds = 0;
     std::pair<std::uint64_t, std::vector<std::uint64_t>> last_snapshot;  // samples, versions
+    std::atomic<bool> training{false};   // set once `started` holds the workers' start
+    std::unique_ptr<SnapshotTimer> timer;  // eval.every_seconds, server 0 only
 
     State(const RunConfig& c, const TrainTestSplit& d, Transport& t, ServerPlan p, const std::string& directory, bool resume)
         : config(c), data(d), transport(t), plan(std::move(p)), servers(std::size_t(c.cluster.servers)),
@@ -53,6 +59,29 @@ struct CenterRun::State {
         p.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
         p.final = final;
         return p;
+    }
+
+    // A snapshot of every range served here, from any thread (the timer's), taken now.
+    PendingSnapshot take_now() {
+        PendingSnapshot p;
+        p.x = identity.initial;
+        p.versions = group->copy_ranges(p.x.data());
+        p.version = p.versions[0];
+        p.stats = group->stats_now();
+        p.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+        return p;
+    }
+
+    // Server 0's thread and the timer's both push. Each takes its snapshot first (server 0's
+    // thread holds its center's state then, and the timer locks it to copy x~: taking under
+    // snapshot_mutex could deadlock), so one taken earlier can arrive later: it is dropped,
+    // and the curve stays in order of time with the newer x~ on it.
+    void push(PendingSnapshot p) {
+        std::lock_guard<std::mutex> lock(snapshot_mutex);
+        if (p.wall_seconds < last_pushed_seconds) return;
+        last_pushed_seconds = p.wall_seconds;
+        last_snapshot = {p.stats.total_samples, p.versions};
+        evaluator->push(std::move(p));
     }
 };
 
@@ -82,7 +111,10 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     // Wall time counts from when the workers start training, not from when the center began to
     // wait for them (process start-up, loading the data set): as a sequential run's clock
     // starts after loading. A resumed run counts from serve().
-    s.group->center(0).on_start = [&s] { s.started = Clock::now(); };
+    s.group->center(0).on_start = [&s] {
+        s.started = Clock::now();
+        s.training.store(true, std::memory_order_release);
+    };
     if (!s.lead()) return;
     std::unique_ptr<RemoteRanges> remote_ranges;
     if (!s.plan.remote.empty()) {
@@ -96,11 +128,12 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                                                        std::size_t(k.chunk_elements), int(k.join_timeout_ms));
     }
     s.evaluator = std::make_unique<SnapshotEvaluator>(config, data, s.recorder, s.progress, std::move(remote_ranges));
-    s.group->center(0).on_snapshot = [&s](Snapshot&& snapshot) {
-        PendingSnapshot p = s.assemble(std::move(snapshot), false);
-        s.last_snapshot = {p.stats.total_samples, p.versions};
-        s.evaluator->push(std::move(p));
-    };
+    s.group->center(0).on_snapshot = [&s](Snapshot&& snapshot) { s.push(s.assemble(std::move(snapshot), false)); };
+    // At most one of the timer's snapshots waits: none is taken while any snapshot waits.
+    s.timer = std::make_unique<SnapshotTimer>(
+        config.eval.every_seconds,
+        [&s] { return s.training.load(std::memory_order_acquire) && s.evaluator->waiting() == 0; },
+        [&s] { s.push(s.take_now()); });
 }
 
 CenterRun::~CenterRun() = default;
@@ -128,6 +161,7 @@ nlohmann::json CenterRun::serve() {
         // (a resumed run goes on from its checkpoint: its curve started in the first run).
         if (!s.resumed) s.evaluator->push({s.identity.initial, 0, {}, s.group->stats_now(), 0.0, false, true});
         s.evaluator->start();
+        s.timer->start();
         Center* lead = &s.group->center(0);
         s.progress.start([lead] { return LiveStatus{lead->live_samples(), lead->live_version()}; });
     }
@@ -139,6 +173,7 @@ nlohmann::json CenterRun::serve() {
         failure = std::current_exception();
     }
     const double wall = std::chrono::duration<double>(Clock::now() - s.started).count();
+    if (s.timer) s.timer->stop();  // before the final snapshot, which is pushed last
     std::vector<float> final_x;
     if (s.evaluator) {
         // The final x~, once every server here is done; evaluated unless nothing changed since

@@ -1,5 +1,6 @@
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -70,6 +71,10 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     progress.start([&samples_so_far] { return LiveStatus{samples_so_far.load(std::memory_order_relaxed), 0}; });
     double training_seconds = 0, loss_sum = 0;
     std::size_t loss_count = 0, next_eval = 1, samples_at_segment_start = 0;
+    // eval.every_seconds: also at the first step boundary once that much more training time
+    // (evaluations excluded) has passed, so time to target is read off a curve dense in time.
+    const double every_seconds = config.eval.every_seconds;
+    double next_eval_seconds = every_seconds;
     auto segment_start = Clock::now();
     for (std::size_t step = 1; step <= total_steps; ++step) {
         loss_sum += trainer.step();
@@ -77,7 +82,9 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         samples_so_far.store(trainer.samples_seen(), std::memory_order_relaxed);
         // Evaluations fall at per_epoch evenly spaced steps of each epoch, the last at its end.
         const std::size_t eval_step = (next_eval * steps_per_epoch) / per_epoch;
-        if (step < eval_step && step != total_steps) continue;
+        const bool by_samples = step >= eval_step || step == total_steps;
+        const bool by_time = every_seconds > 0 && training_seconds + seconds_since(segment_start) >= next_eval_seconds;
+        if (!by_samples && !by_time) continue;
         backend->synchronize();
         const double segment_seconds = seconds_since(segment_start);
         training_seconds += segment_seconds;
@@ -98,7 +105,8 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
         progress.report(point, segment_rate);
         loss_sum = 0;
         loss_count = 0;
-        ++next_eval;
+        if (by_samples) ++next_eval;
+        if (every_seconds > 0) next_eval_seconds = (std::floor(training_seconds / every_seconds) + 1) * every_seconds;
         segment_start = Clock::now();
     }
     progress.stop();

@@ -39,6 +39,11 @@ void SnapshotEvaluator::push(PendingSnapshot snapshot) {
     ready_.notify_one();
 }
 
+std::size_t SnapshotEvaluator::waiting() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return queue_.size();
+}
+
 std::vector<float> SnapshotEvaluator::finish() {
     {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -40,6 +40,8 @@ public:
                       std::unique_ptr<RemoteRanges> remote);
     ~SnapshotEvaluator();
 
+    // Snapshots pushed and not yet taken up for scoring (one being scored is not counted).
+    std::size_t waiting();
     Backend& backend() { return *backend_; }
     void start();
     void push(PendingSnapshot snapshot);

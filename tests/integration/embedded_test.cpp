@@ -111,6 +111,32 @@ TEST_CASE("a distributed run evaluates x~(0) at t = 0, the validation split as i
     CHECK(summary["test_samples"] == 300);
 }
 
+TEST_CASE("eval.every_seconds: the center also scores the latest x~ at most that often, by wall time") {
+    json document = embedded_config("adag", 2);
+    document["data"]["train_samples"] = 12000;
+    document["model"]["hidden_layers"] = {128, 128};  // a tenth of a second or more of training
+    document["training"]["epochs"] = 2;
+    document["eval"]["every_seconds"] = 0.01;
+    TempDir dir;
+    const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
+    std::vector<json> metrics;
+    std::ifstream in(dir.file("run") + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) metrics.push_back(json::parse(line));
+    const double wall = summary["wall_seconds"].get<double>(), every = 0.01;
+    CAPTURE(wall);
+    CAPTURE(metrics.size());
+    REQUIRE(wall > 5 * every);
+    // By samples: t = 0, one per epoch, the final x~ (at most 4). By time: one per period at most.
+    CHECK(metrics.size() > 4);
+    CHECK(metrics.size() <= 4 + std::size_t(wall / every));
+    double previous = -1;
+    for (const json& line : metrics) {
+        CHECK(line["wall_seconds"].get<double>() >= previous);
+        previous = line["wall_seconds"].get<double>();
+    }
+    CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+}
+
 TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and a state-out one (aeasgd)") {
     for (const std::string strategy : {"adag", "aeasgd"}) {
         std::map<std::string, double> bytes_to_center, bytes_to_workers;

@@ -54,7 +54,8 @@ TEST_CASE("a 2 x 2 sweep completes, writes summary.csv and summary.md, and resum
     CHECK(lines_in(dir.file("out/summary.csv")) == 5);  // header + 4 runs
     const std::string csv = tether::testing::read_text(dir.file("out/summary.csv"));
     CHECK(csv.rfind("strategy.name,cluster.workers,repeat,final_test_accuracy,final_validation_accuracy,"
-                    "best_validation_accuracy,wall_seconds,time_to_target,bytes_sent,mean_staleness,temporal_efficiency",
+                    "best_validation_accuracy,wall_seconds,time_to_target,time_to_target_bracket_seconds,bytes_sent,"
+                    "mean_staleness,temporal_efficiency",
                     0) == 0);
     CHECK(csv.find("missing") == std::string::npos);
     CHECK(tether::testing::read_text(dir.file("out/summary.md")).find("| aeasgd | 2 |") != std::string::npos);
@@ -160,7 +161,7 @@ TEST_CASE("--set reaches every run, --repeats adds seeds, and the summary pools 
     const std::string table = tether::write_sweep_report(plan, options.directory);
     const std::string by_point = tether::testing::read_text(dir.file("out/summary_by_point.csv"));
     CHECK(by_point.rfind("cluster.workers,seeds,failed,final_test_accuracy,final_validation_accuracy,best_validation_accuracy,"
-                         "wall_seconds,time_to_target", 0) == 0);
+                         "wall_seconds,time_to_target,time_to_target_bracket_seconds", 0) == 0);
     CHECK(lines_in(dir.file("out/summary_by_point.csv")) == 3);  // header + 2 grid points
     CHECK(table.find("| 1 | 2 | ") != std::string::npos);        // workers 1, two seeds
     CHECK(table.find(" ± ") != std::string::npos);

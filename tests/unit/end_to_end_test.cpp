@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -140,6 +141,18 @@ TEST_CASE("a sequential run learns a separable problem and writes its run direct
     CHECK(summary["samples"] == kEpochs * kTrainSamples);
     REQUIRE(summary["time_to_target"].is_number());
     CHECK(summary["time_to_target"].get<double>() <= summary["wall_seconds"].get<double>());
+    // Read between the last evaluation below the target and the first at or above it.
+    std::size_t first = 0;
+    while (first < metrics.size() && metrics[first]["validation_accuracy"].get<double>() < 0.9) ++first;
+    REQUIRE(first > 0);
+    REQUIRE(first < metrics.size());
+    const json &below = metrics[first - 1], &above = metrics[first];
+    CHECK(summary["time_to_target"].get<double>() > below["wall_seconds"].get<double>());
+    CHECK(summary["time_to_target"].get<double>() <= above["wall_seconds"].get<double>());
+    CHECK(summary["samples_to_target"].get<double>() > below["samples"].get<double>());
+    CHECK(summary["samples_to_target"].get<double>() <= above["samples"].get<double>());
+    CHECK(summary["time_to_target_bracket_seconds"].get<double>() ==
+          doctest::Approx(above["wall_seconds"].get<double>() - below["wall_seconds"].get<double>()));
     double best = 0;
     for (const json& line : metrics) best = std::max(best, line["validation_accuracy"].get<double>());
     CHECK(summary["best_validation_accuracy"].get<double>() == best);
@@ -167,6 +180,39 @@ TEST_CASE("with data.validation_samples 0 the curve is on the test set, and its 
     CHECK(summary["final_test_accuracy"] == metrics.back()["test_accuracy"]);
 }
 
+TEST_CASE("eval.every_seconds: a sequential run also evaluates once in each period of that much training time") {
+    TempDir dir;
+    json document = small_config().resolved;
+    document["data"]["train_samples"] = 20000;
+    document["model"]["hidden_layers"] = {128, 128};  // a tenth of a second or more per epoch
+    document["training"]["epochs"] = 2;
+    document["eval"]["per_epoch"] = 1;
+    const double every = 0.005;
+    document["eval"]["every_seconds"] = every;
+    const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
+    const std::vector<json> metrics = read_lines(dir.file("run") + "/metrics.jsonl");
+    const double periods = summary["training_seconds"].get<double>() / every;
+    CAPTURE(periods);
+    CAPTURE(metrics.size());
+    REQUIRE(periods > 10);
+    // t = 0, the two epochs' ends, and one per period at most (a step longer than a period,
+    // on a loaded machine, skips one).
+    CHECK(metrics.size() <= std::size_t(periods) + 3);
+    CHECK(metrics.size() >= std::size_t(periods / 3));
+    // Each evaluation by time (not at an epoch's end) falls in a later period of training time
+    // (evaluations excluded) than the evaluation before it.
+    for (std::size_t i = 1; i < metrics.size(); ++i) {
+        if (metrics[i]["samples"].get<std::size_t>() % 20000 == 0) continue;
+        CAPTURE(i);
+        const double before = std::floor(metrics[i - 1]["training_seconds"].get<double>() / every);
+        CHECK(metrics[i]["training_seconds"].get<double>() / every >= before + 1 - 1e-9);
+    }
+    CHECK(metrics.back()["samples"] == 40000);
+    // The denser curve brackets the target within a period or so.
+    REQUIRE(summary["time_to_target_bracket_seconds"].is_number());
+    CHECK(summary["time_to_target_bracket_seconds"].get<double>() < summary["wall_seconds"].get<double>() / 2);
+}
+
 TEST_CASE("a run that never reaches its target reports time_to_target null") {
     TempDir dir;
     tether::RunConfig config = small_config();
@@ -178,6 +224,8 @@ TEST_CASE("a run that never reaches its target reports time_to_target null") {
     config = tether::parse_config(document);
     const json summary = tether::run_experiment(config, dir.file("run"));
     CHECK(summary["time_to_target"].is_null());
+    CHECK(summary["samples_to_target"].is_null());
+    CHECK(summary["time_to_target_bracket_seconds"].is_null());
     CHECK(summary["target_accuracy"] == 1.0);
 }
 
