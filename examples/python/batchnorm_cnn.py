@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """A CNN with BatchNorm on Fashion-MNIST: tether beside PyTorch DDP and a single process.
 
-The model (conv-BN-ReLU-pool twice, then linear-BN-ReLU-linear) has buffers as well as
-parameters: BatchNorm's running mean and variance, and its batch counter. With tether the
+The model (--model cnn: conv-BN-ReLU-pool twice, then linear-BN-ReLU-linear; --model resnet: a
+small ResNet of three residual stages with BatchNorm) has buffers as well as parameters: BatchNorm's running mean and variance, and its batch counter. With tether the
 parameters go through the strategy and the buffers are averaged by the center
 (docs/python.md, "Model buffers"); the center's state_dict is loaded into a fresh model and
 evaluated (model.eval(): BatchNorm uses those running statistics) on the 10,000 test images.
@@ -37,8 +37,29 @@ import tether  # noqa: E402
 import tether.torch  # noqa: E402
 
 
-def make_model(seed):
-    torch.manual_seed(seed)  # every process builds the same x(0)
+class Residual(torch.nn.Module):
+    """He et al.'s basic block: conv3x3-BN-ReLU-conv3x3-BN plus a shortcut (a 1x1 conv-BN where
+    the stride or the width changes), then ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout), torch.nn.ReLU(),
+            torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(cout))
+        self.shortcut = (torch.nn.Identity() if stride == 1 and cin == cout else
+                         torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False), torch.nn.BatchNorm2d(cout)))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.shortcut(x))
+
+
+def make_model(args):
+    torch.manual_seed(args.seed)  # every process builds the same x(0)
+    if args.model == "resnet":  # a small ResNet: a stem and three residual stages (28 -> 14 -> 7), 8/16/32 wide
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(1, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            Residual(8, 8, 1), Residual(8, 16, 2), Residual(16, 32, 2),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10))
     return torch.nn.Sequential(
         torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
@@ -80,7 +101,7 @@ def strategy_block(args):
 def tether_worker(rank, world, args, address):
     torch.set_num_threads(args.threads)
     tether.set_flush_denormals()  # this process's training thread is ours to set
-    model = make_model(args.seed)
+    model = make_model(args)
     # parameters and buffers, in place; the strategy and worker count are the center's
     tether_train(tether.torch.Worker(model, address), model, rank, world, args)
 
@@ -96,7 +117,7 @@ def tether_train(worker, model, rank, world, args):
 def ddp_worker(rank, world, args, init_method):
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world)
-    model = torch.nn.parallel.DistributedDataParallel(make_model(args.seed))  # broadcasts rank 0's buffers each forward
+    model = torch.nn.parallel.DistributedDataParallel(make_model(args))  # broadcasts rank 0's buffers each forward
     x, y = shard(args, rank, world)
     train(model, x, y, args, seed=1000 * args.seed + rank)
     if rank == 0:
@@ -110,7 +131,7 @@ def report(args, label, acc):
           flush=True)
     if args.result:
         with open(args.result, "a") as out:
-            out.write(json.dumps({"mode": args.mode, "strategy": args.strategy if args.mode == "tether" else None,
+            out.write(json.dumps({"mode": args.mode, "model": args.model, "strategy": args.strategy if args.mode == "tether" else None,
                                   "workers": args.workers, "seed": args.seed, "epochs": args.epochs,
                                   "accuracy": acc, "seconds": round(seconds, 1)}) + "\n")
     if args.min_accuracy is not None and acc < args.min_accuracy:
@@ -128,7 +149,7 @@ def run_tether(args):
         # Rank 0 hosts the center (MASTER_ADDR, MASTER_PORT + 1) and trains too; the others join it.
         torch.set_num_threads(args.threads)
         tether.set_flush_denormals()
-        model = make_model(args.seed)
+        model = make_model(args)
         worker = tether.torch.Worker.from_env(model, strategy=strategy_block(args))
         world = worker.world_size
         tether_train(worker, model, worker.rank, world, args)
@@ -137,7 +158,7 @@ def run_tether(args):
         center = worker.center
     else:
         world = args.workers
-        center = tether.torch.CenterService(make_model(args.seed), strategy=strategy_block(args), workers=world,
+        center = tether.torch.CenterService(make_model(args), strategy=strategy_block(args), workers=world,
                                             address="tcp://127.0.0.1:*")
         # spawn: each worker a fresh interpreter, with none of this process's ZeroMQ state
         processes = [mp.get_context("spawn").Process(target=tether_worker, args=(r, world, args, center.address))
@@ -150,7 +171,7 @@ def run_tether(args):
             p.join()
         if any(p.exitcode != 0 for p in processes):
             sys.exit(f"worker exit codes {[p.exitcode for p in processes]}")
-    model = make_model(args.seed)
+    model = make_model(args)
     model.load_state_dict(state, strict=True)
     stats = center.stats()
     report(args, f"tether {args.strategy}, {world} processes, {stats['updates_applied']} updates", accuracy(model, args))
@@ -159,6 +180,8 @@ def run_tether(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["tether", "ddp", "single"], default="tether")
+    p.add_argument("--model", choices=["cnn", "resnet"], default="cnn",
+                   help="cnn: conv-BN twice, linear-BN; resnet: a small ResNet (residual blocks with BatchNorm)")
     p.add_argument("--launcher", choices=["spawn", "env"], default="spawn")
     p.add_argument("--strategy", default="adag", help="tether: adag, diloco, aeasgd, ... (docs/strategies.md)")
     p.add_argument("--window", type=int, help="tether: communication window (default: the strategy's)")
@@ -182,7 +205,7 @@ def main():
         mp.spawn(ddp_worker, args=(args.workers, args, f"tcp://127.0.0.1:{free_port()}"), nprocs=args.workers)
     else:
         torch.set_num_threads(args.threads)
-        model = make_model(args.seed)
+        model = make_model(args)
         x, y = images(args, "train", args.train_samples)
         train(model, x, y, args, seed=1000 * args.seed)
         report(args, "single process", accuracy(model, args))
