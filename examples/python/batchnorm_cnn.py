@@ -77,12 +77,12 @@ def strategy_block(args):
     return block
 
 
-def tether_worker(rank, world, args, address, center=None):
+def tether_worker(rank, world, args, address, center=None, keys=None):
     torch.set_num_threads(args.threads)
     tether.set_flush_denormals()  # this process's training thread is ours to set
     model = make_model(args.seed)
     x, y = shard(args, rank, world)
-    options = dict(center=center) if center else dict(strategy=strategy_block(args), workers=world)
+    options = dict(center=center) if center else dict(strategy=strategy_block(args), workers=world, **(keys or {}))
     worker = tether.torch.Worker(model, address, **options)  # parameters and buffers, in place
     train(model, x, y, args, seed=1000 * args.seed + rank, after_step=worker.step)
     report = worker.finish()
@@ -124,10 +124,13 @@ def run_tether(args):
     if args.launcher == "env":
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         address = f"tcp://{os.environ['MASTER_ADDR']}:{int(os.environ['MASTER_PORT']) + 1}"
+        # The center listens beyond loopback: CURVE keys every rank derives alike (TETHER_SECRET,
+        # or a secret rank 0 leaves in ~/.tether for torchrun's run id).
+        keys = tether.launcher_keys(rank, os.environ.get("TORCHELASTIC_RUN_ID", ""))
         if rank != 0:
-            return tether_worker(rank, world, args, address)
+            return tether_worker(rank, world, args, address, keys=keys)
         center = tether.torch.CenterService(make_model(args.seed), strategy=strategy_block(args), workers=world,
-                                            address=f"tcp://*:{int(os.environ['MASTER_PORT']) + 1}")
+                                            address=f"tcp://*:{int(os.environ['MASTER_PORT']) + 1}", **keys)
         tether_worker(0, world, args, None, center=center)  # rank 0 trains too, beside its center
     else:
         world = args.workers

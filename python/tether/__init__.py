@@ -17,11 +17,21 @@ from . import _tether
 from ._tether import TetherError, keep_freed_memory_mapped, set_flush_denormals, __version__  # noqa: F401
 
 __all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "TetherError",
-           "set_flush_denormals", "keep_freed_memory_mapped"]
+           "set_flush_denormals", "keep_freed_memory_mapped", "launcher_keys"]
 
 Snapshot = collections.namedtuple("Snapshot", ["x", "version", "buffers"])
 Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant, "
                     "and b~, the averaged model buffers (empty without buffers).")
+
+
+def launcher_keys(rank, job_id, directory="", join_timeout_ms=60000):
+    """The CURVE key options of a launcher job's rank (torchrun, srun, mpirun), to pass as
+    ``**options`` to the center (rank 0) and to every worker: all ranks derive the same keys from
+    the TETHER_SECRET environment variable, or else from a secret rank 0 writes to
+    ``directory/run-<job_id>/secret`` (default ``~/.tether``, user-only; every rank must see it)
+    and the others read within join_timeout_ms. Raises TetherError (a config error) saying how to
+    set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
+    return _tether.launcher_keys(int(rank), str(job_id), str(directory), int(join_timeout_ms))
 
 
 def strategy_text(strategy):
@@ -135,7 +145,10 @@ class CenterService:
     servers (x~ split into that many server ranges, each served on its own thread: ``address``
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
     lists them, server 0 first, separated by ','); codec, reply_codec and
-    topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same").
+    topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same");
+    CURVE: center_public_key, center_secret_key, worker_public_key, worker_secret_key (each a
+    key file or the Z85 key itself), authorized_workers (a file, or keys separated by ','),
+    and insecure (True: a tcp:// address beyond loopback without keys; refused otherwise).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.

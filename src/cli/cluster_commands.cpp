@@ -2,12 +2,14 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 #include "backend/cpu_backend.hpp"
 #include "cli/commands.hpp"
 #include "cluster/cluster_settings.hpp"
+#include "cluster/run_keys.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
@@ -124,9 +126,40 @@ RunConfig load_distributed(const Common& c) {
     return config;
 }
 
-int serve(const Common& c) {
-    const RunConfig config = load_distributed(c);
+// A rank of a launcher job (mpirun, srun): what its shared secret depends on. The launcher
+// entry (cluster/launcher.hpp, as it lands) gives the rank and job id; until then the
+// variables below.
+LauncherKeyRequest launcher_key_request(const RunConfig& config, int rank) {
+    LauncherKeyRequest r;
+    r.rank = rank;
+    for (const char* name : {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID"})
+        if (const char* value = std::getenv(name); value && *value) {
+            r.job_id = value;
+            break;
+        }
+    r.timeout_ms = int(config.cluster.join_timeout_ms);
+    return r;
+}
+
+// Secure by default under a launcher: every rank derives the run's keys from one shared secret
+// (cluster/run_keys.hpp), unless the config gives keys or asks for none.
+void secure_launcher_rank(RunConfig& config, const LauncherKeyRequest& request) {
+    const SecuritySettings& given = config.cluster.security;
+    if (given.enabled() || given.insecure) return;
+    config.cluster.security = launcher_keys(request);  // never written to config.json: the keys stay in memory
+}
+
+// `launcher`: this is rank 0 of a launcher job.
+int serve(const Common& c, bool launcher = false) {
+    RunConfig config = load_distributed(c);
+    const LauncherKeyRequest request = launcher_key_request(config, 0);
+    if (launcher) secure_launcher_rank(config, request);
     const ServerPlan plan = plan_from(c, config);
+    // Servers 1..S-1 give x~ only to joined workers and to peers holding an allowed key.
+    if (!plan.remote.empty() && !config.cluster.security.enabled() && !config.cluster.security.insecure)
+        throw ConfigError("--other-servers: servers 1.." + std::to_string(plan.remote.size()) + " give their ranges of x~ "
+                          "only to peers holding an allowed CURVE key; give security.* keys (tether keygen) to every "
+                          "server and worker, or set security.insecure true");
     set_blas_threads(1, config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
@@ -136,6 +169,7 @@ int serve(const Common& c) {
                 static_cast<long long>(config.cluster.workers));
     std::fflush(stdout);
     nlohmann::json summary = center.serve();
+    if (launcher) remove_launcher_secret(request);
     judge_run(summary, config.cluster, {});
     write_json_file(directory + "/summary.json", summary);
     if (plan.first > 0) {
@@ -174,9 +208,10 @@ int worker_command(const std::vector<std::string>& arguments) {
         server.address.clear();  // every server's port, all served by rank 0
         for (const std::string& a : split_addresses(c.address, "--connect"))
             server.address += (server.address.empty() ? "" : ",") + bind_address_for(a);
-        return serve(server);
+        return serve(server, /*launcher=*/true);
     }
-    const RunConfig config = load_distributed(c);
+    RunConfig config = load_distributed(c);
+    if (const auto rank = launcher_rank()) secure_launcher_rank(config, launcher_key_request(config, *rank));
     const int threads = threads_per_worker(config, 1);
     const CpuThreadPlan plan = use_cpu_threads(config, threads, 1);
     std::printf("worker: CPU %s; denormals %s\n", plan.describe().c_str(),
