@@ -54,17 +54,22 @@ void wait_for_finished(const ServedCenter& served, int finished) {
     REQUIRE(served.center().stats_now().workers_finished == finished);
 }
 
-// Workers a and b say hello; both welcomes are followed by b~(0).
-void join_both(Channel& a, Channel& b) {
+// Workers a and b say hello (the center welcomes once both have); both welcomes are followed by
+// b~(0). Two peers' messages are not ordered, so either may be worker 0: returns a's id.
+std::uint32_t join_both(Channel& a, Channel& b) {
     send(a, header(MessageType::hello, 3), {});
     send(b, header(MessageType::hello, 3), {});
+    std::uint32_t ids[2] = {0, 0};
+    int index = 0;
     for (Channel* channel : {&a, &b}) {
         Frames frames;
-        receive(*channel, MessageType::welcome, frames);
+        ids[index++] = receive(*channel, MessageType::welcome, frames).worker_id;
         const Header h = receive(*channel, MessageType::buffers, frames);
         CHECK(h.element_count == 2);
         CHECK(floats_of(frames) == kBuffers0);
     }
+    CHECK(ids[0] != ids[1]);
+    return ids[0];
 }
 
 auto holding(const Vec& buffers) {
@@ -77,7 +82,7 @@ TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a f
     ServedCenter served(kAeasgd, options_for(2), unique_inproc(), 2000, holding(kBuffers0));
     auto a = served.connect("worker-a");
     auto b = served.connect("worker-b");
-    join_both(*a, *b);
+    const std::uint32_t a_id = join_both(*a, *b);
     // a exchanges three times, b once: the mean is over workers, not over exchanges.
     exchange_with_buffers(*a, 1, {2.f, 4.f});
     exchange_with_buffers(*a, 2, {0.f, 0.f});
@@ -85,10 +90,10 @@ TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a f
     exchange_with_buffers(*a, 3, {6.f, 10.f});
     send(*a, header(MessageType::bye), {});
     wait_for_finished(served, 1);
-    // A worker taking a's place (its id, 0) is welcomed with b~ = mean(a's last, b's).
+    // A worker taking a's place (its id) is welcomed with b~ = mean(a's last, b's).
     auto c = served.connect("worker-c");
-    CHECK(join_with_buffers(*c, 0) == Vec{5.f, 9.f});
-    // c is worker 0 now: its buffers replace a's (the mean of c's and b's, not of all three).
+    CHECK(join_with_buffers(*c, a_id) == Vec{5.f, 9.f});
+    // c holds a's id now: its buffers replace a's (the mean of c's and b's, not of all three).
     exchange_with_buffers(*c, 1, {8.f, 10.f});
     std::vector<float> buffers;
     served.center().snapshot_now(buffers);
