@@ -138,7 +138,11 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
     TempDir dir;
     json document = cluster_config("launched", "adag", 1);
     const std::string plain = write_config(dir, "plain.json", document);
-    const std::string secret = tether::generate_secret();
+    // As a job script does: export TETHER_SECRET=$(tether keygen --secret)
+    Process keygen({"keygen", "--secret"}, dir.file("secret.out"), dir.file("secret.err"));
+    REQUIRE(keygen.wait(10000) == std::optional<int>(0));
+    const std::string secret = keygen.out().substr(0, keygen.out().find('\n'));
+    REQUIRE(secret.size() == 64);
     // The server holds the keys every rank derives from the secret (rank 0 would derive them itself).
     document["security"] = security_of(tether::keys_from_secret(secret, "test"));
     Process server({"server", "--config", write_config(dir, "derived.json", document), "--bind", "tcp://127.0.0.1:*", "--out",
