@@ -196,3 +196,9 @@ def connect_pointer(address, pointer, count, owner, cuda=False, strategy="aeasgd
     client._client = _tether.connect_spans(address, [(int(pointer), int(count))], bool(cuda), [owner],
                                            **_options(workers, strategy, **options))
     return client
+
+
+# Learning-rate schedules, as training.optimizer.schedule: LearningRateSchedule(schedule,
+# total_steps, steps_per_epoch=0, warmup_steps=0).scale(step); torch's LambdaLR takes it as it is.
+from ._tether import LearningRateSchedule  # noqa: E402
+__all__.append("LearningRateSchedule")

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <tether/schedule.hpp>
 #include <tether/tether.hpp>
 
 #include <memory>
@@ -251,4 +252,21 @@ PYBIND11_MODULE(_tether, m) {
         },
         py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("options"),
         py::arg("initial_buffers") = FloatArray(0));
+
+    // <tether/schedule.hpp>: a training.optimizer.schedule block (a dict or its JSON text) over a
+    // loop's planned steps, for an optimizer the caller owns (docs/python.md: with LambdaLR, which
+    // calls it and saves its __dict__ in state_dict(): hence __call__ and dynamic_attr).
+    py::class_<tether::LearningRateSchedule>(m, "LearningRateSchedule", py::dynamic_attr(),
+                                             "LearningRateSchedule(schedule, total_steps, steps_per_epoch=0, warmup_steps=0): "
+                                             "scale(step) is the factor for the learning rate of step `step` (from 0).")
+        .def(py::init([](const py::object& schedule, std::size_t total_steps, std::size_t steps_per_epoch,
+                         std::size_t warmup_steps) {
+                 const py::object text = py::isinstance<py::str>(schedule) ? schedule : py::module_::import("json").attr("dumps")(schedule);
+                 return tether::LearningRateSchedule(text.cast<std::string>(), total_steps, steps_per_epoch, warmup_steps);
+             }),
+             py::arg("schedule"), py::arg("total_steps"), py::arg("steps_per_epoch") = 0, py::arg("warmup_steps") = 0)
+        .def("scale", &tether::LearningRateSchedule::scale, py::arg("step"))
+        .def("__call__", &tether::LearningRateSchedule::scale, py::arg("step"))
+        .def_property_readonly("total_steps", &tether::LearningRateSchedule::total_steps)
+        .def_property_readonly("warmup_steps", &tether::LearningRateSchedule::warmup_steps);
 }

@@ -75,6 +75,33 @@ ModelConfig parse_model(JsonReader r) {
     return m;
 }
 
+}  // namespace
+
+// Each schedule reads only its own keys, so a key of another (final_scale with "step") is
+// refused by name, as a strategy's are.
+ScheduleOptions parse_schedule(JsonReader r) {
+    ScheduleOptions s;
+    s.name = r.choice("name", s.name, {"constant", "cosine", "step"});
+    if (s.name == "cosine") s.final_scale = r.number("final_scale", s.final_scale, 0.0, 1.0);
+    if (s.name == "step") {
+        s.every_epochs = r.integer("every_epochs", s.every_epochs, 0, 1'000'000);
+        s.milestones = r.integer_list("milestones", s.milestones, 1, 0);
+        s.factor = r.number("factor", s.factor, 0.0, 1.0, true);
+        if ((s.every_epochs > 0) == !s.milestones.empty())
+            throw ConfigError(r.path_of("every_epochs") + ": give either every_epochs (a decay every E epochs) or " +
+                              "milestones (the epochs of the decays, e.g. [5, 8]) for a \"step\" schedule, " +
+                              (s.every_epochs > 0 ? "not both" : "got neither"));
+        for (std::size_t i = 1; i < s.milestones.size(); ++i)
+            if (s.milestones[i] <= s.milestones[i - 1])
+                throw ConfigError(r.path_of("milestones") + ": " + r.resolved()["milestones"].dump() +
+                                  " must be in ascending order, each epoch once");
+    }
+    r.finish();
+    return s;
+}
+
+namespace {
+
 OptimizerConfig parse_optimizer(JsonReader r) {
     OptimizerConfig o;
     o.name = r.choice("name", o.name, {"sgd", "nesterov", "adam"});
@@ -84,6 +111,7 @@ OptimizerConfig parse_optimizer(JsonReader r) {
     o.beta2 = r.number("beta2", o.beta2, 0.0, 0.999999999);
     o.epsilon = r.number("epsilon", o.epsilon, 0.0, 1.0, true);
     o.warmup_epochs = r.number("warmup_epochs", o.warmup_epochs, 0.0, 1000.0);
+    o.schedule = parse_schedule(r.object("schedule"));
     r.finish();
     return o;
 }

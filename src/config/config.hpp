@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <tether/schedule.hpp>
+
 #include "cluster/cluster_settings.hpp"
 #include "util/json_reader.hpp"
 
@@ -49,6 +51,7 @@ struct OptimizerConfig {
     // Local steps over which the learning rate ramps linearly up to learning_rate, in epochs
     // of the worker's own shard (0: no ramp).
     double warmup_epochs = 0;
+    ScheduleOptions schedule;  // after the warm-up (<tether/schedule.hpp>)
 };
 
 struct TrainingConfig {
@@ -80,6 +83,9 @@ struct RunConfig {
 
     nlohmann::json resolved;  // every key with its value, defaults filled in
 };
+
+// A training.optimizer.schedule block (or the JSON of LearningRateSchedule's constructor).
+ScheduleOptions parse_schedule(JsonReader r);
 
 // Parses a config object strictly. Throws ConfigError naming the key, the value and what is
 // allowed. When `keys` is given it receives every key the parser knows.

@@ -27,7 +27,7 @@ public:
     // element): begin_step() once, then update() over disjoint ranges that together cover
     // [0, size()), possibly at the same time from different threads.
     virtual void begin_step() {}
-    // Multiplies the learning rate of the steps that follow (a warm-up ramp), 1 by default.
+    // Multiplies the learning rate of the steps that follow (LearningRateSchedule::scale), 1 by default.
     void set_learning_rate_scale(float scale) { learning_rate_scale_ = scale; }
     virtual void update(float* parameters, const float* gradient, std::size_t begin, std::size_t end) = 0;
 

@@ -51,7 +51,11 @@ LocalTrainer::LocalTrainer(const RunConfig& config, Backend& backend, DatasetVie
         pinned_inputs_ = backend.pin_host(host_inputs_.data(), host_inputs_.size() * sizeof(float));
         pinned_labels_ = backend.pin_host(host_labels_.data(), host_labels_.size() * sizeof(std::int32_t));
     }
-    warmup_steps_ = std::size_t(std::ceil(config.training.optimizer.warmup_epochs * double(steps_per_epoch())));
+    // The plan is this worker's own: its shard's steps per epoch, for training.epochs (as
+    // WorkerNode::train and the sequential run count them).
+    const OptimizerConfig& optimizer = config.training.optimizer;
+    schedule_.emplace(optimizer.schedule, steps_per_epoch() * std::size_t(config.training.epochs), steps_per_epoch(),
+                      std::size_t(std::ceil(optimizer.warmup_epochs * double(steps_per_epoch()))));
     if (backend.kind() == DeviceKind::cpu) {
         cpu_plan_ = plan_cpu_threads(config, backend.threads(), 1);
         if (cpu_plan_.layer_blocks > 1)
@@ -108,8 +112,7 @@ double LocalTrainer::step() {
     // here as a non-finite loss: stop now, by name, rather than train on garbage.
     if (!std::isfinite(loss))
         throw DivergedError("diverged at step " + std::to_string(steps_taken_ + 1) + " (loss " + std::to_string(loss) + ")");
-    if (warmup_steps_ > 0)  // linear ramp: lr / warmup_steps at the first step, lr from warmup_steps on
-        optimizer_->set_learning_rate_scale(float(std::min(1.0, double(steps_taken_ + 1) / double(warmup_steps_))));
+    optimizer_->set_learning_rate_scale(float(schedule_->scale(steps_taken_)));
     if (threaded_) {
         // Each thread updates the parameters whose gradient it holds, while they are in its cache.
         optimizer_->begin_step();

@@ -1,10 +1,14 @@
 // One worker's local training: its shard, its copy of the parameters, the model and the
-// local optimizer. step() runs one minibatch; the shard is reshuffled at every local epoch.
+// local optimizer with its learning-rate schedule. step() runs one minibatch; the shard is
+// reshuffled at every local epoch.
 // Strategies act on parameters() between steps.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
+
+#include <tether/schedule.hpp>
 
 #include "backend/backend.hpp"
 #include "config/config.hpp"
@@ -56,7 +60,8 @@ private:
     std::uint64_t seed_;
     std::size_t batch_size_;
     bool flush_denormals_;
-    std::size_t warmup_steps_ = 0;  // training.optimizer.warmup_epochs in local steps
+    // training.optimizer.warmup_epochs and .schedule over this worker's planned local steps
+    std::optional<LearningRateSchedule> schedule_;
     std::size_t cursor_ = 0, epoch_ = 0, samples_seen_ = 0, steps_taken_ = 0;
     DeviceBuffer<float> parameters_, gradient_, inputs_;
     DeviceBuffer<std::int32_t> labels_;

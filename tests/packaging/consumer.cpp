@@ -7,8 +7,10 @@
 //   after every step, so x~ grows by (1 + 2) / 2 = 1.5 per round and ends at 4.5 everywhere.
 // - `damped-sum`, a strategy of this program's own (damped_sum_strategy.hpp, registered by
 //   name), adds every step's update scaled by 1 / 2 to x~: 9 / 2 = 4.5 again, in any order.
+// <tether/schedule.hpp> installs and links: a cosine schedule over 100 steps is at 1/2 at step 50.
 // `consumer cuda-error`, on a machine without a GPU, asks for a worker on CUDA memory and
 // prints the error tether gives (what libtether says when libtether-cuda.so is or is not there).
+#include <tether/schedule.hpp>
 #include <tether/tether.hpp>
 
 #include "damped_sum_strategy.hpp"
@@ -93,6 +95,9 @@ int main(int argc, char** argv) {
         std::printf("damped-sum with \"scael\": %s\n", e.what());
         if (!std::strstr(e.what(), "did you mean ServiceOptions.strategy.scale")) return 1;
     }
+    const tether::LearningRateSchedule schedule(R"({"name": "cosine"})", 100);
+    std::printf("cosine schedule at step 50 of 100: %g\n", schedule.scale(50));
+    if (std::fabs(schedule.scale(50) - 0.5) > 1e-9) return 1;
     std::printf("OK\n");
     return 0;
 }
