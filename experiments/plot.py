@@ -5,7 +5,9 @@
     /usr/bin/python3 experiments/plot.py SWEEP_DIR              comparison figures of a sweep
 
 A run directory holds metrics.jsonl; a sweep directory holds summary.csv and one run
-directory per run. PNGs are written into the directory given (or --out DIR) and listed.
+directory per run. A run directory of the Python API (CenterService(run_dir=...)) has its curve
+from the scalars its workers logged (worker.log(validation_accuracy=...)): one line per worker
+when several did. PNGs are written into the directory given (or --out DIR) and listed.
 Curves are on the validation set (on the test set for runs without one, or written before
 tether had one). In a sweep, the repeats (seeds) of a grid point are drawn as their mean with a
 band of ± one sample standard deviation; each strategy has its own colour family.
@@ -27,14 +29,29 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # plot_style.py beside this file, wherever run from
 from plot_style import colour_lines, common_title, label, point_label, read_json, set_name  # noqa: E402
 
-def read_curve(run_dir):
-    """(rows sorted by time, the accuracy key): validation_accuracy, or test_accuracy."""
+def read_rows(run_dir):
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         sys.exit(f"{path}: not found; is {run_dir} a tether run directory?")
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def read_curve(source):
+    """(rows sorted by time, the accuracy key): validation_accuracy, or test_accuracy. `source` is
+    a run directory, or (run directory, worker id) for the rows one worker of a Python run logged
+    (tagged "worker"; a value logged as null, not finite, is no point)."""
+    run_dir, worker = source if isinstance(source, tuple) else (source, None)
+    rows = read_rows(run_dir)
     key = "validation_accuracy" if any("validation_accuracy" in r for r in rows) else "test_accuracy"
-    return sorted((r for r in rows if key in r), key=lambda r: r["wall_seconds"]), key
+    rows = [r for r in rows if r.get(key) is not None and (worker is None or r.get("worker") == worker)]
+    return sorted(rows, key=lambda r: r["wall_seconds"]), key
+
+
+def curve_workers(run_dir):
+    """The workers whose logged rows make a Python run's curve (none for a tether run's)."""
+    rows = read_rows(run_dir)
+    key = "validation_accuracy" if any("validation_accuracy" in r for r in rows) else "test_accuracy"
+    return sorted({r["worker"] for r in rows if "worker" in r and r.get(key) is not None})
 
 
 def mean_band(curves, x_key, y_key):
@@ -60,7 +77,7 @@ def finish(fig, ax, title, path, written):
 
 
 def plot_curves(groups, strategies, title, out_dir):
-    """groups: {line label: [run dirs (seeds)]}; accuracy over time and over samples."""
+    """groups: {line label: [run dirs (seeds), or (run dir, worker)]}; accuracy over time and over samples."""
     written = []
     curves = {line: [read_curve(d) for d in dirs] for line, dirs in groups.items()}
     keys = {key for seeds in curves.values() for _, key in seeds}
@@ -104,9 +121,13 @@ def plot_runs(run_dirs, out_dir):
         if summary.get("communication_window"):
             parts.append(f"τ={summary['communication_window']}")
         line = " ".join(p for p in parts if p) or Path(d).name
-        while line in groups:
-            line += "'"
-        groups[line], strategies[line] = [d], summary.get("strategy", "")
+        # A Python run in which several workers logged the curve: one line per worker.
+        workers = curve_workers(d)
+        sources = [(f"{line} worker {w}", (d, w)) for w in workers] if len(workers) > 1 else [(line, d)]
+        for line, source in sources:
+            while line in groups:
+                line += "'"
+            groups[line], strategies[line] = [source], summary.get("strategy", "")
     return plot_curves(groups, strategies, common_title(run_dirs), out_dir)
 
 

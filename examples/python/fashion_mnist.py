@@ -10,6 +10,10 @@ end the center's x~ is evaluated on the 10,000 test images.
     /usr/bin/python3 examples/python/fashion_mnist.py --strategy adag --workers 4 --epochs 10
     /usr/bin/python3 examples/python/fashion_mnist.py --baseline      # plain PyTorch, one process
 
+With --run-dir DIR the center writes a run directory as `tether run` does (docs/python.md, "Run
+records") and each worker logs its epoch's mean training loss and its own model's accuracy on
+the test images into it; `experiments/plot.py DIR` draws them.
+
 Needs Debian's python3 with python3-torch and python3-numpy, the dataset-fashion-mnist
 package, and the tether package on PYTHONPATH (build/python in a build tree).
 """
@@ -56,19 +60,24 @@ def make_model():
     return model
 
 
-def train_epochs(model, x, y, epochs, batch, lr, after_step=None, seed=0):
+def train_epochs(model, x, y, epochs, batch, lr, after_step=None, seed=0, after_epoch=None):
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.CrossEntropyLoss()
     generator = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = torch.randperm(len(x), generator=generator)
+        total = 0.0
         for start in range(0, len(x), batch):
             idx = order[start:start + batch]
-            loss_fn(model(x[idx]), y[idx]).backward()
+            loss = loss_fn(model(x[idx]), y[idx])
+            loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+            total += loss.item() * len(idx)
             if after_step:
                 after_step(len(idx))
+        if after_epoch:
+            after_epoch(epoch + 1, total / len(x))
 
 
 def accuracy(model, data_dir):
@@ -86,7 +95,11 @@ def worker(rank, args, address):
     # The model's own tensors, set to x~ on join and written in place at every exchange.
     client = tether.torch.Worker(model, address, strategy=args.strategy_block, workers=args.workers,
                                  overlap_exchange=args.overlap)
-    train_epochs(model, x[shard], y[shard], args.epochs, args.batch, args.lr, client.step, seed=rank + 1)
+    def log_epoch(epoch, train_loss):  # into the center's run directory (--run-dir)
+        client.log(epoch=epoch, train_loss=train_loss, test_accuracy=accuracy(model, args.data))
+
+    train_epochs(model, x[shard], y[shard], args.epochs, args.batch, args.lr, client.step, seed=rank + 1,
+                 after_epoch=log_epoch if args.run_dir else None)
     report = client.finish()
     print(f"worker {client.id}: {report['steps']} steps, {report['exchanges']} exchanges, "
           f"{report['seconds_waiting']:.1f} s waiting on the center", flush=True)
@@ -105,6 +118,7 @@ def main():
     p.add_argument("--baseline", action="store_true", help="plain PyTorch in one process instead, for comparison")
     p.add_argument("--min-accuracy", type=float, help="exit 1 when the test accuracy ends below this")
     p.add_argument("--overlap", action="store_true", help="overlap each exchange with the next window's steps")
+    p.add_argument("--run-dir", help="the center writes a run directory here; the workers log into it")
     args = p.parse_args()
     args.strategy_block = {"name": args.strategy}
     if args.window:
@@ -120,7 +134,7 @@ def main():
     else:
         initial = torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy()
         center = tether.CenterService(initial, strategy=args.strategy_block, workers=args.workers,
-                                      address="tcp://127.0.0.1:*")
+                                      address="tcp://127.0.0.1:*", run_dir=args.run_dir or "")
         # spawn: each worker a fresh interpreter, with none of this process's ZeroMQ state
         processes = [mp.get_context("spawn").Process(target=worker, args=(r, args, center.address))
                      for r in range(args.workers)]

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tether/errors.hpp>
@@ -91,6 +92,19 @@ struct ServiceOptions {
     // A worker with nothing else to send tells the center it is alive this often (also while
     // your loop is away: tether's thread sends it); at most half of worker_timeout_ms.
     int heartbeat_ms = 2000;
+    // The center's run directory, as `tether run` writes one (docs/embedding.md, "Run
+    // records"): config.json (these options as resolved and the model's sizes), metrics.jsonl
+    // (the center's exchange statistics every metrics_seconds and/or metrics_samples, and the
+    // scalars workers log with WorkerClient::log), exchanges.jsonl, checkpoint.bin every
+    // checkpoint_seconds and at the end, and summary.json when the run ends (its figures,
+    // provenance and verdict). "" = none. The center's alone: a worker ignores these five.
+    std::string run_dir;
+    // Go on from run_dir's checkpoint (x~, b~, the version and counters) instead of `initial`,
+    // as `tether server --resume` does; metrics.jsonl and exchanges.jsonl are appended to.
+    bool resume = false;
+    int checkpoint_seconds = 60;       // cluster.checkpoint_seconds; 0: only at the end
+    double metrics_seconds = 10;       // a metrics.jsonl row this often (0: not by time)
+    std::int64_t metrics_samples = 0;  // and every this many samples, all workers together (0: not by samples)
     // CURVE, as the "security" block of a config file (docs/config.md): each key a key file as
     // `tether keygen` writes it, or the Z85 key itself (40 characters); authorized_workers a
     // file of allowed worker public keys, or the keys separated by ','. A center whose
@@ -163,6 +177,14 @@ public:
     virtual bool step(std::size_t samples = 0) = 0;
     // Final exchange (nothing trained is lost) and goodbye. Call once, at the end.
     virtual WorkerReport finish() = 0;
+    // This worker's own scalars, e.g. {{"loss", 0.31}, {"validation_accuracy", 0.87}}, for the
+    // center's run directory (ServiceOptions::run_dir): one metrics.jsonl row tagged with this
+    // worker's id, the samples it trained and the center's time. Names: 1 to 64 of
+    // [A-Za-z0-9_.-/], not wall_seconds, samples, worker or worker_samples; a value that is
+    // not finite is written as null. Never waits for the center (sent within heartbeat_ms);
+    // a center without a run directory drops them. Throws std::invalid_argument for a bad
+    // name, std::logic_error after finish().
+    virtual void log(const std::vector<std::pair<std::string, double>>& scalars) = 0;
     virtual unsigned id() const = 0;
 };
 
@@ -208,5 +230,11 @@ public:
     // as they are now.
     virtual std::string stats_json() const = 0;
 };
+
+// The checkpoint of a run directory (ServiceOptions::run_dir, or `tether run`'s): x~, its
+// version and b~, from `path`/checkpoint.bin, or assembled from checkpoint-server-K.bin of a
+// run of several servers; `path` may also name one checkpoint file. Throws naming the file
+// that is missing, truncated or not a checkpoint.
+CenterSnapshot load_checkpoint(const std::string& path);
 
 }  // namespace tether

@@ -12,11 +12,13 @@ CenterService may be used from any thread (snapshot() and stats() while it train
 """
 import collections
 import json
+import numbers
+import os
 
 from . import _tether
 from ._tether import TetherError, keep_freed_memory_mapped, set_flush_denormals, __version__  # noqa: F401
 
-__all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "TetherError",
+__all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "load_checkpoint", "TetherError",
            "set_flush_denormals", "keep_freed_memory_mapped", "launcher_keys"]
 
 Snapshot = collections.namedtuple("Snapshot", ["x", "version", "buffers"])
@@ -47,9 +49,23 @@ def _options(workers, strategy, **overrides):
     unknown = set(overrides) - set(_tether.default_options())
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(_tether.default_options())}")
+    if isinstance(overrides.get("run_dir"), os.PathLike):  # a pathlib.Path, as users hold directories
+        overrides["run_dir"] = os.fspath(overrides["run_dir"])
     options = _tether.default_options()
     options.update(overrides)
     return dict(strategy=strategy_text(strategy), workers=int(workers), options=options)
+
+
+def _scalar(name, value):
+    """A logged value as a float: a real number, or a one-element array or tensor (``loss.item()``)."""
+    if hasattr(value, "item") and not isinstance(value, (bool, str, bytes)):
+        try:
+            value = value.item()
+        except (ValueError, RuntimeError) as e:
+            raise TypeError(f"log(): {name} is {type(value).__name__} of more than one element; log a scalar") from e
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"log(): {name} is {type(value).__name__} {value!r}; a scalar is a number")
+    return float(value)
 
 
 def _span(index, buffer, what="parameter"):
@@ -133,6 +149,16 @@ class WorkerClient:
         """The final exchange (nothing trained is lost) and goodbye; returns the worker's counters."""
         return self._client.finish()
 
+    def log(self, **scalars):
+        """This worker's own scalars, e.g. ``log(loss=0.31, validation_accuracy=0.87)``, into the
+        center's run directory (``run_dir``): one metrics.jsonl row tagged with this worker's id,
+        the samples it trained and the center's time. Values are numbers (a NumPy or one-element
+        PyTorch scalar too; NaN is written as null); names are 1 to 64 of ``[A-Za-z0-9_.-/]``,
+        not wall_seconds, samples, worker or worker_samples. Never waits for the center."""
+        if not scalars:
+            raise TypeError("log(): give at least one scalar, e.g. log(loss=0.31)")
+        return self._client.log([(name, _scalar(name, value)) for name, value in scalars.items()])
+
 
 class CenterService:
     """The center on its own thread, with x~(0) = ``initial`` (a float32 vector).
@@ -152,6 +178,14 @@ class CenterService:
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.
+
+    ``run_dir``: a run directory as ``tether run`` writes one (config.json, metrics.jsonl,
+    exchanges.jsonl, checkpoint.bin, summary.json when the run ends; docs/python.md, "Run
+    records"): the center's exchange statistics every ``metrics_seconds`` (10) and/or
+    ``metrics_samples`` (0: off), the scalars workers ``log()``, a checkpoint every
+    ``checkpoint_seconds`` (60) and at the end. ``resume=True`` goes on from its checkpoint
+    (``initial`` and ``buffers`` then only give the sizes). These are the center's: a worker
+    given them ignores them.
     """
 
     def __init__(self, initial, strategy="aeasgd", workers=1, address="", buffers=None, **options):
@@ -182,6 +216,12 @@ class CenterService:
     def stats(self):
         """The center's counters now: updates, staleness, bytes, rejected messages, lost workers."""
         return json.loads(self._service.stats_json())
+
+
+def load_checkpoint(path):
+    """A run directory's checkpoint (or one checkpoint file) as a Snapshot: x~, its version and
+    b~; a run of several servers is assembled from their checkpoints."""
+    return Snapshot(*_tether.load_checkpoint(str(path)))
 
 
 def connect(address, parameters, strategy="aeasgd", workers=1, **options):

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace py = pybind11;
@@ -52,6 +53,11 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("codec", o.codec);
     visit("reply_codec", o.reply_codec);
     visit("topk_ratio", o.topk_ratio);
+    visit("run_dir", o.run_dir);
+    visit("resume", o.resume);
+    visit("checkpoint_seconds", o.checkpoint_seconds);
+    visit("metrics_seconds", o.metrics_seconds);
+    visit("metrics_samples", o.metrics_samples);
     visit("center_public_key", o.center_public_key);
     visit("center_secret_key", o.center_secret_key);
     visit("worker_public_key", o.worker_public_key);
@@ -177,6 +183,14 @@ PYBIND11_MODULE(_tether, m) {
                  }
                  return report_dict(r);
              })
+        // (name, value) pairs, as python/tether/__init__.py checked them.
+        .def(
+            "log",
+            [](Worker& w, const std::vector<std::pair<std::string, double>>& scalars) {
+                py::gil_scoped_release unlocked;  // it may wait for the channel when many logs queue up
+                w.client->log(scalars);
+            },
+            py::arg("scalars"))
         .def_property_readonly("id", [](const Worker& w) { return w.client->id(); });
 
     m.def(
@@ -232,6 +246,18 @@ PYBIND11_MODULE(_tether, m) {
                 });
             },
             py::arg("spans"), py::arg("cuda"), py::arg("owners"), py::arg("buffers") = RawSpans{});
+
+    m.def(
+        "load_checkpoint",
+        [](const std::string& path) {
+            tether::CenterSnapshot c;
+            {
+                py::gil_scoped_release unlocked;
+                c = tether::load_checkpoint(path);
+            }
+            return py::make_tuple(to_numpy(c.x), c.version, to_numpy(c.buffers));
+        },
+        py::arg("path"));
 
     // The C++ defaults, so the Python layer never keeps a second copy of them.
     m.def("default_options", [] {

@@ -13,6 +13,10 @@
     # where the center runs:
     model.load_state_dict(center.wait())   # a complete state_dict: parameters and buffers
 
+With ``run_dir="runs/mine"`` the center writes a run directory as ``tether run`` does, and
+``worker.log(loss=..., validation_accuracy=...)`` adds the workers' own scalars to it;
+``load_checkpoint(model, "runs/mine")`` is its checkpoint as the model's state_dict.
+
 A model's state is its parameters and its buffers:
 
 - Parameters (``model.parameters()``, in that order; a tied parameter once) go through the
@@ -220,6 +224,20 @@ class CenterService:
         """Blocks until every worker finished (or was lost); returns the final state_dict."""
         self.service.wait()
         return self.state_dict()
+
+
+def load_checkpoint(model, path):
+    """The state in a run directory's checkpoint (``run_dir`` of a CenterService, or a ``tether
+    run`` directory; or one checkpoint file) as ``model``'s complete state_dict: x~ as its
+    parameters, b~ as its buffers, ready for ``model.load_state_dict(sd, strict=True)``."""
+    state = ModelState(model)
+    snapshot = tether.load_checkpoint(path)
+    parameters = sum(p.numel() for p in state.parameters)
+    if len(snapshot.x) != parameters or len(snapshot.buffers) != state.buffer_count:
+        raise ValueError(f"tether.torch.load_checkpoint: {path} holds {len(snapshot.x)} parameters and "
+                         f"{len(snapshot.buffers)} buffer elements; the model has {parameters} and {state.buffer_count}: "
+                         "it is the checkpoint of another model")
+    return state.state_dict(snapshot.x, snapshot.buffers)
 
 
 class Worker(tether.WorkerClient):

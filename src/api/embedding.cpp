@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/service_record.hpp"
 #include "backend/backend.hpp"
 #include "backend/float_mode.hpp"
 #include "center/server_group.hpp"
@@ -50,6 +51,7 @@ public:
                      welcome, std::move(buffers));
     }
     bool step(std::size_t samples) override { return node_->after_step(samples); }
+    void log(const std::vector<std::pair<std::string, double>>& scalars) override { node_->log(scalars); }
     WorkerReport finish() override {
         const WorkerResult r = node_->finish();
         return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting,
@@ -69,12 +71,20 @@ public:
     Service(std::vector<float> initial, const ServiceOptions& o, std::vector<float> initial_buffers)
         : options_(o), transport_(make_zmq_transport()), count_(initial.size()) {
         static std::atomic<unsigned> counter{0};
-        const ClusterSettings settings = cluster_settings(o, count_);
+        nlohmann::json blocks;  // the settings as resolved, for a run directory's config.json
+        const ClusterSettings settings = cluster_settings(o, count_, &blocks);
+        const nlohmann::json model = model_of(initial_buffers.size());
+        const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
         group_ = settings.make_servers(
             *transport_, settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); }), 0,
-            settings.server_identities(count_, model_of(initial_buffers.size())), initial);
+            identities, initial);
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
         if (!initial_buffers.empty()) group_->center(0).hold_buffers(std::move(initial_buffers));
+        if (!o.run_dir.empty())  // resumes from its checkpoint: after the buffers are held
+            record_ = std::make_unique<ServiceRecord>(o, std::move(blocks), identities.front().agreed.at("model"), settings,
+                                                      *group_, identities);
+        else if (o.resume)
+            throw ConfigError("ServiceOptions.resume: true without ServiceOptions.run_dir; name the run directory to resume");
         thread_ = std::thread([this] {
             set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
             try {
@@ -82,6 +92,12 @@ public:
                 group_->serve([flush] { set_flush_denormals(flush); });
             } catch (...) {
                 failure_ = std::current_exception();
+            }
+            if (!record_) return;
+            try {
+                record_->finish(failure_, transport_->refused_handshakes());
+            } catch (...) {
+                if (!failure_) failure_ = std::current_exception();  // e.g. the disk is full: wait() says so
             }
         });
     }
@@ -118,6 +134,7 @@ private:
     std::shared_ptr<Transport> transport_;
     std::size_t count_;
     std::unique_ptr<ServerGroup> group_;
+    std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;
     std::thread thread_;
     std::exception_ptr failure_;  // written by the servers' thread before it ends; read after join

@@ -112,6 +112,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
             handle_exchange(*w, *header, frames, samples);
             return;
         case MessageType::buffers: return handle_buffers(*w, *header, frames);
+        case MessageType::log: return handle_log(*w, *header, frames);
         case MessageType::heartbeat:
             count_samples(*w, samples);
             answer_heartbeat(*w);

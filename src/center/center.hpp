@@ -105,6 +105,14 @@ struct ExchangeRecord {
     double update_norm;
 };
 
+// A worker's own scalars (protocol/worker_log.hpp), as the center received them.
+struct LogRecord {
+    std::uint32_t worker_id = 0;
+    std::uint64_t worker_samples = 0;  // what the worker had trained when it logged them
+    std::uint64_t total_samples = 0;   // what all workers had, as the center counts them then
+    nlohmann::json scalars;            // names and numbers (null: not finite)
+};
+
 struct Snapshot {
     std::vector<float> x;
     std::uint64_t version = 0;
@@ -143,6 +151,8 @@ public:
     std::function<void(const ExchangeRecord&)> on_exchange;
     // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.
     std::function<void(const Checkpoint&)> on_checkpoint;
+    // center_log.cpp: a joined worker's scalars, checked; unset: they are dropped.
+    std::function<void(const LogRecord&)> on_log;
 
     // Only once serve() has returned (or from the center's own thread).
     const CenterStats& stats() const { return stats_; }
@@ -184,6 +194,8 @@ private:
     // complete), and b~ out after a welcome.
     void handle_buffers(Worker& w, const Header& h, const Frames& frames);
     void send_buffers(Worker& w);
+    // center_log.cpp: a worker's scalars, checked and handed to on_log.
+    void handle_log(Worker& w, const Header& h, const Frames& frames);
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
     void lose(Worker& w, const std::string& why);

@@ -54,6 +54,9 @@ void Center::resume(const Checkpoint& c) {
                                  ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
                                  : 0;
     resumed_ = true;
+    // What progress displays and the run directory read go on from the checkpoint too.
+    live_samples_.store(c.total_samples, std::memory_order_relaxed);
+    live_version_.store(c.version, std::memory_order_relaxed);
 }
 
 Checkpoint Center::checkpoint() const {

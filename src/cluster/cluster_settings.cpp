@@ -4,6 +4,7 @@
 #include <tether/tether.hpp>
 
 #include "strategy/registry.hpp"
+#include "transport/curve_keys.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -110,7 +111,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     return k;
 }
 
-ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters) {
+ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters, nlohmann::json* resolved_blocks) {
     nlohmann::json strategy;
     try {
         strategy = nlohmann::json::parse(o.strategy);
@@ -130,7 +131,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
         {"overlap", o.overlap_exchange}, {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
-        {"topk_ratio", o.topk_ratio}};
+        {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds}};
     // The security fields, under their own names (ServiceOptions.insecure, not .security.insecure).
     nlohmann::json security = {{"insecure", o.insecure}};
     for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"center_public_key", &o.center_public_key},
@@ -151,6 +152,14 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         throw ConfigError("ServiceOptions.strategy.name: \"" + k.strategy->name() +
                           "\" has no center; name a distributed strategy (one of " + names + ")");
     }
+    // The resolved blocks go into a run directory's config.json: a secret key given inline
+    // (the Z85 key itself, not a file) stays out of it.
+    for (const char* name : {"center_secret_key", "worker_secret_key"}) {
+        const auto value = resolved["security"].find(name);
+        if (value != resolved["security"].end() && value->is_string() && is_z85_key(value->get<std::string>()))
+            *value = "(a Z85 key given inline: not recorded)";
+    }
+    if (resolved_blocks) *resolved_blocks = std::move(resolved);
     return k;
 }
 

@@ -133,7 +133,10 @@ ClusterSettings read_cluster_settings(JsonReader cluster, JsonReader security, J
                                       StrategyContext context);
 
 // The embedding API's options (a distributed strategy only) for x~ of `num_parameters`.
-ClusterSettings cluster_settings(const ServiceOptions& options, std::size_t num_parameters);
+// `resolved_blocks`, when given, receives the "cluster", "security" and "strategy" blocks as
+// resolved (every key with its value), as a config file's config.json holds them.
+ClusterSettings cluster_settings(const ServiceOptions& options, std::size_t num_parameters,
+                                 nlohmann::json* resolved_blocks = nullptr);
 
 // "tcp://a:1,tcp://a:2" -> its addresses; throws ConfigError naming `what` for an empty entry.
 std::vector<std::string> split_addresses(const std::string& list, const std::string& what);

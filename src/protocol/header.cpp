@@ -13,6 +13,7 @@ const char* to_string(MessageType type) {
         case MessageType::error: return "error";
         case MessageType::snapshot: return "snapshot";
         case MessageType::buffers: return "buffers";
+        case MessageType::log: return "log";
     }
     return "unknown";
 }
@@ -102,7 +103,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::buffers)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::log)) {
         reason = "unknown type";
         return std::nullopt;
     }

@@ -24,6 +24,7 @@ enum class MessageType : std::uint8_t {
     error = 7,      // center -> worker: payload is a UTF-8 reason
     snapshot = 8,   // to a center: "send me your x~"; from it: x~ of its server range (no join needed)
     buffers = 9,    // worker -> server 0: its model buffers, before an exchange; server 0 -> worker: b~, after a welcome
+    log = 10,       // worker -> server 0: its own scalars for the run directory, UTF-8 JSON (protocol/worker_log.hpp)
 };
 const char* to_string(MessageType type);
 

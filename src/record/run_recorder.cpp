@@ -43,53 +43,59 @@ void write_json_file(const std::string& path, const json& value) {
     if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
-CurveSet curve_set(const RunConfig& config, const TrainTestSplit& data) {
-    if (data.validation) return {"validation", data.validation, 0};
-    return {"test", data.test, std::size_t(config.eval.test_samples)};
-}
-
-RunRecorder::RunRecorder(const RunConfig& config, std::string directory, bool resuming)
-    : config_(config),
-      set_(config.data.validation_samples > 0 ? "validation" : "test"),
-      directory_(std::move(directory)),
-      provenance_(current_provenance()) {
+RunRecorder::RunRecorder(RecordSettings settings, std::string directory, bool resuming)
+    : settings_(std::move(settings)), directory_(std::move(directory)), provenance_(current_provenance()) {
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
     if (error) throw std::runtime_error(directory_ + ": cannot create the run directory: " + error.message());
-    write_json_file(directory_ + "/config.json", config.resolved);
+    write_json_file(directory_ + "/config.json", settings_.config);
     metrics_.open(directory_ + "/metrics.jsonl", resuming ? std::ios::app : std::ios::trunc);
     if (!metrics_) throw std::runtime_error(directory_ + "/metrics.jsonl: cannot write");
 }
 
 void RunRecorder::record(const EvaluationPoint& p) {
+    const std::string& set = settings_.curve_set;
     json line = {{"wall_seconds", p.wall_seconds}, {"training_seconds", p.training_seconds},
                  {"epoch", p.epoch},               {"samples", p.samples},
-                 {"train_loss", p.train_loss},     {set_ + "_loss", p.loss},
-                 {set_ + "_accuracy", p.accuracy}};
+                 {"train_loss", p.train_loss},     {set + "_loss", p.loss},
+                 {set + "_accuracy", p.accuracy}};
     line.update(p.extra);
-    metrics_ << line.dump() << "\n";
-    metrics_.flush();
-    best_accuracy_ = std::max(best_accuracy_, p.accuracy);
-    if (!time_to_target_ && config_.eval.target_accuracy && p.accuracy >= *config_.eval.target_accuracy)
-        time_to_target_ = p.wall_seconds;
-    last_ = p;
+    append(line);
 }
 
-json RunRecorder::finish(double wall_seconds, double training_seconds, std::size_t samples, const Evaluation& final_test,
-                         std::size_t test_samples, const json& extra) {
-    const bool split = set_ == "validation";
-    auto from_curve = [&](bool wanted, double value) { return wanted && last_ ? json(value) : json(nullptr); };
+void RunRecorder::append(const json& row) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    metrics_ << row.dump() << "\n";
+    metrics_.flush();
+    const auto accuracy = row.find(settings_.curve_set + "_accuracy");
+    if (accuracy == row.end() || !accuracy->is_number()) return;
+    const double value = accuracy->get<double>();
+    const auto loss = row.find(settings_.curve_set + "_loss");
+    last_loss_ = loss != row.end() && loss->is_number() ? *loss : json(nullptr);
+    best_accuracy_ = last_accuracy_ ? std::max(best_accuracy_, value) : value;
+    last_accuracy_ = value;
+    if (!time_to_target_ && settings_.target_accuracy && value >= *settings_.target_accuracy)
+        time_to_target_ = row.value("wall_seconds", 0.0);
+}
+
+json RunRecorder::finish(double wall_seconds, double training_seconds, std::size_t samples,
+                         const std::optional<FinalTest>& final_test, const json& extra) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const RecordSettings& s = settings_;
+    const bool split = s.curve_set == "validation";
+    auto from_curve = [&](bool wanted, const json& value) { return wanted && last_accuracy_ ? value : json(nullptr); };
+    auto known = [](const auto& value) { return value ? json(*value) : json(nullptr); };
     json summary = {
-        {"name", config_.name},
+        {"name", s.name},
         // The test set, once, on the final model: the figure to report.
-        {"final_test_accuracy", final_test.accuracy},
-        {"final_test_loss", final_test.loss},
-        {"test_samples", test_samples},
+        {"final_test_accuracy", final_test ? json(final_test->accuracy) : json(nullptr)},
+        {"final_test_loss", final_test ? json(final_test->loss) : json(nullptr)},
+        {"test_samples", final_test ? json(final_test->samples) : json(nullptr)},
         // The curve's set, and what was read off the curve (best, time to target).
-        {"evaluation_set", set_},
-        {"validation_samples", config_.data.validation_samples},
-        {"final_validation_accuracy", from_curve(split, last_ ? last_->accuracy : 0)},
-        {"final_validation_loss", from_curve(split, last_ ? last_->loss : 0)},
+        {"evaluation_set", s.curve_set},
+        {"validation_samples", known(s.validation_samples)},
+        {"final_validation_accuracy", from_curve(split, last_accuracy_.value_or(0))},
+        {"final_validation_loss", from_curve(split, last_loss_)},
         {"best_validation_accuracy", from_curve(split, best_accuracy_)},
         // Without a split the best is read off a curve on the test set; reported as such.
         {"best_test_accuracy", from_curve(!split, best_accuracy_)},
@@ -97,9 +103,9 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
         {"training_seconds", training_seconds},
         {"samples", samples},
         {"samples_per_second", training_seconds > 0 ? samples / training_seconds : 0.0},
-        {"target_accuracy", config_.eval.target_accuracy ? json(*config_.eval.target_accuracy) : json(nullptr)},
-        {"time_to_target", time_to_target_ ? json(*time_to_target_) : json(nullptr)},
-        {"epochs", config_.training.epochs},
+        {"target_accuracy", known(s.target_accuracy)},
+        {"time_to_target", known(time_to_target_)},
+        {"epochs", known(s.epochs)},
         {"provenance", provenance_},
     };
     summary.update(extra);

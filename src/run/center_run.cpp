@@ -2,28 +2,20 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <mutex>
 
 #include "backend/float_mode.hpp"
-#include "center/checkpoint.hpp"
 #include "center/server_group.hpp"
 #include "cluster/cluster_settings.hpp"
+#include "record/center_figures.hpp"
 #include "record/run_recorder.hpp"
+#include "record/server_records.hpp"
+#include "run/run_records.hpp"
 #include "run/snapshot_evaluator.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
 
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-std::string checkpoint_path(const std::string& directory, std::size_t servers, std::size_t k) {
-    return directory + (servers == 1 ? "/checkpoint.bin" : "/checkpoint-server-" + std::to_string(k) + ".bin");
-}
-
-}  // namespace
 
 struct CenterRun::State {
     const RunConfig& config;
@@ -35,16 +27,15 @@ struct CenterRun::State {
     RunRecorder recorder;
     ProgressPrinter progress;
     std::unique_ptr<ServerGroup> group;
+    std::unique_ptr<ServerRecords> records;        // checkpoints and exchanges.jsonl
     std::unique_ptr<SnapshotEvaluator> evaluator;  // server 0 only
-    std::mutex exchanges_mutex;                   // the servers' threads share the log
-    std::ofstream exchanges;
     Clock::time_point started;
     bool resumed;
     std::pair<std::uint64_t, std::vector<std::uint64_t>> last_snapshot;  // samples, versions
 
     State(const RunConfig& c, const TrainTestSplit& d, Transport& t, ServerPlan p, const std::string& directory, bool resume)
         : config(c), data(d), transport(t), plan(std::move(p)), servers(std::size_t(c.cluster.servers)),
-          identity(model_identity(c, *d.train)), recorder(c, directory, resume),
+          identity(model_identity(c, *d.train)), recorder(record_settings(c), directory, resume),
           progress(c.name, double(c.training.epochs), d.train->size(), curve_set(c, d).name), resumed(resume) {}
 
     bool lead() const { return plan.first == 0; }
@@ -89,42 +80,9 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         o.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
         o.final_snapshot = false;  // serve() takes it once every server here is done
     });
-    for (std::size_t i = 0; i < s.group->size(); ++i) {
-        const std::size_t index = s.group->member(i).index;
-        Center* center = &s.group->center(i);
-        const ServerIdentity& id = s.identity.servers[index];
-        const std::string path = checkpoint_path(s.recorder.directory(), s.servers, index);
-        if (resume) {
-            const Checkpoint checkpoint = read_checkpoint(path);
-            if (checkpoint.fingerprint != id.fingerprint || checkpoint.x.size() != id.range.count)
-                throw ConfigError(path + ": written by a run with other settings (model, strategy, cluster.workers, "
-                                  "cluster.servers, cluster.chunk_elements, codecs or data); resume it with the config in "
-                                  "its run directory");
-            center->resume(checkpoint);
-            std::printf("%sresumed from %s at center version %llu (%llu samples)\n",
-                        s.servers == 1 ? "" : ("server " + std::to_string(index) + "/" + std::to_string(s.servers) + ": ").c_str(), path.c_str(),
-                        static_cast<unsigned long long>(checkpoint.version),
-                        static_cast<unsigned long long>(checkpoint.total_samples));
-        }
-        center->on_checkpoint = [path](const Checkpoint& c) {
-            try {
-                write_checkpoint(path, c);
-            } catch (const std::exception& e) {
-                // A full disk must not end the run: the previous checkpoint stays in place.
-                std::fprintf(stderr, "center: checkpoint not written: %s\n", e.what());
-            }
-        };
-        center->on_exchange = [&s, index](const ExchangeRecord& r) {
-            nlohmann::json line{{"worker", r.worker_id},           {"sequence", r.sequence},
-                                {"version", r.version},             {"staleness", r.staleness},
-                                {"bytes_to_center", r.bytes_received}, {"bytes_to_worker", r.bytes_sent},
-                                {"update_norm", r.update_norm}};
-            if (s.servers > 1) line["server"] = index;
-            std::lock_guard<std::mutex> lock(s.exchanges_mutex);
-            s.exchanges << line.dump() << "\n";
-        };
-    }
-    s.exchanges.open(s.recorder.directory() + "/exchanges.jsonl");
+    s.records = std::make_unique<ServerRecords>(*s.group, s.identity.servers, s.recorder.directory(), resume,
+                                                "resume it with the config in its run directory");
+    for (const std::string& line : s.records->resumed()) std::printf("%s\n", line.c_str());
     // Wall time counts from when the workers start training, not from when the center began to
     // wait for them (process start-up, loading the data set): as a sequential run's clock
     // starts after loading. A resumed run counts from serve().
@@ -201,35 +159,13 @@ nlohmann::json CenterRun::serve() {
         }
         s.progress.stop();
     }
-    s.exchanges.flush();
+    s.records->flush();
     if (failure) std::rethrow_exception(failure);
     const CenterStats stats = s.group->stats();
-    nlohmann::json extra = stats.to_json();
-    const ClusterSettings& k = s.config.cluster;
-    extra["strategy"] = k.strategy->name();
-    extra["strategy_parameters"] = k.strategy->describe();
-    extra["workers"] = k.workers;
-    extra["communication_window"] = k.strategy->communication_window();
-    extra["center_version"] = s.group->center(0).state().version;
-    extra["servers"] = s.servers;
-    nlohmann::json versions = nlohmann::json::array();
-    for (std::size_t i = 0; i < s.group->size(); ++i) versions.push_back(s.group->center(i).state().version);
-    extra["server_versions"] = versions;  // of the servers run in this process, from plan.first
-    extra["bytes_sent"] = stats.bytes_sent + stats.bytes_received;  // all traffic, both ways
-    extra["bytes_to_workers"] = stats.bytes_sent;
-    extra["bytes_to_center"] = stats.bytes_received;
-    extra["codec"] = to_string(k.payload_codec().kind);
-    extra["reply_codec"] = to_string(k.reply_codec_options().kind);
-    extra["worker_lost"] = stats.workers_lost > 0;
+    nlohmann::json extra = center_summary(*s.group, s.config.cluster, s.identity.servers[s.plan.first].fingerprint,
+                                          s.transport.refused_handshakes());
     extra["model"] = s.identity.description;
     extra["parameters"] = s.identity.num_parameters;
-    extra["mode"] = k.mode;
-    extra["refused_handshakes"] = s.transport.refused_handshakes();
-    char fingerprint[17];
-    std::snprintf(fingerprint, sizeof fingerprint, "%016llx",
-                  static_cast<unsigned long long>(s.identity.servers[s.plan.first].fingerprint));
-    extra["fingerprint"] = fingerprint;  // of the agreed settings (cluster/agreed_settings.hpp)
-    extra["security"] = k.security.enabled() ? "curve" : "off";
     // Evaluations that could not keep up: snapshots replaced by a newer one before scoring.
     if (s.evaluator) extra["evaluations_skipped"] = s.evaluator->skipped();
     extra["device"] = s.config.training.device;  // what the workers were asked to train on
@@ -244,7 +180,8 @@ nlohmann::json CenterRun::serve() {
     s.evaluator->backend().use_on_this_thread();
     Evaluator test(s.config, s.evaluator->backend(), s.data.test, std::size_t(s.config.eval.test_samples));
     const Evaluation final_test = test.evaluate_host(final_x.data());
-    return s.recorder.finish(wall, wall, stats.total_samples, final_test, test.size(), extra);
+    return s.recorder.finish(wall, wall, stats.total_samples, FinalTest{final_test.accuracy, final_test.loss, test.size()},
+                             extra);
 }
 
 }  // namespace tether

@@ -9,6 +9,7 @@
 #include "record/run_recorder.hpp"
 #include "run/progress_printer.hpp"
 #include "run/run.hpp"
+#include "run/run_records.hpp"
 #include "train/batch_split.hpp"
 #include "train/evaluator.hpp"
 #include "train/local_trainer.hpp"
@@ -37,7 +38,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));
     const CurveSet curve = curve_set(config, data);
     Evaluator evaluator(config, *backend, curve.data, curve.limit);
-    RunRecorder recorder(config, directory);
+    RunRecorder recorder(record_settings(config), directory);
     ProgressPrinter progress(config.name, double(config.training.epochs), data.train->size(), curve.name);
     std::atomic<std::uint64_t> samples_so_far{0};
     std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu %s samples -> %s\n",
@@ -104,7 +105,8 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const Evaluation final_test = test.evaluate(trainer.parameters());
     nlohmann::json extra = {{"strategy", "sequential"}, {"workers", 1}, {"device", to_string(backend->kind())},
                             {"model", trainer.model().description()}, {"parameters", trainer.num_parameters()}};
-    return recorder.finish(wall_seconds, training_seconds, trainer.samples_seen(), final_test, test.size(), extra);
+    return recorder.finish(wall_seconds, training_seconds, trainer.samples_seen(),
+                           FinalTest{final_test.accuracy, final_test.loss, test.size()}, extra);
 }
 
 }  // namespace tether

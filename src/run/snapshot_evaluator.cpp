@@ -4,6 +4,8 @@
 
 #include "backend/device_choice.hpp"
 #include "backend/float_mode.hpp"
+#include "record/center_figures.hpp"
+#include "run/run_records.hpp"
 
 namespace tether {
 
@@ -98,19 +100,8 @@ void SnapshotEvaluator::score(PendingSnapshot& s) {
     p.train_loss = train.loss;
     p.loss = on_curve.loss;
     p.accuracy = on_curve.accuracy;
-    const double exchanges_since = double(s.stats.staleness_count - previous_.staleness_count);
-    p.extra = {{"center_version", s.version},
-               {"live_workers", s.stats.live_workers()},
-               {"bytes_to_center", s.stats.bytes_received},
-               {"bytes_to_workers", s.stats.bytes_sent},
-               {"rejected_messages", s.stats.rejected_total()},
-               {"mean_staleness",
-                exchanges_since > 0 ? (s.stats.staleness_sum - previous_.staleness_sum) / exchanges_since : 0.0}};
-    // The rate since the previous evaluation, so a slowdown shows at once.
-    const double rate = s.wall_seconds > previous_wall_
-                            ? double(p.samples - previous_.total_samples) / (s.wall_seconds - previous_wall_)
-                            : 0.0;
-    p.extra["samples_per_second"] = rate;
+    p.extra = exchange_figures(s.stats, s.version, previous_, s.wall_seconds - previous_wall_);
+    const double rate = p.extra["samples_per_second"];
     previous_ = s.stats;
     previous_wall_ = s.wall_seconds;
     recorder_.record(p);

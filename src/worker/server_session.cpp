@@ -169,6 +169,7 @@ Welcome ServerSession::join_locked() {
 
 void ServerSession::send_exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers) {
     std::lock_guard<std::mutex> lock(mutex_);
+    flush_logs_locked();
     ++sequence_;
     Header h = base_header(MessageType::exchange);
     h.local_step = at.steps;  // the snapshot's, which an overlapped exchange's training thread has left behind
@@ -201,6 +202,7 @@ ServerReply ServerSession::receive_reply() {
 }
 
 void ServerSession::heartbeat_locked() {
+    flush_logs_locked();
     if (Clock::now() - last_send_ < std::chrono::milliseconds(options_.heartbeat_ms)) return;
     send(base_header(MessageType::heartbeat), nullptr, 0);
 }
@@ -227,6 +229,7 @@ void ServerSession::heartbeat_if_idle() {
 
 void ServerSession::bye() {
     std::lock_guard<std::mutex> lock(mutex_);
+    flush_logs_locked();  // what was logged before finish() arrives before the bye
     send(base_header(MessageType::bye), nullptr, 0);
     said_bye_ = true;
 }

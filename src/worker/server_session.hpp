@@ -98,6 +98,12 @@ public:
     // channel (it then heartbeats while it waits); reads the server's answers. Never blocks.
     void heartbeat_if_idle();
     void bye();
+    // session_log.cpp: sends a log message (protocol/worker_log.hpp) now, or, while another
+    // thread uses the channel (an overlapped exchange waiting for its reply), with that thread's
+    // next heartbeat slice; it waits for the channel only when kMaxQueuedLogs are queued.
+    // Throws std::logic_error after bye().
+    void log(std::string scalars_json);
+    static constexpr std::size_t kMaxQueuedLogs = 64;
     // Makes every wait of another thread throw SessionClosed at its next heartbeat slice.
     void close() { closed_ = true; }
 
@@ -123,6 +129,7 @@ private:
     void send(const Header& header, const Payload& payload);  // without copying
     bool receive(Frames& frames, int timeout_ms);           // the stash first
     void heartbeat_locked();
+    void flush_logs_locked();  // session_log.cpp: the queued logs, in order
     // Receives a full vector (all its chunks) of `type` through `in` into `out`; returns the
     // last chunk's header.
     Header receive_vector(MessageType type, ChunkAssembler& in, Payload& out, int timeout_ms, std::uint64_t sequence);
@@ -143,6 +150,9 @@ private:
     bool said_bye_ = false, rejoining_ = false;
     bool heard_from_server_ = false;  // until then the join timeout bounds waits (startup races)
     Clock::time_point last_heard_;
+
+    std::mutex logs_mutex_;  // the queue alone: taken by log() without the channel's mutex
+    std::deque<std::string> logs_;
 
     std::atomic<bool> closed_{false};
     std::atomic<std::uint32_t> worker_id_{0};

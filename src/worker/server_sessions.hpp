@@ -2,6 +2,7 @@
 // one DEALER each, seen as one: the rules keep seeing one flat vector.
 //   join      server 0 first, which gives the worker id; then servers 1..S-1, each asked for
 //             that id (they honour it), in turn; the welcome is x~ assembled from every range.
+//   log       a worker's own scalars go to server 0 alone.
 //   buffers   the model buffers (options.buffer_count) live on server 0 alone: it sends b~ with
 //             its welcome, and gets the worker's buffers with each exchange.
 //   exchange  each server's range of the payload goes out before any reply is awaited, so the servers
@@ -51,6 +52,8 @@ public:
     ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr);
     void heartbeat_if_idle();
     void bye();
+    // A log message (protocol/worker_log.hpp) to server 0, which writes the run directory.
+    void log(std::string scalars_json) { sessions_.front()->log(std::move(scalars_json)); }
     void close();
     void set_progress(const WorkerProgress& p);
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/worker_log.hpp"
 #include "util/all_finite.hpp"
 #include "util/errors.hpp"
 
@@ -234,6 +235,11 @@ WorkerResult WorkerNode::finish() {
     result_.bytes_received = session_.bytes_received();
     result_.rejoins = session_.rejoins();
     return result_;
+}
+
+void WorkerNode::log(const std::vector<std::pair<std::string, double>>& scalars) {
+    publish_progress();  // the samples trained so far travel in the log's header
+    session_.log(encode_log(scalars));
 }
 
 WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {

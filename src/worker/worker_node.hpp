@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -71,6 +72,9 @@ public:
     bool after_step(std::size_t samples);
     // Exchanges what the steps since the last exchange did (nothing is lost), then says bye.
     WorkerResult finish();
+    // The worker's own scalars (loss, accuracy, ...) to server 0, for the run directory
+    // (protocol/worker_log.hpp); throws std::invalid_argument for a bad name or too many.
+    void log(const std::vector<std::pair<std::string, double>>& scalars);
     // start + one pass of after_step per local step for options.epochs epochs + finish.
     // Throws on a center error, a timeout or a delivery failure.
     WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);

@@ -118,7 +118,10 @@ TEST_CASE("the embedding API: no keys beyond loopback is refused; Z85 keys in Se
     keyed.worker_public_key = worker.public_key;
     keyed.worker_secret_key = worker.secret_key;
     keyed.authorized_workers = worker.public_key;
-    auto service = tether::CenterService::start({1.f, 2.f}, keyed);
+    TempDir dir;
+    tether::ServiceOptions recorded = keyed;
+    recorded.run_dir = dir.file("api-run");
+    auto service = tether::CenterService::start({1.f, 2.f}, recorded);
     // A worker without keys gets no answer (its handshake fails) and gives up at the join timeout.
     tether::ServiceOptions keyless;
     keyless.join_timeout_ms = 1500;
@@ -132,6 +135,11 @@ TEST_CASE("the embedding API: no keys beyond loopback is refused; Z85 keys in Se
     client->finish();
     service->wait();
     CHECK(json::parse(service->stats_json())["workers_finished"] == 1);
+    // The run directory records the public keys, never a secret key given inline.
+    const std::string written = read_text(dir.file("api-run/config.json"));
+    CHECK(contains(written, center.public_key));
+    CHECK_FALSE(contains(written, center.secret_key));
+    CHECK_FALSE(contains(written, worker.secret_key));
 }
 
 TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret in ~/.tether; without either, exit 2") {

@@ -5,9 +5,11 @@ timeout, overlapped exchanges, clear errors, tether.torch over a model's own ten
 short Fashion-MNIST run of examples/python with worker processes over tcp://127.0.0.1
 (a model's whole state, buffers included: torch_state_test.py). Run by
 meson test with PYTHONPATH=build/python; the CUDA case runs where PyTorch sees a GPU."""
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -292,11 +294,17 @@ def torch_parameters_become_views_of_one_buffer():
 def a_short_fashion_mnist_run_with_worker_processes():
     example = Path(os.environ["TETHER_SOURCE_DIR"]) / "examples/python/fashion_mnist.py"
     for strategy in ("adag", "aeasgd"):
-        out = subprocess.run([sys.executable, str(example), "--strategy", strategy, "--workers", "2", "--epochs", "1",
-                              "--train-samples", "6000", "--min-accuracy", "0.55"],
-                             capture_output=True, text=True, timeout=240, env=os.environ)
-        assert out.returncode == 0, out.stdout + out.stderr
-        assert f"tether {strategy}, 2 worker processes" in out.stdout, out.stdout
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = Path(tmp) / "run"
+            out = subprocess.run([sys.executable, str(example), "--strategy", strategy, "--workers", "2", "--epochs", "1",
+                                  "--train-samples", "6000", "--min-accuracy", "0.55", "--run-dir", str(run_dir)],
+                                 capture_output=True, text=True, timeout=240, env=os.environ)
+            assert out.returncode == 0, out.stdout + out.stderr
+            assert f"tether {strategy}, 2 worker processes" in out.stdout, out.stdout
+            # --run-dir: each worker's epoch row, and the summary of a run that succeeded.
+            rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            assert sorted(r["worker"] for r in rows if "test_accuracy" in r) == [0, 1], rows
+            assert json.loads((run_dir / "summary.json").read_text())["run_failed"] is False
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
 #include "run/model_identity.hpp"
+#include "run/run_records.hpp"
 #include "run/progress_printer.hpp"
 #include "run/snapshot_evaluator.hpp"
 #include "test_support.hpp"
@@ -29,7 +30,7 @@ TEST_CASE("snapshots that evaluation cannot keep up with are coalesced to the la
     })"));
     const TrainTestSplit data = load_data(config.data, 1);
     const ModelIdentity identity = model_identity(config, *data.train);
-    RunRecorder recorder(config, dir.file("run"));
+    RunRecorder recorder(record_settings(config), dir.file("run"));
     ProgressPrinter progress(config.name, 1.0, data.train->size(), "test");
     SnapshotEvaluator evaluator(config, data, recorder, progress, nullptr);
     // 1,000 snapshots before the evaluation thread scores any: one waits, 999 are replaced.

@@ -1,0 +1,42 @@
+// The run directory's files of the servers one process runs (center/server_group.hpp): their
+// checkpoints (checkpoint.bin, or checkpoint-server-K.bin per server when cluster.servers > 1),
+// written every cluster.checkpoint_seconds and when each server is done, and resumed from; and
+// exchanges.jsonl, one line per reply. The tether command's CenterRun and the embedding API's
+// run directory (src/api/service_record.hpp) both keep theirs here.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "center/server_group.hpp"
+#include "cluster/agreed_settings.hpp"
+
+namespace tether {
+
+// `directory`/checkpoint.bin with one server, else `directory`/checkpoint-server-K.bin.
+std::string checkpoint_path(const std::string& directory, std::size_t servers, std::size_t server);
+
+class ServerRecords {
+public:
+    // Hooks every member of `group` (identities: all cluster.servers servers, by index) to write
+    // its checkpoint and its exchanges into `directory`. With `resume`, each member first goes on
+    // from its own checkpoint; one written by another run (fingerprint or size) is refused with
+    // a ConfigError naming the file and `how_to_resume` (what the user should do instead).
+    // Must outlive the group's serve().
+    ServerRecords(ServerGroup& group, const std::vector<ServerIdentity>& identities, const std::string& directory,
+                  bool resume, const std::string& how_to_resume);
+
+    // "resumed from PATH at center version V (N samples)", one line per server resumed.
+    const std::vector<std::string>& resumed() const { return resumed_; }
+    void flush();
+
+private:
+    std::mutex mutex_;  // the servers' threads share the exchange log
+    std::ofstream exchanges_;
+    std::vector<std::string> resumed_;
+};
+
+}  // namespace tether
