@@ -14,8 +14,8 @@ evaluated (model.eval(): BatchNorm uses those running statistics) on the 10,000 
 
 --launcher spawn (the default) starts the worker processes itself (tether: the center in this
 process, on tcp://127.0.0.1 and a port the OS picks); --launcher env reads torchrun's RANK,
-WORLD_SIZE, MASTER_ADDR and MASTER_PORT: for tether, rank 0 hosts the center at MASTER_ADDR,
-port MASTER_PORT + 1, and trains too. Every process trains on its 1/N of the training set,
+WORLD_SIZE, MASTER_ADDR and MASTER_PORT (tether: tether.torch.Worker.from_env; rank 0 hosts the center at MASTER_ADDR,
+port MASTER_PORT + 1, and trains too). Every process trains on its 1/N of the training set,
 Adam, batch 64 per process; an epoch is one pass over the training set by all together.
 """
 import argparse
@@ -77,13 +77,16 @@ def strategy_block(args):
     return block
 
 
-def tether_worker(rank, world, args, address, center=None, keys=None):
+def tether_worker(rank, world, args, address):
     torch.set_num_threads(args.threads)
     tether.set_flush_denormals()  # this process's training thread is ours to set
     model = make_model(args.seed)
-    x, y = shard(args, rank, world)
-    options = dict(center=center) if center else dict(strategy=strategy_block(args), workers=world, **(keys or {}))
-    worker = tether.torch.Worker(model, address, **options)  # parameters and buffers, in place
+    # parameters and buffers, in place; the strategy and worker count are the center's
+    tether_train(tether.torch.Worker(model, address), model, rank, world, args)
+
+
+def tether_train(worker, model, rank, world, args):
+    x, y = shard(args, rank, world)  # the rows of worker.shard_indices(len(train set))
     train(model, x, y, args, seed=1000 * args.seed + rank, after_step=worker.step)
     report = worker.finish()
     print(f"worker {worker.id}: {report['steps']} steps, {report['exchanges']} exchanges, "
@@ -122,16 +125,16 @@ def free_port():
 
 def run_tether(args):
     if args.launcher == "env":
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        address = f"tcp://{os.environ['MASTER_ADDR']}:{int(os.environ['MASTER_PORT']) + 1}"
-        # The center listens beyond loopback: CURVE keys every rank derives alike (TETHER_SECRET,
-        # or a secret rank 0 leaves in ~/.tether for torchrun's run id).
-        keys = tether.launcher_keys(rank, os.environ.get("TORCHELASTIC_RUN_ID", ""))
-        if rank != 0:
-            return tether_worker(rank, world, args, address, keys=keys)
-        center = tether.torch.CenterService(make_model(args.seed), strategy=strategy_block(args), workers=world,
-                                            address=f"tcp://*:{int(os.environ['MASTER_PORT']) + 1}", **keys)
-        tether_worker(0, world, args, None, center=center)  # rank 0 trains too, beside its center
+        # Rank 0 hosts the center (MASTER_ADDR, MASTER_PORT + 1) and trains too; the others join it.
+        torch.set_num_threads(args.threads)
+        tether.set_flush_denormals()
+        model = make_model(args.seed)
+        worker = tether.torch.Worker.from_env(model, strategy=strategy_block(args))
+        world = worker.world_size
+        tether_train(worker, model, worker.rank, world, args)
+        if worker.center is None:
+            return
+        center = worker.center
     else:
         world = args.workers
         center = tether.torch.CenterService(make_model(args.seed), strategy=strategy_block(args), workers=world,

@@ -229,6 +229,12 @@ using StrategyFactory =
 void register_strategy(const std::string& name, const std::string& summary, StrategyFactory factory);
 // Every strategy name: "sequential" (no center), the built-ins, then those registered.
 std::vector<std::string> strategy_names();
+// Loads the shared library at `path`, a plugin: built against this header alone, linking
+// nothing of tether, it defines extern "C" void tether_register_strategies(), which calls
+// register_strategy for each of its strategies (tests/packaging/damped_sum_plugin.cpp; the
+// `tether` command's --plugin, Python's tether.load_plugin). Never unloaded. Throws ConfigError
+// starting with `path` when it cannot be loaded or registers nothing it could.
+void load_plugin(const std::string& path);
 
 // Helpers for center rules, over host memory. Written to vectorize: a float sum per block of
 // 4096 elements, the blocks summed in double (one running double sum is a serial chain).

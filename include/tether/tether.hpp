@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,9 +60,10 @@ struct ParameterSpan {
 // ("ServiceOptions.heartbeat_ms: ..."); keys without a field here keep their defaults.
 struct ServiceOptions {
     // The strategy block, exactly as under "strategy" in a config file (docs/config.md), or a
-    // strategy registered with tether::register_strategy (<tether/strategy.hpp>).
+    // strategy registered with tether::register_strategy (<tether/strategy.hpp>). "" in a
+    // WorkerClient::connect: the center's (asked of it before joining); a center needs one.
     std::string strategy = R"({"name": "aeasgd"})";
-    int workers = 1;
+    int workers = 1;  // 0 in a WorkerClient::connect: the center's
     // Where the center listens (cluster.endpoint). "" = a private inproc:// address (workers in
     // this process, via connect_worker); "tcp://127.0.0.1:*" or "tcp://*:5555" for workers in
     // other processes.
@@ -114,6 +116,9 @@ struct ServiceOptions {
     std::string worker_public_key, worker_secret_key;  // a worker's own pair
     std::string authorized_workers;                    // the center's allowlist
     bool insecure = false;
+    // CenterService::wait() throws RunFailedError when more than this share of `workers`
+    // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).
+    double max_failed_share = 0.5;
 };
 
 // `options` with the CURVE keys of a launcher job's rank (torchrun, srun, mpirun; rank 0 hosts
@@ -156,7 +161,9 @@ public:
     // Joins the center at `address` from any process. Blocks until the center has welcomed it
     // (the center waits for all `options.workers` workers), then sets the buffers to x~. The
     // strategy sees the buffers as one vector, in the order given; their sizes must add up to
-    // the center's. They must stay valid, in `memory`, until finish() returns.
+    // the center's. They must stay valid, in `memory`, until finish() returns. An empty
+    // options.strategy (options.workers 0) takes the center's, asked of it before joining; a
+    // given one that differs is refused naming the strategy first ("strategy.name: ...").
     static std::unique_ptr<WorkerClient> connect(const std::string& address, const ServiceOptions& options,
                                                  std::vector<ParameterSpan> parameters, Memory memory = Memory::host);
     // As above, with the model buffers the center averages (in `memory` too, valid as long):
@@ -173,9 +180,11 @@ public:
 
     // After each local optimizer step; `samples` is that step's minibatch size (for progress
     // and staleness bookkeeping). Returns true when this call exchanged with the center (with
-    // overlap_exchange: started an exchange, after applying the previous one's reply).
+    // overlap_exchange: started an exchange, after applying the previous one's reply). Throws
+    // when the center is gone (silent for worker_timeout_ms) and after finish().
     virtual bool step(std::size_t samples = 0) = 0;
-    // Final exchange (nothing trained is lost) and goodbye. Call once, at the end.
+    // Final exchange (nothing trained is lost) and goodbye. Call once, at the end (a second
+    // call throws).
     virtual WorkerReport finish() = 0;
     // This worker's own scalars, e.g. {{"loss", 0.31}, {"validation_accuracy", 0.87}}, for the
     // center's run directory (ServiceOptions::run_dir): one metrics.jsonl row tagged with this
@@ -194,6 +203,14 @@ struct CenterSnapshot {
     std::vector<float> x;
     std::uint64_t version = 0;
     std::vector<float> buffers;
+};
+
+// What CenterService::wait() throws for a run that failed as `tether run` judges one: more than
+// max_failed_share of the workers were lost, or no update reached x~. The center's final state
+// is still there after it: snapshot() and stats_json().
+class RunFailedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
 };
 
 class CenterService {
@@ -219,7 +236,8 @@ public:
     }
     // x~ and its version now (while training, e.g. to evaluate or checkpoint it), or at the end.
     virtual CenterSnapshot snapshot() const = 0;
-    // Blocks until every worker finished (or was lost); returns the final x~.
+    // Blocks until every worker finished (or was lost); returns the final x~. Throws
+    // RunFailedError when the run failed (above); snapshot() still gives the final state.
     virtual std::vector<float> wait() = 0;
     // As wait(); returns the whole final state: x~, its version and b~.
     CenterSnapshot wait_state() {
@@ -236,5 +254,45 @@ public:
 // run of several servers; `path` may also name one checkpoint file. Throws naming the file
 // that is missing, truncated or not a checkpoint.
 CenterSnapshot load_checkpoint(const std::string& path);
+
+// Where this process stands in a launcher's job, read from its environment by read_launcher():
+// torchrun, srun (Slurm), mpirun (Open MPI) or an MPI launcher of PMI/PMIx (MPICH, Intel MPI).
+// Rank 0 hosts the center at `port` on its host (and trains too, unless told otherwise); every
+// other rank connects there. docs/python.md, "Launching", lists the variables read and which
+// launcher wins when several are set.
+struct Launcher {
+    std::string name;           // "torchrun", "openmpi", "pmi" or "slurm"
+    int rank = 0;
+    int world_size = 1;
+    int local_rank = 0;         // among the ranks on this host (its GPU, its share of the cores)
+    int local_world_size = 1;   // ranks on this host
+    std::string center_host;    // rank 0's host; "" where nothing names it (Open MPI: set TETHER_CENTER)
+    int port = 0;               // the center's port (server k of several: port + k)
+    std::string job_id;         // the job's id (SLURM_JOB_ID, ...), "" where the launcher gives none
+    std::string variables;      // the variables rank and world size came from, for messages: "RANK, WORLD_SIZE"
+    std::string center_variables;  // where host and port came from: "MASTER_ADDR, MASTER_PORT + 1"
+    // How long a rank other than 0 waits for something to listen at the center's address before
+    // it fails naming the address (TETHER_CONNECT_TIMEOUT_MS): rank 0 starts at the same time.
+    int connect_timeout_ms = 3000;
+
+    // The workers of the run: the world size, less rank 0 when it hosts the center without training.
+    int workers(bool center_trains) const;
+    // `given` (0: none given) against workers(center_trains): throws ConfigError naming `key`,
+    // both values and the variables read when they differ. Returns workers(center_trains).
+    int check_workers(int given, bool center_trains, const std::string& key) const;
+    // "tcp://HOST:PORT" (with `servers` > 1: one address per server, ports PORT, PORT + 1, ...,
+    // separated by ','). Throws ConfigError naming what to set when the host is unknown.
+    std::string center_address(int servers = 1) const;
+    // What rank 0 binds: "tcp://*:PORT", one per server as above.
+    std::string bind_address(int servers = 1) const;
+    // Returns once something listens at every tcp:// address of `address` (ranks start at
+    // once: rank 0 may be a moment late); throws std::runtime_error naming the address and who
+    // should be there after connect_timeout_ms.
+    void wait_for_center(const std::string& address) const;
+};
+
+// This process's launcher, or nullopt when no launcher's rank variable is set. Throws
+// ConfigError for a variable that is set but unusable (not a number, a rank beyond the world).
+std::optional<Launcher> read_launcher();
 
 }  // namespace tether

@@ -16,10 +16,12 @@ import numbers
 import os
 
 from . import _tether
-from ._tether import TetherError, keep_freed_memory_mapped, set_flush_denormals, __version__  # noqa: F401
+from ._tether import (TetherError, RunFailedError, Launcher, keep_freed_memory_mapped, load_plugin,  # noqa: F401
+                      read_launcher, set_flush_denormals, __version__)
 
 __all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "load_checkpoint", "TetherError",
-           "set_flush_denormals", "keep_freed_memory_mapped", "launcher_keys"]
+           "RunFailedError", "Launcher", "read_launcher", "load_plugin", "set_flush_denormals", "keep_freed_memory_mapped",
+           "launcher_keys"]
 
 Snapshot = collections.namedtuple("Snapshot", ["x", "version", "buffers"])
 Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant, "
@@ -37,7 +39,10 @@ def launcher_keys(rank, job_id, directory="", join_timeout_ms=60000):
 
 
 def strategy_text(strategy):
-    """A strategy as the C++ side takes it: a JSON block (docs/config.md, `strategy`)."""
+    """A strategy as the C++ side takes it: a JSON block (docs/config.md, `strategy`); None: ""
+    (a worker then takes the center's)."""
+    if strategy is None:
+        return ""
     if isinstance(strategy, dict):
         return json.dumps(strategy)
     if isinstance(strategy, str):
@@ -114,9 +119,12 @@ class WorkerClient:
     as one vector, in the order given.
 
     ``center`` is a CenterService in this process (its strategy and options apply) or the
-    center's address, with ``strategy``, ``workers`` and options as the center was started
-    with. Blocks until the center welcomed the worker (it waits for all ``workers``), then
-    sets the buffers to x~. ``overlap_exchange=True``: each exchange runs on tether's thread
+    center's address, with options as the center was started with; ``strategy`` and
+    ``workers`` left None are the center's (asked of it before joining), and given ones must
+    match it (a different strategy is refused naming it first: "strategy.name: center adag,
+    worker aeasgd"). Blocks until the center welcomed the worker (it waits for all
+    ``workers``), then sets the buffers to x~. ``step()`` raises when the center is gone
+    (silent for worker_timeout_ms) and after ``finish()``. ``overlap_exchange=True``: each exchange runs on tether's thread
     against a copy while training goes on, its reply applied one window later.
 
     ``buffers``: model buffers (float32, like the parameters), averaged rather than trained:
@@ -131,7 +139,7 @@ class WorkerClient:
                                 "give them to CenterService")
             self._client = center._service.connect_spans(spans, cuda, owners, buffer_spans)
         elif isinstance(center, str):
-            options = _options(1 if workers is None else workers, strategy or "aeasgd", **options)
+            options = _options(0 if workers is None else workers, strategy, **options)
             self._client = _tether.connect_spans(center, spans, cuda, owners, buffers=buffer_spans, **options)
         else:
             raise TypeError(f"WorkerClient: expected a CenterService or an address such as 'tcp://host:5555', "
@@ -175,6 +183,7 @@ class CenterService:
     CURVE: center_public_key, center_secret_key, worker_public_key, worker_secret_key (each a
     key file or the Z85 key itself), authorized_workers (a file, or keys separated by ','),
     and insecure (True: a tcp:// address beyond loopback without keys; refused otherwise).
+    max_failed_share (0.5: ``wait()`` raises RunFailedError when more workers than this share were lost).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.
@@ -193,7 +202,7 @@ class CenterService:
         initial = numpy.ascontiguousarray(initial, dtype=numpy.float32).reshape(-1)
         buffers = numpy.ascontiguousarray([] if buffers is None else buffers, dtype=numpy.float32).reshape(-1)
         self._service = _tether.start_center(initial, address=address, initial_buffers=buffers,
-                                             **_options(workers, strategy, **options))
+                                             **_options(0 if workers is None else workers, strategy, **options))
 
     @property
     def address(self):
@@ -210,7 +219,10 @@ class CenterService:
         return Snapshot(*self._service.snapshot_with_buffers())
 
     def wait(self):
-        """Blocks until every worker finished (or was lost); returns the final x~."""
+        """Blocks until every worker finished (or was lost); returns the final x~. Raises
+        RunFailedError (a TetherError) when more than ``max_failed_share`` (0.5) of the workers
+        were lost or no update reached x~, as ``tether run`` exits 1; ``snapshot()`` and
+        ``stats()`` still give the final state and the counters then."""
         return self._service.wait()
 
     def stats(self):
@@ -224,12 +236,13 @@ def load_checkpoint(path):
     return Snapshot(*_tether.load_checkpoint(str(path)))
 
 
-def connect(address, parameters, strategy="aeasgd", workers=1, **options):
-    """A worker in any process: ``WorkerClient(address, parameters, ...)``."""
+def connect(address, parameters, strategy=None, workers=None, **options):
+    """A worker in any process: ``WorkerClient(address, parameters, ...)``; the center's strategy
+    and workers unless given."""
     return WorkerClient(address, parameters, strategy=strategy, workers=workers, **options)
 
 
-def connect_pointer(address, pointer, count, owner, cuda=False, strategy="aeasgd", workers=1, **options):
+def connect_pointer(address, pointer, count, owner, cuda=False, strategy=None, workers=None, **options):
     """As ``connect``, over ``count`` floats at ``pointer`` (host or CUDA memory); ``owner``
     is kept alive as long as the worker (e.g. the tensor whose ``data_ptr()`` this is)."""
     client = WorkerClient.__new__(WorkerClient)

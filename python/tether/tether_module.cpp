@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <tether/schedule.hpp>
+#include <tether/strategy.hpp>
 #include <tether/tether.hpp>
 
 #include <memory>
@@ -64,6 +65,7 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("worker_secret_key", o.worker_secret_key);
     visit("authorized_workers", o.authorized_workers);
     visit("insecure", o.insecure);
+    visit("max_failed_share", o.max_failed_share);
 }
 
 tether::ServiceOptions options_from(const std::string& strategy, int workers, const std::string& address,
@@ -132,11 +134,15 @@ PYBIND11_MODULE(_tether, m) {
     // pybind11's own (TypeError, ValueError, ...) derive from std::runtime_error too and are
     // passed on as what they are.
     static py::exception<std::runtime_error> tether_error(m, "TetherError", PyExc_RuntimeError);
+    // CenterService::wait() on a failed run: a TetherError too.
+    static py::exception<tether::RunFailedError> run_failed(m, "RunFailedError", tether_error.ptr());
     py::register_exception_translator([](std::exception_ptr failure) {
         try {
             if (failure) std::rethrow_exception(failure);
         } catch (const py::builtin_exception&) {
             throw;
+        } catch (const tether::RunFailedError& e) {
+            run_failed(e.what());
         } catch (const std::runtime_error& e) {
             tether_error(e.what());
         }
@@ -162,6 +168,36 @@ PYBIND11_MODULE(_tether, m) {
         py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = 60000);
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,
           "Flush denormal floats to zero on the calling thread (tether never changes yours).");
+    m.def("load_plugin", &tether::load_plugin, py::arg("path"),
+          "Load a shared library of strategies (a plugin built against <tether/strategy.hpp>, as for tether --plugin); "
+          "its strategies may then be named like the built-ins.");
+
+    // A launcher's environment (torchrun, srun, mpirun), read by the same function as the CLI's.
+    py::class_<tether::Launcher>(m, "Launcher")
+        .def_readonly("name", &tether::Launcher::name)
+        .def_readonly("rank", &tether::Launcher::rank)
+        .def_readonly("world_size", &tether::Launcher::world_size)
+        .def_readonly("local_rank", &tether::Launcher::local_rank)
+        .def_readonly("local_world_size", &tether::Launcher::local_world_size)
+        .def_readonly("center_host", &tether::Launcher::center_host)
+        .def_readonly("port", &tether::Launcher::port)
+        .def_readonly("job_id", &tether::Launcher::job_id)
+        .def_readonly("variables", &tether::Launcher::variables)
+        .def_readonly("center_variables", &tether::Launcher::center_variables)
+        .def_readwrite("connect_timeout_ms", &tether::Launcher::connect_timeout_ms)
+        .def("workers", &tether::Launcher::workers, py::arg("center_trains"))
+        .def("check_workers", &tether::Launcher::check_workers, py::arg("given"), py::arg("center_trains"), py::arg("key"))
+        .def("center_address", &tether::Launcher::center_address, py::arg("servers") = 1)
+        .def("bind_address", &tether::Launcher::bind_address, py::arg("servers") = 1)
+        .def("wait_for_center", &tether::Launcher::wait_for_center, py::arg("address"),
+             py::call_guard<py::gil_scoped_release>())
+        .def("__repr__", [](const tether::Launcher& l) {
+            return "<tether.Launcher " + l.name + " rank " + std::to_string(l.rank) + " of " + std::to_string(l.world_size) +
+                   ", center " + (l.center_host.empty() ? "?" : l.center_host) + ":" + std::to_string(l.port) + ">";
+        });
+    m.def("read_launcher", [] { return tether::read_launcher(); },
+          "This process's launcher (torchrun, srun, mpirun ...) from its environment, or None.");
+
     m.def("keep_freed_memory_mapped", &tether::keep_freed_memory_mapped,
           "Keep freed memory mapped for the whole process (glibc): a center receiving ~1 MB exchanges over tcp "
           "otherwise faults each one in afresh. Returns False where the C library has no such setting.");

@@ -1,17 +1,21 @@
 """tether for PyTorch: a model's whole state as one worker of a tether run.
 
-    center = tether.torch.CenterService(make_model(), strategy="adag", workers=4, address="tcp://*:5555")
-    # in each worker process:
+Under a launcher (torchrun, srun, mpirun), one line per process; rank 0 also hosts the center:
+
     model = make_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    worker = tether.torch.Worker(model, "tcp://HOST:5555", strategy="adag", workers=4)
-    for x, y in loader:
+    worker = tether.torch.Worker.from_env(model, strategy="adag")
+    for x, y in torch.utils.data.DataLoader(worker.shard(train_set), batch_size=64, shuffle=True):
         loss_fn(model(x), y).backward()
         optimizer.step(); optimizer.zero_grad()
         worker.step(len(x))
     worker.finish()
-    # where the center runs:
-    model.load_state_dict(center.wait())   # a complete state_dict: parameters and buffers
+    if worker.center:                          # rank 0
+        model.load_state_dict(worker.center.wait())   # a complete state_dict: parameters and buffers
+
+By hand: ``center = tether.torch.CenterService(make_model(), strategy="adag", workers=4,
+address="tcp://*:5555")`` in one process and ``tether.torch.Worker(model, "tcp://HOST:5555")``
+in each worker (the center's strategy and workers unless given).
 
 With ``run_dir="runs/mine"`` the center writes a run directory as ``tether run`` does, and
 ``worker.log(loss=..., validation_accuracy=...)`` adds the workers' own scalars to it;
@@ -221,7 +225,9 @@ class CenterService:
         return self.model_state.state_dict(snapshot.x, snapshot.buffers)
 
     def wait(self):
-        """Blocks until every worker finished (or was lost); returns the final state_dict."""
+        """Blocks until every worker finished (or was lost); returns the final state_dict. Raises
+        tether.RunFailedError as tether.CenterService.wait() does; ``state_dict()`` is then
+        still the final state."""
         self.service.wait()
         return self.state_dict()
 
@@ -244,11 +250,17 @@ class Worker(tether.WorkerClient):
     """One tether worker over a PyTorch model's state (a module, or its
     state_dict(keep_vars=True)); call ``step()`` after ``optimizer.step()``. ``center`` (a
     tether.torch.CenterService or tether.CenterService in this process) or ``address`` with
-    ``strategy``, ``workers`` and options as the center's; ``overlap_exchange=True`` overlaps
-    each exchange with the next window's steps. ``step``, ``finish`` and ``id`` are
-    tether.WorkerClient's; ``parameters`` the tensors the strategy sees."""
+    options as the center's (``strategy`` and ``workers``: the center's unless given);
+    ``overlap_exchange=True`` overlaps each exchange with the next window's steps. ``step``,
+    ``finish`` and ``id`` are tether.WorkerClient's; ``parameters`` the tensors the strategy
+    sees. Under a launcher, ``Worker.from_env`` makes one (and rank 0's center)."""
 
-    def __init__(self, model, address=None, strategy="aeasgd", workers=1, center=None, **options):
+    # Set by from_env; a worker made by hand is rank 0 of 1 with no launcher.
+    launcher = None
+    center = None
+    rank, world_size, local_rank, shard_index, shards, trains = 0, 1, 0, 0, 1, True
+
+    def __init__(self, model, address=None, strategy=None, workers=None, center=None, **options):
         self.model_state = ModelState(model)
         self.parameters = self.model_state.parameters
         buffers = self.model_state.buffer_tensors()
@@ -262,7 +274,87 @@ class Worker(tether.WorkerClient):
             raise ValueError("tether.torch.Worker: give the center's address, or center=CenterService(...)")
         self.model_state.take_shadow()  # joined: the counters of b~ too
 
+    @classmethod
+    def from_env(cls, model, strategy=None, workers=None, center_trains=True, connect_timeout_ms=None, **options):
+        """This process's worker in a launcher's job (torchrun, srun, mpirun: read by
+        tether.read_launcher(), the C++ reader the ``tether`` command uses). Rank 0 hosts the
+        center (``worker.center``, a tether.torch.CenterService on its own thread, bound to
+        tcp://*:PORT, with the CURVE keys of tether.launcher_keys: TETHER_SECRET, else a secret rank
+        0 writes for the job id into ~/.tether; or give keys, or insecure=True) and joins it as a
+        worker too, unless ``center_trains=False`` (then
+        ``worker.trains`` is False: no step(), wait on ``worker.center``); the others wait up to
+        ``connect_timeout_ms`` (TETHER_CONNECT_TIMEOUT_MS, 3 s) for it to listen, and join.
+        ``workers`` defaults to the world size (less one without center_trains); another value
+        raises at once, naming both. ``strategy`` is needed on rank 0 (the others take the
+        center's unless given). Options as CenterService's. Outside a launcher: one process, the
+        center private to it and this its only worker. The worker has ``rank``,
+        ``world_size``, ``local_rank``, ``launcher`` and ``shard(dataset)``: this rank's part."""
+        launcher = tether.read_launcher()
+        if launcher is not None and connect_timeout_ms is not None:
+            launcher.connect_timeout_ms = int(connect_timeout_ms)
+        rank, world = (launcher.rank, launcher.world_size) if launcher else (0, 1)
+        if launcher is None:
+            if not center_trains:
+                raise ValueError("Worker.from_env(center_trains=False): outside a launcher this process is the only "
+                                 "one, and must train")
+            if workers not in (None, 1):
+                raise ValueError(f"Worker.from_env(workers={workers}): outside a launcher (no RANK/WORLD_SIZE, "
+                                 "SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK) this process is the only worker")
+            count = 1
+        else:
+            count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
+            # The center binds tcp://*: every rank derives the same CURVE keys (TETHER_SECRET, else a
+            # secret rank 0 writes for the launcher's job id), unless keys or insecure are given.
+            if not options.get("insecure") and not options.get("center_public_key"):
+                options = {**tether.launcher_keys(rank, launcher.job_id,
+                                                  join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+        servers = int(options.get("servers", 1))
+        center = None
+        if rank == 0:
+            if strategy is None:
+                raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"adag\"); the "
+                                 "other ranks take the center's")
+            address = launcher.bind_address(servers) if launcher else ""
+            center = CenterService(model, strategy=strategy, workers=count, address=address, **options)
+        if rank == 0 and not center_trains:
+            self = cls.__new__(cls)
+            self._client = None
+            self.model_state = center.model_state
+            self.parameters = self.model_state.parameters
+        elif rank == 0:
+            self = cls(model, center=center)
+        else:
+            address = launcher.center_address(servers)
+            launcher.wait_for_center(address)
+            self = cls(model, address, strategy=strategy, workers=count, **options)
+        self.launcher, self.center, self.rank, self.world_size = launcher, center, rank, world
+        self.local_rank = launcher.local_rank if launcher else 0
+        self.trains = rank > 0 or bool(center_trains)
+        self.shards = count
+        self.shard_index = rank - (0 if center_trains else 1)
+        return self
+
+    def shard_indices(self, size):
+        """The indices of this rank's part of a data set of ``size`` samples: a contiguous
+        1/workers of it, as the ``tether`` command's workers take theirs (none for a rank 0
+        that only hosts the center)."""
+        if not self.trains:
+            return range(0)
+        return range(size * self.shard_index // self.shards, size * (self.shard_index + 1) // self.shards)
+
+    def shard(self, dataset):
+        """This rank's part of ``dataset`` (anything with len() and indexing) as a
+        torch.utils.data.Subset: every sample in exactly one rank's part."""
+        return torch.utils.data.Subset(dataset, list(self.shard_indices(len(dataset))))
+
+    @property
+    def id(self):
+        return -1 if self._client is None else super().id
+
     def step(self, samples=0):
+        if self._client is None:
+            raise tether.TetherError("Worker.step: rank 0 hosts the center only (from_env(center_trains=False)); it "
+                                     "has no worker to step: wait on worker.center")
         self.model_state.refresh_shadow()
         exchanged = super().step(samples)
         # Only joining again (the center had lost this worker) writes b~ into the buffers.
@@ -271,5 +363,8 @@ class Worker(tether.WorkerClient):
         return exchanged
 
     def finish(self):
+        """The final exchange and goodbye (nothing on a rank 0 that only hosts the center)."""
+        if self._client is None:
+            return None
         self.model_state.refresh_shadow()
         return super().finish()

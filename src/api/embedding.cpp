@@ -11,9 +11,11 @@
 #include "backend/float_mode.hpp"
 #include "center/server_group.hpp"
 #include "cluster/cluster_settings.hpp"
+#include "record/run_verdict.hpp"
 #include "transport/peer_identity.hpp"
 #include "worker/parameter_layout.hpp"
 #include "worker/server_sessions.hpp"
+#include "worker/settings_request.hpp"
 #include "worker/worker_node.hpp"
 
 namespace tether {
@@ -29,14 +31,34 @@ std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& para
 // elements of its buffers (b~), so a worker with other buffers is refused naming them.
 nlohmann::json model_of(std::size_t buffer_count) { return {{"buffers", buffer_count}}; }
 
+// A worker given no strategy (or no workers) takes the center's: asked of server 0 before
+// joining, so that the hello carries the agreed settings the center expects.
+ServiceOptions with_center_settings(Transport& transport, const std::string& address, ServiceOptions o,
+                                    std::size_t count) {
+    if (!o.strategy.empty() && o.workers > 0) return o;
+    // Only the channel's settings (timeouts, heartbeat) are read from these: any distributed
+    // strategy gives the same.
+    ServiceOptions channel_options = o;
+    channel_options.strategy = R"({"name": "downpour"})";
+    channel_options.workers = std::max(1, o.workers);
+    const ClusterSettings settings = cluster_settings(channel_options, count);
+    const std::string server0 = split_addresses(address, "WorkerClient::connect address").front();
+    auto channel = transport.connect(server0, unique_peer_identity("api-ask"), settings.worker_transport(server0));
+    const nlohmann::json agreed = ask_agreed_settings(*channel, server0, o.join_timeout_ms);
+    if (o.strategy.empty()) o.strategy = agreed.at("strategy").dump();
+    if (o.workers <= 0) o.workers = agreed.at("cluster").value("workers", 1);
+    return o;
+}
+
 class Worker final : public WorkerClient {
 public:
-    Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& o,
+    Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& given,
            std::vector<ParameterSegment> parameters, Memory memory, std::vector<ParameterSegment> buffers = {})
         : transport_(std::move(transport)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
         const std::size_t buffer_count = check_buffer_segments(parameters, buffers);
+        const ServiceOptions o = with_center_settings(*transport_, address, given, count);
         const ClusterSettings settings = cluster_settings(o, count);
         std::vector<ServerLink> links = settings.connect(*transport_, address, "WorkerClient::connect address",
                                                          unique_peer_identity("api-worker"),
@@ -50,9 +72,14 @@ public:
         node_->start(*backend_, std::move(parameters), settings.strategy->make_worker_rule({int(settings.workers), count}),
                      welcome, std::move(buffers));
     }
-    bool step(std::size_t samples) override { return node_->after_step(samples); }
+    bool step(std::size_t samples) override {
+        if (finished_) throw std::runtime_error(after_finish("step()"));
+        return node_->after_step(samples);
+    }
     void log(const std::vector<std::pair<std::string, double>>& scalars) override { node_->log(scalars); }
     WorkerReport finish() override {
+        if (finished_) throw std::runtime_error(after_finish("finish()"));
+        finished_ = true;  // also when the final exchange fails: the worker has said or lost its goodbye
         const WorkerResult r = node_->finish();
         return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting,
                 r.rejoins};
@@ -60,6 +87,13 @@ public:
     unsigned id() const override { return id_; }
 
 private:
+    std::string after_finish(const char* call) const {
+        return "WorkerClient::" + std::string(call) + ": worker " + std::to_string(id_) +
+               " has finished (finish() was called: its last exchange and its goodbye went out); the center no longer "
+               "counts it. Connect a new worker to train on";
+    }
+
+    bool finished_ = false;
     std::shared_ptr<Transport> transport_;
     std::unique_ptr<Backend> backend_;  // before node_: the rule's buffers live in its memory
     std::unique_ptr<WorkerNode> node_;
@@ -69,10 +103,9 @@ private:
 class Service final : public CenterService {
 public:
     Service(std::vector<float> initial, const ServiceOptions& o, std::vector<float> initial_buffers)
-        : options_(o), transport_(make_zmq_transport()), count_(initial.size()) {
+        : options_(o), transport_(make_zmq_transport()), count_(initial.size()), settings_(cluster_settings(o, count_, &blocks_)) {
         static std::atomic<unsigned> counter{0};
-        nlohmann::json blocks;  // the settings as resolved, for a run directory's config.json
-        const ClusterSettings settings = cluster_settings(o, count_, &blocks);
+        const ClusterSettings& settings = settings_;
         const nlohmann::json model = model_of(initial_buffers.size());
         const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
         group_ = settings.make_servers(
@@ -81,7 +114,7 @@ public:
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
         if (!initial_buffers.empty()) group_->center(0).hold_buffers(std::move(initial_buffers));
         if (!o.run_dir.empty())  // resumes from its checkpoint: after the buffers are held
-            record_ = std::make_unique<ServiceRecord>(o, std::move(blocks), identities.front().agreed.at("model"), settings,
+            record_ = std::make_unique<ServiceRecord>(o, std::move(blocks_), identities.front().agreed.at("model"), settings,
                                                       *group_, identities);
         else if (o.resume)
             throw ConfigError("ServiceOptions.resume: true without ServiceOptions.run_dir; name the run directory to resume");
@@ -125,6 +158,13 @@ public:
         std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
+        // The verdict of `tether run` and `tether server` (record/run_verdict.hpp), from the
+        // center's counters: a run that lost too many workers did not train what it was asked to.
+        nlohmann::json summary = group_->stats_now().to_json();
+        judge_run(summary, settings_, {});
+        if (summary.value("run_failed", false))
+            throw RunFailedError("the run failed: " + summary.value("failure_reason", std::string()) +
+                                 ". The final x~ is still there: snapshot(), and the counters: stats_json()");
         return snapshot().x;
     }
     std::string stats_json() const override { return group_->stats_now().to_json().dump(); }
@@ -133,6 +173,8 @@ private:
     ServiceOptions options_;
     std::shared_ptr<Transport> transport_;
     std::size_t count_;
+    nlohmann::json blocks_;  // the settings as resolved, for a run directory's config.json (before settings_)
+    ClusterSettings settings_;
     std::unique_ptr<ServerGroup> group_;
     std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;

@@ -43,10 +43,4 @@ BackendOptions choose_backend(const std::string& device, int threads, int slot) 
     return choose_backend(device, threads, slot, count ? cuda_device_count() : 0);
 }
 
-std::optional<int> launcher_local_rank() {
-    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
-        if (const char* value = std::getenv(name)) return std::atoi(value);
-    return std::nullopt;
-}
-
 }  // namespace tether

@@ -19,8 +19,4 @@ BackendOptions choose_backend(const std::string& device, int threads, int slot, 
 // As above, with the GPUs this process sees.
 BackendOptions choose_backend(const std::string& device, int threads, int slot);
 
-// The rank of this process among those a launcher started on the same host
-// (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK), if any.
-std::optional<int> launcher_local_rank();
-
 }  // namespace tether

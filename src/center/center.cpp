@@ -76,6 +76,8 @@ void Center::handle(const std::string& peer, Frames& frames) {
                       std::to_string(frames.message_bytes) + " bytes in all frames, at most " +
                           std::to_string(options_.max_message_bytes));
     if (!header) return reject(peer, w ? w->id : 0, reason, std::to_string(frames.header.size()) + "-byte header");
+    // Asked before a worker knows the fingerprint: no join, and nothing of x~ in the answer.
+    if (header->type == MessageType::settings) return answer_settings(peer, *header);
     if (header->fingerprint != options_.fingerprint) {
         std::string detail = "the worker trains a different model or strategy than this center";
         if (header->type == MessageType::hello && header->dtype == Dtype::utf8 && options_.explain_mismatch) {

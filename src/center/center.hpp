@@ -55,6 +55,9 @@ struct CenterOptions {
     // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names
     // the first setting that differs; unset: a generic message.
     std::function<std::string(const std::string& worker_settings)> explain_mismatch;
+    // The agreed settings (JSON) told to whoever asks (a `settings` request): a worker that
+    // was given no strategy takes the center's.
+    std::string agreed_settings;
     int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
     // The codecs of exchanges (worker -> center) and replies (center -> worker), and what the
     // strategy's vectors are. A lossy codec costs up to two vectors per worker here (the
@@ -208,6 +211,9 @@ private:
     // center_peers.cpp: who may join, who is alive, and the answers that keep workers' waits short.
     std::uint32_t free_worker_id(std::uint32_t preferred) const;
     void answer_heartbeat(Worker& w);
+    void answer_settings(const std::string& peer, const Header& request);
+    // `h` with `text` as its UTF-8 payload to `peer`; a failed delivery is counted, not retried.
+    void send_text(const std::string& peer, Header h, const std::string& text);
     void forget(Worker& w);
     void prune_departed();
 

@@ -80,6 +80,13 @@ void Center::answer_heartbeat(Worker& w) {
     }
 }
 
+void Center::answer_settings(const std::string& peer, const Header& request) {
+    Header h;
+    h.type = MessageType::settings;
+    h.sequence = request.sequence;
+    send_text(peer, h, options_.agreed_settings);  // dropped: the asker times out, naming the server
+}
+
 void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
                     const std::string& detail) {
     ++stats_.rejected[reason];
@@ -94,9 +101,13 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
                      text.c_str());
     Header h;
     h.type = MessageType::error;
-    h.dtype = Dtype::utf8;
     h.worker_id = worker_id;
     h.center_version = state_.version;
+    send_text(peer, h, text);
+}
+
+void Center::send_text(const std::string& peer, Header h, const std::string& text) {
+    h.dtype = Dtype::utf8;
     h.fingerprint = options_.fingerprint;
     h.element_count = text.size();
     try {

@@ -1,14 +1,16 @@
-// tether server / tether worker: one process per role, by hand or under a launcher.
+// tether server / tether worker: one process per role, by hand or under a launcher (torchrun,
+// srun, mpirun: cluster/launcher.hpp), where rank 0 hosts the center and trains too.
 #include <boost/program_options.hpp>
 
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "backend/cpu_backend.hpp"
 #include "cli/commands.hpp"
 #include "cluster/cluster_settings.hpp"
+#include "cluster/launcher.hpp"
 #include "cluster/run_keys.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
@@ -66,7 +68,9 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
         if (c.out.empty()) c.out = c.resume;
     }
     if (c.config_path.empty()) throw po::error(std::string(usage) + ": --config is required");
-    if (c.address.empty()) throw po::error(std::string(usage) + ": --" + address_flag + " is required");
+    // A worker under a launcher takes the center's address from its environment.
+    if (c.address.empty() && std::string(address_flag) == "bind")
+        throw po::error(std::string(usage) + ": --" + address_flag + " is required");
     return true;
 }
 
@@ -77,6 +81,15 @@ std::string bind_address_for(const std::string& connect) {
     if (connect.rfind("tcp://", 0) != 0 || colon == std::string::npos || colon <= scheme)
         throw ConfigError("--connect " + connect + ": under a launcher rank 0 binds this address; expected tcp://HOST:PORT");
     return "tcp://*" + connect.substr(colon);
+}
+
+// Rank 0's own worker joins its center over the loopback: tcp://*:PORT (or whatever host the
+// servers bound) -> tcp://127.0.0.1:PORT, for every server.
+std::string loopback(const std::string& addresses) {
+    std::string out;
+    for (const std::string& a : split_addresses(addresses, "the center's address"))
+        out += (out.empty() ? "tcp://127.0.0.1" : ",tcp://127.0.0.1") + a.substr(a.rfind(':'));
+    return out;
 }
 
 // The servers this process runs: all of cluster.servers (one --bind address each), or server K
@@ -119,26 +132,17 @@ ServerPlan plan_from(const Common& c, const RunConfig& config) {
     return plan;
 }
 
-RunConfig load_distributed(const Common& c) {
-    RunConfig config = load_config(c.config_path, c.overrides);
+RunConfig load_distributed(const Common& c, const Launcher* launcher = nullptr) {
+    RunConfig config = load_config(c.config_path, c.overrides, launcher);
     if (!config.cluster.strategy->uses_center())
         throw ConfigError(c.config_path + ": strategy.name \"sequential\" has no center; pick a distributed strategy");
     return config;
 }
 
-// A rank of a launcher job (mpirun, srun): what its shared secret depends on. The launcher
-// entry (cluster/launcher.hpp, as it lands) gives the rank and job id; until then the
-// variables below.
-LauncherKeyRequest launcher_key_request(const RunConfig& config, int rank) {
-    LauncherKeyRequest r;
-    r.rank = rank;
-    for (const char* name : {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID"})
-        if (const char* value = std::getenv(name); value && *value) {
-            r.job_id = value;
-            break;
-        }
-    r.timeout_ms = int(config.cluster.join_timeout_ms);
-    return r;
+// A rank of a launcher job: what its shared secret depends on, from the one reader of the
+// launcher's variables (cluster/launcher.hpp).
+LauncherKeyRequest launcher_key_request(const RunConfig& config, const Launcher& launcher) {
+    return {launcher.rank, launcher.job_id, "", int(config.cluster.join_timeout_ms)};
 }
 
 // Secure by default under a launcher: every rank derives the run's keys from one shared secret
@@ -149,18 +153,38 @@ void secure_launcher_rank(RunConfig& config, const LauncherKeyRequest& request) 
     config.cluster.security = launcher_keys(request);  // never written to config.json: the keys stay in memory
 }
 
-// `launcher`: this is rank 0 of a launcher job.
-int serve(const Common& c, bool launcher = false) {
-    RunConfig config = load_distributed(c);
-    const LauncherKeyRequest request = launcher_key_request(config, 0);
-    if (launcher) secure_launcher_rank(config, request);
+// Rank 0 removes the secret it wrote once its center is done, however it ended.
+struct LauncherSecretRemoval {
+    LauncherKeyRequest request;
+    ~LauncherSecretRemoval() { remove_launcher_secret(request); }
+};
+
+// A worker process's share of its host's cores: under a launcher, cores / the ranks on this host.
+int worker_threads(const RunConfig& config, const Launcher* launcher) {
+    return threads_per_worker(config, launcher ? launcher->local_world_size : 1);
+}
+
+void print_worker_done(const WorkerResult& r) {
+    std::printf("worker %u done: %zu steps, %zu samples, %zu exchanges, %.1f s waiting on the center\n", r.worker_id, r.steps,
+                r.samples, r.exchanges, r.seconds_waiting);
+}
+
+// The servers of the plan; with rank 0 of a `launcher` that trains (cluster.center_trains),
+// also a worker on a thread of its own, joining over the loopback.
+int serve(const Common& c, const RunConfig& config, const Launcher* launcher = nullptr) {
     const ServerPlan plan = plan_from(c, config);
+    const bool trains = launcher && config.cluster.center_trains;
+    const int threads = worker_threads(config, launcher);
+    if (trains)
+        std::printf("worker (rank 0, beside the center): CPU %s; denormals %s\n",
+                    use_cpu_threads(config, threads, 1).describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
+    else
+        set_blas_threads(1, config.training.flush_denormals);
     // Servers 1..S-1 give x~ only to joined workers and to peers holding an allowed key.
     if (!plan.remote.empty() && !config.cluster.security.enabled() && !config.cluster.security.insecure)
         throw ConfigError("--other-servers: servers 1.." + std::to_string(plan.remote.size()) + " give their ranges of x~ "
                           "only to peers holding an allowed CURVE key; give security.* keys (tether keygen) to every "
                           "server and worker, or set security.insecure true");
-    set_blas_threads(1, config.training.flush_denormals);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
@@ -168,9 +192,38 @@ int serve(const Common& c, bool launcher = false) {
     std::printf("center listening at %s, waiting for %lld workers\n", center.address().c_str(),
                 static_cast<long long>(config.cluster.workers));
     std::fflush(stdout);
-    nlohmann::json summary = center.serve();
-    if (launcher) remove_launcher_secret(request);
-    judge_run(summary, config.cluster, {});
+    std::vector<WorkerFailure> failures;
+    std::exception_ptr config_error;
+    std::thread worker;
+    if (trains)
+        worker = std::thread([&] {
+            try {
+                print_worker_done(run_worker(config, data, *transport, loopback(center.address()),
+                                             unique_peer_identity("worker"), threads, launcher));
+            } catch (const ConfigError&) {
+                config_error = std::current_exception();  // the user's to fix: stop now, not after a timeout
+                center.stop();
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "worker (rank 0) failed: %s\n", e.what());
+                failures.push_back({0, e.what()});
+            }
+        });
+    // Once the center is done nobody answers: closing the transport ends a wait of rank 0's worker.
+    const auto join_worker = [&] {
+        if (!worker.joinable()) return;
+        transport->shutdown();
+        worker.join();
+    };
+    nlohmann::json summary;
+    try {
+        summary = center.serve();
+    } catch (...) {
+        join_worker();
+        throw;
+    }
+    join_worker();
+    if (config_error) std::rethrow_exception(config_error);
+    judge_run(summary, config.cluster, failures);
     write_json_file(directory + "/summary.json", summary);
     if (plan.first > 0) {
         std::printf("server %zu of %lld done: version %llu, %d workers lost, %llu messages rejected; run directory %s\n",
@@ -194,33 +247,49 @@ int server_command(const std::vector<std::string>& arguments) {
                "[--resume RUN_DIR] [--set K=V]...",
                "bind", "address to bind, e.g. tcp://*:5555 (tcp://127.0.0.1:* lets the OS pick a port); one per server", c))
         return 0;
-    return serve(c);
+    return serve(c, load_distributed(c));
 }
 
 int worker_command(const std::vector<std::string>& arguments) {
     Common c;
-    if (!parse(arguments, "tether worker --config C --connect tcp://HOST:PORT[,...] [--set K=V]...", "connect",
+    if (!parse(arguments, "tether worker --config C [--connect tcp://HOST:PORT[,...]] [--set K=V]...", "connect",
                "the center's address (with cluster.servers > 1: every server's, server 0 first, separated by ','); "
-               "under mpirun/srun rank 0 binds it and serves", c))
+               "under torchrun, srun or mpirun rank 0's, from the launcher's environment unless given here, and rank 0 "
+               "binds it and hosts the center", c))
         return 0;
-    if (const auto rank = launcher_rank(); rank && *rank == 0) {
+    const std::optional<Launcher> launcher = read_launcher();
+    const Launcher* l = launcher ? &*launcher : nullptr;
+    if (!l && c.address.empty())
+        throw po::error("tether worker: --connect is required outside a launcher (torchrun, srun, mpirun)");
+    RunConfig config = load_distributed(c, l);
+    const int servers = int(config.cluster.servers);
+    if (l)
+        std::printf("%s: rank %d of %d (%s), local rank %d of %d; %lld workers (%s)\n", l->name.c_str(), l->rank,
+                    l->world_size, l->variables.c_str(), l->local_rank, l->local_world_size,
+                    static_cast<long long>(config.cluster.workers),
+                    config.cluster.center_trains ? "rank 0 trains too" : "rank 0 hosts the center only");
+    const LauncherKeyRequest request = l ? launcher_key_request(config, *l) : LauncherKeyRequest{};
+    if (l) secure_launcher_rank(config, request);  // before rank 0 binds: its own worker joins with the keys too
+    if (l && l->rank == 0) {
+        const LauncherSecretRemoval removal{request};
         Common server = c;
-        server.address.clear();  // every server's port, all served by rank 0
-        for (const std::string& a : split_addresses(c.address, "--connect"))
-            server.address += (server.address.empty() ? "" : ",") + bind_address_for(a);
-        return serve(server, /*launcher=*/true);
+        server.address = l->bind_address(servers);
+        if (!c.address.empty()) {  // every server's port, all served by rank 0
+            server.address.clear();
+            for (const std::string& a : split_addresses(c.address, "--connect"))
+                server.address += (server.address.empty() ? "" : ",") + bind_address_for(a);
+        }
+        return serve(server, config, l);
     }
-    RunConfig config = load_distributed(c);
-    if (const auto rank = launcher_rank()) secure_launcher_rank(config, launcher_key_request(config, *rank));
-    const int threads = threads_per_worker(config, 1);
+    const std::string address = c.address.empty() ? l->center_address(servers) : c.address;
+    if (l) l->wait_for_center(address);  // within seconds, not after the join timeout
+    const int threads = worker_threads(config, l);
     const CpuThreadPlan plan = use_cpu_threads(config, threads, 1);
     std::printf("worker: CPU %s; denormals %s\n", plan.describe().c_str(),
                 config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    const WorkerResult r = run_worker(config, data, *transport, c.address, unique_peer_identity("worker"), threads);
-    std::printf("worker %u done: %zu steps, %zu samples, %zu exchanges, %.1f s waiting on the center\n", r.worker_id,
-                r.steps, r.samples, r.exchanges, r.seconds_waiting);
+    print_worker_done(run_worker(config, data, *transport, address, unique_peer_identity("worker"), threads, l));
     return 0;
 }
 

@@ -1,10 +1,10 @@
 #include "cli/plugins.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <set>
 #include <sstream>
+
+#include <tether/strategy.hpp>
 
 #include "util/errors.hpp"
 
@@ -27,27 +27,6 @@ std::vector<std::string> take_plugin_arguments(std::vector<std::string>& argumen
     return paths;
 }
 
-namespace {
-
-void load_plugin(const std::string& path) {
-    // RTLD_NOW: a plugin that needs a symbol tether does not export fails here, by name.
-    void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library) throw ConfigError("--plugin " + path + ": cannot be loaded: " + ::dlerror());
-    using Register = void (*)();
-    auto entry = reinterpret_cast<Register>(::dlsym(library, "tether_register_strategies"));
-    if (!entry)
-        throw ConfigError("--plugin " + path + ": it defines no tether_register_strategies(); a plugin defines "
-                          "extern \"C\" void tether_register_strategies() calling tether::register_strategy");
-    try {
-        entry();
-    } catch (const std::exception& e) {
-        throw ConfigError("--plugin " + path + ": registering its strategies failed: " + e.what());
-    }
-    // Never dlclose()d: its strategies live in the registry until the process ends.
-}
-
-}  // namespace
-
 void load_plugins(const std::vector<std::string>& paths) {
     std::vector<std::string> all;
     if (const char* listed = std::getenv("TETHER_PLUGINS")) {
@@ -60,7 +39,11 @@ void load_plugins(const std::vector<std::string>& paths) {
     std::string joined;
     for (const auto& path : all) {
         if (!loaded.insert(path).second) continue;
-        load_plugin(path);
+        try {
+            load_plugin(path);
+        } catch (const ConfigError& e) {
+            throw ConfigError(std::string("--plugin ") + e.what());
+        }
         joined += (joined.empty() ? "" : ":") + path;
     }
     if (!joined.empty()) ::setenv("TETHER_PLUGINS", joined.c_str(), 1);

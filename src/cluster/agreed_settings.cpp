@@ -8,9 +8,16 @@ namespace tether {
 
 namespace {
 
+// Keys compared before the others: a different strategy explains everything else that differs
+// ("strategy.name: center adag, worker aeasgd", not its window).
+constexpr const char* kFirstKeys[] = {"strategy", "name"};
+
 void differences(const nlohmann::json& a, const nlohmann::json& b, const std::string& path, std::string& out) {
     if (!out.empty()) return;
     if (a.is_object() && b.is_object()) {
+        for (const char* key : kFirstKeys)
+            if (a.contains(key) && b.contains(key)) differences(a.at(key), b.at(key), path.empty() ? key : path + "." + key, out);
+        if (!out.empty()) return;
         for (const auto& [key, value] : a.items()) {
             const std::string sub = path.empty() ? key : path + "." + key;
             if (!b.contains(key)) {

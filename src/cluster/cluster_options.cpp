@@ -67,6 +67,7 @@ CenterOptions ClusterSettings::center_options(const ServerIdentity& server) cons
     o.expected_workers = int(workers);
     o.fingerprint = server.fingerprint;
     o.explain_mismatch = mismatch_explainer(server.agreed);
+    o.agreed_settings = server.agreed.dump();
     o.chunk_elements = std::size_t(chunk_elements);
     o.quorum = quorum;
     o.round_timeout_ms = int(round_timeout_ms);

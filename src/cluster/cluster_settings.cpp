@@ -64,10 +64,15 @@ std::string ClusterSettings::key(const std::string& name) const {
     return origin + "." + name;
 }
 
-ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context) {
+ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context,
+                                      const Launcher* launcher) {
     ClusterSettings k;
     k.mode = r.choice("mode", k.mode, {"embedded", "local"});
-    k.workers = r.integer("workers", k.workers, 1, 1024);
+    k.center_trains = r.boolean("center_trains", k.center_trains);
+    // A launcher knows the world size: it is the default, and a config that says otherwise is wrong now, not after a timeout.
+    const std::int64_t workers = launcher ? launcher->check_workers(0, k.center_trains, r.path_of("workers")) : k.workers;
+    k.workers = r.integer("workers", workers, 1, 1024);
+    if (launcher) launcher->check_workers(int(k.workers), k.center_trains, r.path_of("workers"));
     k.endpoint = r.string("endpoint", k.endpoint);
     k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
     k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
@@ -112,6 +117,9 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
 }
 
 ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters, nlohmann::json* resolved_blocks) {
+    if (o.strategy.empty())
+        throw ConfigError("ServiceOptions.strategy: empty; a center needs a strategy block such as {\"name\": \"adag\"} "
+                          "(only a worker may leave it empty, to take the center's)");
     nlohmann::json strategy;
     try {
         strategy = nlohmann::json::parse(o.strategy);
@@ -131,7 +139,8 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
         {"overlap", o.overlap_exchange}, {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
-        {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds}};
+        {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
+        {"max_failed_share", o.max_failed_share}};
     // The security fields, under their own names (ServiceOptions.insecure, not .security.insecure).
     nlohmann::json security = {{"insecure", o.insecure}};
     for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"center_public_key", &o.center_public_key},

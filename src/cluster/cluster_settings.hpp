@@ -24,6 +24,7 @@
 namespace tether {
 
 struct ServiceOptions;  // <tether/tether.hpp>
+struct Launcher;        // <tether/tether.hpp>
 struct CenterOptions;   // center/center.hpp
 struct WorkerOptions;   // worker/worker_node.hpp
 struct TransportOptions;
@@ -52,6 +53,9 @@ struct ClusterSettings {
     std::shared_ptr<const ConfiguredStrategy> strategy;  // the "strategy" block
     std::string mode = "embedded";  // embedded | local
     std::int64_t workers = 1;
+    // Under a launcher, rank 0 hosts the center and trains too: workers = the world size (less
+    // one when false). cluster/launcher.hpp.
+    bool center_trains = true;
     std::string endpoint;             // "" = inproc:// (embedded) or tcp://127.0.0.1:* (local)
     double quorum = 0.5;              // share of live workers that closes a round at its deadline
     std::int64_t round_timeout_ms = 30000;
@@ -128,9 +132,10 @@ struct ClusterSettings {
 };
 
 // Reads the three blocks (each reader left finished) and checks them against each other. The
-// context's workers are taken from the cluster block.
+// context's workers are taken from the cluster block. Under a `launcher`, cluster.workers
+// defaults to its world size (less rank 0 when it does not train) and must equal it if given.
 ClusterSettings read_cluster_settings(JsonReader cluster, JsonReader security, JsonReader strategy,
-                                      StrategyContext context);
+                                      StrategyContext context, const Launcher* launcher = nullptr);
 
 // The embedding API's options (a distributed strategy only) for x~ of `num_parameters`.
 // `resolved_blocks`, when given, receives the "cluster", "security" and "strategy" blocks as

@@ -164,7 +164,7 @@ void check_thread_split(const RunConfig& c) {
 
 }  // namespace
 
-RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys) {
+RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys, const Launcher* launcher) {
     RunConfig c;
     json renamed;
     const json& document = with_current_names(given, renamed);
@@ -182,14 +182,15 @@ RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys) {
         JsonReader cluster = root.object("cluster");
         JsonReader security = root.object("security");
         JsonReader strategy = root.object("strategy");
-        c.cluster = read_cluster_settings(cluster, security, strategy, StrategyContext{1, 0, c.training.optimizer.name});
+        c.cluster = read_cluster_settings(cluster, security, strategy, StrategyContext{1, 0, c.training.optimizer.name},
+                                          launcher);
     }
     check_thread_split(c);
     root.finish();
     return c;
 }
 
-RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, const Launcher* launcher) {
     std::ifstream in(path);
     if (!in) throw ConfigError(path + ": cannot open the config file");
     std::stringstream text;
@@ -202,7 +203,7 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& o
     }
     try {
         for (const auto& o : overrides) apply_override(document, o);
-        return parse_config(document);
+        return parse_config(document, nullptr, launcher);
     } catch (const ConfigError& e) {
         throw ConfigError(path + ": " + e.what());
     }

@@ -88,11 +88,14 @@ struct RunConfig {
 ScheduleOptions parse_schedule(JsonReader r);
 
 // Parses a config object strictly. Throws ConfigError naming the key, the value and what is
-// allowed. When `keys` is given it receives every key the parser knows.
-RunConfig parse_config(const nlohmann::json& document, std::vector<KeyInfo>* keys = nullptr);
+// allowed. When `keys` is given it receives every key the parser knows. Under a `launcher`,
+// cluster.workers follows its world size (read_cluster_settings).
+RunConfig parse_config(const nlohmann::json& document, std::vector<KeyInfo>* keys = nullptr,
+                       const Launcher* launcher = nullptr);
 
 // Reads `path` (JSON), applies the `--set` overrides in order, and parses the result.
 // Errors are prefixed with the file name.
-RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides);
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides,
+                      const Launcher* launcher = nullptr);
 
 }  // namespace tether

@@ -14,6 +14,7 @@ const char* to_string(MessageType type) {
         case MessageType::snapshot: return "snapshot";
         case MessageType::buffers: return "buffers";
         case MessageType::log: return "log";
+        case MessageType::settings: return "settings";
     }
     return "unknown";
 }
@@ -103,7 +104,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::log)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::settings)) {
         reason = "unknown type";
         return std::nullopt;
     }

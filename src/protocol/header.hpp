@@ -25,6 +25,7 @@ enum class MessageType : std::uint8_t {
     snapshot = 8,   // to a center: "send me your x~"; from it: x~ of its server range (no join needed)
     buffers = 9,    // worker -> server 0: its model buffers, before an exchange; server 0 -> worker: b~, after a welcome
     log = 10,       // worker -> server 0: its own scalars for the run directory, UTF-8 JSON (protocol/worker_log.hpp)
+    settings = 11,  // to a server: "what are the agreed settings?"; from it: them, as JSON (any fingerprint, no join)
 };
 const char* to_string(MessageType type);
 

@@ -14,6 +14,7 @@
 #include "backend/backend.hpp"
 #include "backend/cpu_backend.hpp"
 #include "backend/device_choice.hpp"
+#include "cluster/launcher.hpp"
 #include "cluster/run_keys.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"

@@ -5,6 +5,7 @@
 
 #include "backend/cpu_backend.hpp"
 #include "backend/device_choice.hpp"
+#include "cluster/launcher.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
 #include "run/progress_printer.hpp"
@@ -29,7 +30,9 @@ int threads_per_worker(const RunConfig& config, int workers) {
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory) {
     const int threads = threads_per_worker(config, 1);
     use_cpu_threads(config, threads, 1);
-    BackendOptions device = choose_backend(config.training.device, threads, launcher_local_rank().value_or(0));
+    // Under a launcher (one sequential run per rank), the ranks of a host share its GPUs by local rank.
+    const std::optional<Launcher> launcher = read_launcher();
+    BackendOptions device = choose_backend(config.training.device, threads, launcher ? launcher->local_rank : 0);
     device.flush_denormals = config.training.flush_denormals;
     device.tf32 = config.training.tf32;
     auto backend = make_backend(device);

@@ -13,13 +13,10 @@ namespace tether {
 
 // Joins the servers at `address` (cluster.servers addresses separated by ',', server 0 first),
 // takes shard (worker id mod N) of the training set, trains and returns what it did.
-// `threads` is this worker's share of the CPU cores.
+// `threads` is this worker's share of the CPU cores. Under a `launcher` the shard follows the
+// rank (rank k, or k - 1 when rank 0 does not train) and the GPU the local rank.
 WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Transport& transport,
-                        const std::string& address, const std::string& identity, int threads);
-
-// The rank a launcher (mpirun, srun) gave this process, if any.
-std::optional<int> launcher_rank();
-// True for "NAME=value" entries of the environment variables launcher_rank() reads.
-bool is_launcher_rank_variable(const std::string& entry);
+                        const std::string& address, const std::string& identity, int threads,
+                        const Launcher* launcher = nullptr);
 
 }  // namespace tether

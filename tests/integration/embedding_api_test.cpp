@@ -102,8 +102,35 @@ TEST_CASE("parameter buffers that cannot work are refused before the worker join
         CHECK(contains(e.what(), "settings differ: model.parameters: center 6, worker 4"));
     }
     auto worker = center->connect_worker(a.data(), a.size());  // the refused ones took no place
+    worker->step(1);  // one update reaches x~: a run that trained nothing fails its wait()
     worker->finish();
     center->wait();
+}
+
+TEST_CASE("a worker given no strategy takes the center's; a different one is refused naming the strategy first") {
+    auto center = tether::CenterService::start(
+        Vec(4, 0.f), [] {
+            auto o = options_for(R"({"name": "adag", "communication_window": 2})", 1);
+            o.address = "tcp://127.0.0.1:*";
+            return o;
+        }());
+    Vec x(4);
+    tether::ServiceOptions mine = options_for(R"({"name": "aeasgd"})", 1);
+    CHECK_THROWS_WITH(tether::WorkerClient::connect(center->address(), mine, x.data(), x.size()),
+                      doctest::Contains(R"(settings differ: strategy.name: center "adag", worker "aeasgd")"));
+    mine.strategy = "";  // the center's: adag, window 2, 1 worker
+    mine.workers = 0;
+    auto worker = tether::WorkerClient::connect(center->address(), mine, x.data(), x.size());
+    for (int s = 0; s < 4; ++s) {
+        for (float& v : x) v += 1.f;
+        CHECK(worker->step(1) == (s % 2 == 1));  // the center's window: every second step
+    }
+    worker->finish();
+    // A finished worker is done: a step or a second goodbye says so instead of going nowhere.
+    CHECK_THROWS_WITH(worker->step(1), doctest::Contains("has finished (finish() was called"));
+    CHECK_THROWS_WITH(worker->finish(), doctest::Contains("has finished"));
+    center->wait();
+    CHECK(json::parse(center->stats_json())["workers_finished"] == 1);
 }
 
 TEST_CASE("a training loop that pauses longer than the worker timeout is not lost: tether heartbeats for it") {
@@ -159,7 +186,9 @@ TEST_CASE("a worker whose parameters turn NaN stops naming the step before anyth
                 CHECK_THROWS_WITH(worker->step(1),
                                   doctest::Contains("diverged at step 2 (non-finite parameters at exchange 2)"));
             }
-            CHECK(center->wait() == after_first);
+            // Its only worker was lost: the run failed, and wait() says so; x~ is still there.
+            CHECK_THROWS_AS(center->wait(), tether::RunFailedError);
+            CHECK(center->snapshot().x == after_first);
             const json stats = json::parse(center->stats_json());
             CAPTURE(stats.dump());
             CHECK(stats["rejected_messages"] == 0);

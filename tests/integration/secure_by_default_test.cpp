@@ -145,7 +145,10 @@ TEST_CASE("the embedding API: no keys beyond loopback is refused; Z85 keys in Se
 TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret in ~/.tether; without either, exit 2") {
     TempDir dir;
     json document = cluster_config("launched", "adag", 1);
-    const std::string plain = write_config(dir, "plain.json", document);
+    // Rank 1 of 2 (SLURM_NTASKS=2) whose rank 0 only hosts the center: the one worker.
+    json launched = document;
+    launched["cluster"]["center_trains"] = false;
+    const std::string plain = write_config(dir, "plain.json", launched);
     // As a job script does: export TETHER_SECRET=$(tether keygen --secret)
     Process keygen({"keygen", "--secret"}, dir.file("secret.out"), dir.file("secret.err"));
     REQUIRE(keygen.wait(10000) == std::optional<int>(0));
@@ -158,7 +161,7 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
                    dir.file("s.out"), dir.file("s.err"));
     const std::string address = listening_address(server, dir.file("s.out"));
     Process rank1({"worker", "--config", plain, "--connect", address}, dir.file("w.out"), dir.file("w.err"),
-                  {"SLURM_PROCID=1", "TETHER_SECRET=" + secret});
+                  {"SLURM_PROCID=1", "SLURM_NTASKS=2", "TETHER_SECRET=" + secret});
     CHECK(rank1.wait(60000) == std::optional<int>(0));
     CAPTURE(rank1.err());
     CHECK(server.wait(30000) == std::optional<int>(0));
@@ -170,13 +173,13 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
                    dir.file("t.out"), dir.file("t.err"));
     const std::string second_address = listening_address(second, dir.file("t.out"));
     Process reader({"worker", "--config", plain, "--connect", second_address}, dir.file("v.out"), dir.file("v.err"),
-                   {"SLURM_PROCID=1", "SLURM_JOB_ID=4242", "HOME=" + dir.path().string()});
+                   {"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=4242", "HOME=" + dir.path().string()});
     CHECK(reader.wait(60000) == std::optional<int>(0));
     CAPTURE(reader.err());
     CHECK(second.wait(30000) == std::optional<int>(0));
     // Neither: refused at once, saying how.
     Process lost({"worker", "--config", plain, "--connect", second_address}, dir.file("x.out"), dir.file("x.err"),
-                 {"SLURM_PROCID=1", "HOME=" + dir.path().string()});
+                 {"SLURM_PROCID=1", "SLURM_NTASKS=2", "HOME=" + dir.path().string()});
     CHECK(lost.wait(20000) == std::optional<int>(2));
     CHECK(contains(lost.err(), "export TETHER_SECRET=$(tether keygen --secret)"));
     CHECK(contains(lost.err(), "security.insecure"));

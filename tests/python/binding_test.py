@@ -87,6 +87,7 @@ def bad_buffers_and_strategies_are_refused_with_what_is_wrong():
     else:
         raise AssertionError("an unknown option accepted")
     worker = center.connect_worker(np.zeros(4, np.float32))  # lets the center finish
+    worker.step(1)  # one update reaches x~: a run that trained nothing fails its wait()
     worker.finish()
     center.wait()
 

@@ -125,7 +125,12 @@ def log_refuses_what_is_no_scalar_and_names_the_center_writes():
         assert "after finish()" in str(e), e
     else:
         raise AssertionError("log() after finish() accepted")
-    center.wait()
+    try:
+        center.wait()  # it logged but never stepped: no update reached x~
+    except tether.RunFailedError as e:
+        assert "no update reached x~" in str(e), e
+    else:
+        raise AssertionError("a run without an update did not fail")
 
 
 @case

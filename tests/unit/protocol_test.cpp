@@ -136,7 +136,7 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
         auto bytes = good;
         bytes[kTypeAt] = 0;
         CHECK(decode_reason(bytes) == "unknown type");
-        bytes[kTypeAt] = std::uint8_t(MessageType::log) + 1;  // the last one known: log
+        bytes[kTypeAt] = std::uint8_t(MessageType::settings) + 1;  // the last one known: settings
         CHECK(decode_reason(bytes) == "unknown type");
         bytes[kTypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown type");

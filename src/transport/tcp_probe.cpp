@@ -1,0 +1,79 @@
+#include "transport/tcp_probe.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace tether {
+
+namespace {
+
+bool split(const std::string& address, std::string& host, std::string& port) {
+    if (address.rfind("tcp://", 0) != 0) return false;
+    const std::string rest = address.substr(6);
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) return false;
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return true;
+}
+
+// One non-blocking connect, waited for at most `timeout_ms`.
+bool accepted(const addrinfo& a, int timeout_ms, std::string& why) {
+    const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a.ai_protocol);
+    if (fd < 0) {
+        why = std::strerror(errno);
+        return false;
+    }
+    std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+        ::close(*f);
+        delete f;
+    });
+    if (::connect(fd, a.ai_addr, a.ai_addrlen) == 0) return true;
+    if (errno != EINPROGRESS) {
+        why = std::strerror(errno);
+        return false;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, timeout_ms);
+    if (ready <= 0) {
+        why = ready == 0 ? "no answer within " + std::to_string(timeout_ms) + " ms" : std::strerror(errno);
+        return false;
+    }
+    int error = 0;
+    socklen_t size = sizeof error;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+    if (error != 0) why = std::strerror(error);
+    return error == 0;
+}
+
+}  // namespace
+
+bool tcp_listening(const std::string& address, int timeout_ms, std::string& why) {
+    std::string host, port;
+    if (!split(address, host, port)) {
+        why = "not a tcp://HOST:PORT address";
+        return false;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (const int status = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); status != 0) {
+        why = "cannot resolve host \"" + host + "\": " + ::gai_strerror(status);
+        return false;
+    }
+    std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, ::freeaddrinfo);
+    for (const addrinfo* a = found; a; a = a->ai_next)
+        if (accepted(*a, timeout_ms, why)) return true;
+    return false;
+}
+
+}  // namespace tether

@@ -1,0 +1,15 @@
+// Whether anything listens at a TCP address, asked with a plain connect: how a rank started by a
+// launcher learns within seconds that rank 0's center is not there. ZeroMQ itself reconnects
+// quietly forever, and its hello would wait the whole join timeout.
+#pragma once
+
+#include <string>
+
+namespace tether {
+
+// Connects to HOST:PORT ("tcp://HOST:PORT"; HOST a name, an IPv4 address or [IPv6]) and closes
+// the connection at once. True when a connection was accepted within `timeout_ms`; otherwise
+// false with `why` ("connection refused", "cannot resolve host", "no answer within 500 ms").
+bool tcp_listening(const std::string& address, int timeout_ms, std::string& why);
+
+}  // namespace tether

@@ -1,0 +1,106 @@
+// `tether worker` under a launcher's environment (torchrun's variables, set here: Debian's
+// torchrun does not run on Python 3.11): no --connect, rank 0 hosts the center and trains too,
+// cluster.workers follows the world size; a config that says otherwise and a missing rank 0
+// fail within seconds, naming what was expected. Every wait has a deadline.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process_support.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using nlohmann::json;
+using tether::testing::cluster_config;
+using tether::testing::contains;
+using tether::testing::free_port;
+using tether::testing::Process;
+using tether::testing::read_summary;
+using tether::testing::TempDir;
+using tether::testing::write_config;
+using Clock = std::chrono::steady_clock;
+
+// What torchrun sets for rank `rank` of `world` on one host; the center listens at `port`
+// (MASTER_PORT + 1: torchrun's own store has MASTER_PORT).
+std::vector<std::string> torchrun_environment(int rank, int world, int port) {
+    return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),
+            "LOCAL_WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
+            "MASTER_PORT=" + std::to_string(port - 1)};
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+TEST_CASE("three tether workers under torchrun's variables: rank 0 hosts the center and trains too") {
+    TempDir dir;
+    json document = cluster_config("launched", "adag", 3);
+    document["cluster"].erase("workers");  // follows WORLD_SIZE
+    const std::string config = write_config(dir, "adag.json", document);
+    const std::string run = dir.file("run");
+    const int port = free_port();
+    std::vector<std::unique_ptr<Process>> ranks;
+    for (int r = 0; r < 3; ++r) {
+        std::vector<std::string> arguments{"worker", "--config", config};
+        if (r == 0) arguments.insert(arguments.end(), {"--out", run});
+        ranks.push_back(std::make_unique<Process>(arguments, dir.file("r" + std::to_string(r) + ".out"),
+                                                  dir.file("r" + std::to_string(r) + ".err"),
+                                                  torchrun_environment(r, 3, port)));
+    }
+    for (int r = 0; r < 3; ++r) {
+        Process& p = *ranks[std::size_t(r)];
+        const auto code = p.wait(120000);
+        CAPTURE(r);
+        CAPTURE(p.out());
+        CAPTURE(p.err());
+        REQUIRE(code.has_value());
+        CHECK(*code == 0);
+        CHECK(contains(p.out(), "torchrun: rank " + std::to_string(r) + " of 3 (RANK, WORLD_SIZE)"));
+        CHECK(contains(p.out(), "3 workers (rank 0 trains too)"));
+        CHECK(contains(p.out(), "done:"));
+    }
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["workers_joined"] == 3);
+    CHECK(summary["workers_finished"] == 3);
+    CHECK(summary["workers_lost"] == 0);
+    CHECK(summary["run_failed"] == false);
+}
+
+TEST_CASE("under a launcher, a cluster.workers that differs from the world size fails at once naming both") {
+    TempDir dir;
+    const std::string config = write_config(dir, "adag.json", cluster_config("wrong", "adag", 2));
+    const auto start = Clock::now();
+    Process rank0({"worker", "--config", config, "--out", dir.file("run")}, dir.file("r0.out"), dir.file("r0.err"),
+                  torchrun_environment(0, 3, free_port()));
+    const auto code = rank0.wait(30000);
+    const double seconds = seconds_since(start);
+    CAPTURE(rank0.err());
+    REQUIRE(code.has_value());
+    CHECK(*code != 0);
+    CHECK(seconds < 5);
+    CHECK(contains(rank0.err(), "cluster.workers"));
+    CHECK(contains(rank0.err(), "2, but the world size is 3 (torchrun: RANK, WORLD_SIZE)"));
+}
+
+TEST_CASE("under a launcher, a rank whose center is missing fails within seconds naming the address") {
+    TempDir dir;
+    const std::string config = write_config(dir, "adag.json", cluster_config("alone", "adag", 2));
+    const int port = free_port();
+    const auto start = Clock::now();
+    Process rank1({"worker", "--config", config}, dir.file("r1.out"), dir.file("r1.err"), torchrun_environment(1, 2, port));
+    const auto code = rank1.wait(30000);
+    const double seconds = seconds_since(start);
+    CAPTURE(rank1.err());
+    REQUIRE(code.has_value());
+    CHECK(*code != 0);
+    CHECK(seconds < 5);
+    CHECK(contains(rank1.err(), "nothing listens at tcp://127.0.0.1:" + std::to_string(port)));
+    CHECK(contains(rank1.err(), "rank 0 should host the center there (MASTER_ADDR, MASTER_PORT + 1)"));
+}

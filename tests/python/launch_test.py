@@ -1,0 +1,289 @@
+#!/usr/bin/python3
+"""Launchers and failures from Python: Worker.from_env under torchrun's variables (set by the
+test: Debian's torchrun does not run on Python 3.11), rank 0 hosting the center and training,
+shards following the rank; a wrong world size and a missing center failing within seconds,
+naming what was expected; CenterService.wait() raising on a failed run; step() after finish()
+and against a center that is gone; a worker taking the center's strategy; a C++ strategy
+plugin loaded with tether.load_plugin. Run by meson test with PYTHONPATH=build/python and
+TETHER_PLUGIN (tests/packaging/damped_sum_plugin.cpp, built)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import tether
+from harness import case, main, run_threads
+
+RANK_SCRIPT = str(Path(__file__).with_name("launch_rank.py"))
+LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                      "TETHER_PORT", "TETHER_CENTER", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun_env(rank, world, port, local_world=None):
+    """What torchrun sets for one rank on one host: the center then listens at MASTER_PORT + 1."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+               LOCAL_WORLD_SIZE=str(local_world or world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port - 1))
+    return env
+
+
+def start_ranks(envs, strategy="-", workers="-", *more):
+    return [subprocess.Popen([sys.executable, RANK_SCRIPT, strategy if i == 0 else "-", workers, *more], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i, env in enumerate(envs)]
+
+
+def results(processes, timeout=120):
+    out = []
+    for p in processes:
+        stdout, stderr = p.communicate(timeout=timeout)
+        lines = stdout.strip().splitlines()
+        assert lines, f"rank exited {p.returncode} printing nothing; stderr: {stderr[-2000:]}"
+        out.append((p.returncode, json.loads(lines[-1]), stderr))
+    return out
+
+
+class Environment:
+    """os.environ with `values` set and every launcher variable else unset, for this block."""
+
+    def __init__(self, **values):
+        self.values = values
+
+    def __enter__(self):
+        self.saved = dict(os.environ)
+        for k in LAUNCHER_VARIABLES:
+            os.environ.pop(k, None)
+        os.environ.update(self.values)
+
+    def __exit__(self, *_):
+        os.environ.clear()
+        os.environ.update(self.saved)
+
+
+@case
+def read_launcher_takes_torchrun_variables_and_the_port_after_master_port():
+    with Environment(RANK="2", WORLD_SIZE="4", LOCAL_RANK="0", LOCAL_WORLD_SIZE="2", MASTER_ADDR="10.0.0.7",
+                     MASTER_PORT="29400"):
+        launcher = tether.read_launcher()
+    assert (launcher.name, launcher.rank, launcher.world_size, launcher.local_rank, launcher.local_world_size) == \
+        ("torchrun", 2, 4, 0, 2), launcher
+    assert launcher.center_address() == "tcp://10.0.0.7:29401", launcher.center_address()
+    assert launcher.workers(center_trains=True) == 4 and launcher.workers(center_trains=False) == 3
+    with Environment():
+        assert tether.read_launcher() is None
+
+
+@case
+def three_ranks_under_torchrun_variables_rank_0_hosts_the_center_and_trains():
+    port = free_port()
+    ranks = results(start_ranks([torchrun_env(r, 3, port) for r in range(3)], strategy="adag"))
+    for code, result, stderr in ranks:
+        assert code == 0, (result, stderr[-2000:])
+    by_rank = {result["rank"]: result for _, result, _ in ranks}
+    assert sorted(by_rank) == [0, 1, 2], by_rank
+    assert all(r["world_size"] == 3 and r["launcher"] == "torchrun" for r in by_rank.values())
+    assert [r["has_center"] for _, r in sorted(by_rank.items())] == [True, False, False]
+    # Every sample in exactly one rank's shard, rank r taking the r-th third.
+    assert [by_rank[r]["indices"] for r in range(3)] == [list(range(0, 20)), list(range(20, 40)),
+                                                         list(range(40, 60))], by_rank
+    stats = by_rank[0]["stats"]
+    assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, stats
+    assert stats["updates_applied"] > 0, stats
+
+
+@case
+def rank_0_hosting_the_center_only_leaves_the_data_to_the_others():
+    port = free_port()
+    ranks = results(start_ranks([torchrun_env(r, 3, port) for r in range(3)], "adag", "-", "center-only"))
+    for code, result, stderr in ranks:
+        assert code == 0, (result, stderr[-2000:])
+    by_rank = {result["rank"]: result for _, result, _ in ranks}
+    assert [by_rank[r]["trains"] for r in range(3)] == [False, True, True], by_rank
+    assert [by_rank[r]["indices"] for r in range(3)] == [[], list(range(0, 30)), list(range(30, 60))], by_rank
+    stats = by_rank[0]["stats"]
+    assert stats["workers_finished"] == 2 and stats["workers_lost"] == 0, stats
+
+
+@case
+def a_world_size_that_disagrees_fails_within_seconds_naming_both_values():
+    port = free_port()
+    with Environment(**{k: v for k, v in torchrun_env(0, 3, port).items() if k in LAUNCHER_VARIABLES}):
+        started = time.monotonic()
+        try:
+            import torch
+            import tether.torch
+            tether.torch.Worker.from_env(torch.nn.Linear(2, 1), strategy="adag", workers=2)
+        except tether.TetherError as e:
+            message = str(e)
+        else:
+            raise AssertionError("workers=2 accepted with WORLD_SIZE=3")
+    assert time.monotonic() - started < 5, time.monotonic() - started
+    for words in ("2", "3", "WORLD_SIZE"):
+        assert words in message, message
+    # Ranks that disagree among themselves: rank 0 says 2, rank 1 says 3; rank 1 is refused at
+    # its hello, naming the setting, long before any join timeout.
+    # (Timed from rank 1's from_env(), which also waits for rank 0 to start listening.)
+    ranks = start_ranks([torchrun_env(0, 2, port), torchrun_env(1, 3, port)], strategy="adag")
+    code, result, stderr = results(ranks[1:], timeout=30)[0]
+    ranks[0].kill()
+    ranks[0].communicate()
+    assert code == 1, (result, stderr[-2000:])
+    assert "cluster.workers: center 2, worker 3" in result["error"], result
+    assert result["seconds"] < 5, result
+
+
+@case
+def a_missing_center_fails_within_seconds_naming_its_address():
+    port = free_port()
+    code, result, stderr = results(start_ranks([torchrun_env(1, 2, port)]), timeout=30)[0]
+    assert code == 1, (result, stderr[-2000:])
+    assert result["seconds"] < 5, result
+    assert f"tcp://127.0.0.1:{port}" in result["error"] and "rank 0" in result["error"], result
+
+
+@case
+def wait_raises_when_a_run_lost_its_workers_or_trained_nothing():
+    # No update reached x~: the worker joined and left without a step.
+    center = tether.CenterService(np.zeros(3, np.float32), strategy="downpour", workers=1)
+    center.connect_worker(np.zeros(3, np.float32)).finish()
+    try:
+        center.wait()
+    except tether.RunFailedError as e:
+        assert "no update reached x~" in str(e), e
+    else:
+        raise AssertionError("wait() returned for a run that trained nothing")
+    # One of two workers lost (its process died without a goodbye), more than max_failed_share.
+    center = tether.CenterService(np.zeros(3, np.float32), strategy={"name": "downpour", "communication_window": 1},
+                                  workers=2, address="tcp://127.0.0.1:*", worker_timeout_ms=1000, heartbeat_ms=250,
+                                  max_failed_share=0.25)
+    crash = ("import os, sys, numpy as np, tether\n"
+             "x = np.ones(3, np.float32)\n"
+             "w = tether.connect(sys.argv[1], x, worker_timeout_ms=1000, heartbeat_ms=250)\n"
+             "x += 1; w.step(1); os._exit(3)\n")
+    dying = subprocess.Popen([sys.executable, "-c", crash, center.address])
+    x = np.zeros(3, np.float32)
+    worker = center.connect_worker(x)
+    x += 1.0
+    worker.step(1)
+    assert dying.wait(timeout=60) == 3
+    worker.finish()
+    try:
+        center.wait()
+    except tether.RunFailedError as e:
+        assert isinstance(e, tether.TetherError)
+        assert "1 of 2 workers failed" in str(e) and "max_failed_share (0.25)" in str(e), e
+    else:
+        raise AssertionError("wait() returned for a run that lost half its workers")
+    assert center.stats()["workers_lost"] == 1, center.stats()
+    assert center.snapshot().version >= 2  # the final state is still there
+
+
+@case
+def step_after_finish_raises_naming_what_happened():
+    center = tether.CenterService(np.zeros(3, np.float32), strategy="downpour", workers=1)
+    worker = center.connect_worker(np.zeros(3, np.float32))
+    worker.step(1)
+    worker.finish()
+    for call in (lambda: worker.step(1), worker.finish):
+        try:
+            call()
+        except tether.TetherError as e:
+            assert "has finished" in str(e), e
+        else:
+            raise AssertionError("a finished worker stepped")
+    center.wait()
+
+
+@case
+def a_worker_whose_center_is_gone_raises_from_step_within_the_timeout():
+    serve = ("import sys, numpy as np, tether\n"
+             "c = tether.CenterService(np.zeros(3, np.float32), strategy={'name': 'downpour', 'communication_window': 1},"
+             " workers=1, address='tcp://127.0.0.1:*', worker_timeout_ms=1000, heartbeat_ms=250)\n"
+             "print(c.address, flush=True); sys.stdin.read()\n")
+    center = subprocess.Popen([sys.executable, "-c", serve], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        address = center.stdout.readline().strip()
+        x = np.zeros(3, np.float32)
+        worker = tether.connect(address, x, worker_timeout_ms=1000, heartbeat_ms=250)
+        x += 1.0
+        assert worker.step(1)
+    finally:
+        center.kill()
+        center.wait()
+    started = time.monotonic()
+    try:
+        for _ in range(100000):
+            x += 1.0
+            worker.step(1)
+    except tether.TetherError as e:
+        message = str(e)
+    else:
+        raise AssertionError("steps went on against a dead center")
+    elapsed = time.monotonic() - started
+    assert elapsed < 5, (elapsed, message)
+    assert address in message or "center" in message, message
+
+
+@case
+def a_worker_takes_the_centers_strategy_and_a_different_one_is_named_first():
+    center = tether.CenterService(np.zeros(4, np.float32), strategy={"name": "adag", "communication_window": 2},
+                                  workers=1, address="tcp://127.0.0.1:*")
+    try:
+        tether.connect(center.address, np.zeros(4, np.float32), strategy="aeasgd", workers=1)
+    except tether.TetherError as e:
+        assert 'settings differ: strategy.name: center "adag", worker "aeasgd"' in str(e), e
+    else:
+        raise AssertionError("an aeasgd worker joined an adag center")
+    x = np.zeros(4, np.float32)
+    worker = tether.connect(center.address, x)  # no strategy, no workers: the center's
+    for _ in range(4):
+        x += 1.0
+        worker.step(1)
+    assert worker.finish()["exchanges"] >= 2
+    center.wait()
+    assert center.stats()["workers_finished"] == 1
+
+
+@case
+def a_cpp_strategy_plugin_loads_from_python_and_runs_two_workers():
+    plugin = os.environ["TETHER_PLUGIN"]
+    try:
+        tether.CenterService(np.zeros(2, np.float32), strategy="damped-sum", workers=2)
+    except tether.TetherError as e:
+        assert "damped-sum" in str(e), e
+    else:
+        raise AssertionError("damped-sum known before its plugin was loaded")
+    tether.load_plugin(plugin)
+    center = tether.CenterService(np.zeros(2, np.float32), strategy="damped-sum", workers=2)
+    arrays = [np.zeros(2, np.float32), np.zeros(2, np.float32)]
+
+    # Each worker adds 2 once; damped-sum scales each commit by 1 / workers: x~ = 2 (plain
+    # downpour would give 4).
+    def work(i):
+        w = center.connect_worker(arrays[i])
+        arrays[i] += 2.0
+        w.step(1)
+        w.finish()
+    run_threads(2, work)
+    assert np.allclose(center.wait(), [2.0, 2.0]), center.snapshot()
+    try:
+        tether.load_plugin("/nonexistent/plugin.so")
+    except tether.TetherError as e:
+        assert "/nonexistent/plugin.so" in str(e), e
+    else:
+        raise AssertionError("a missing plugin loaded")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
