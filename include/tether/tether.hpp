@@ -129,6 +129,9 @@ struct ServiceOptions {
 // set insecure, come back as they are. docs/embedding.md, "Security".
 ServiceOptions with_launcher_keys(ServiceOptions options, int rank, const std::string& job_id,
                                   const std::string& directory = "");
+// Rank 0, once its center is done: removes the secret with_launcher_keys wrote for `job_id`
+// (nothing for another rank, or when TETHER_SECRET gave the secret).
+void remove_launcher_secret(int rank, const std::string& job_id, const std::string& directory = "");
 
 // Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may
 // do on their own training threads. Subnormal floats (below 1.2e-38) carry no signal in

@@ -21,7 +21,7 @@ from ._tether import (TetherError, RunFailedError, Launcher, keep_freed_memory_m
 
 __all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "load_checkpoint", "TetherError",
            "RunFailedError", "Launcher", "read_launcher", "load_plugin", "set_flush_denormals", "keep_freed_memory_mapped",
-           "launcher_keys"]
+           "launcher_keys", "remove_launcher_secret"]
 
 Snapshot = collections.namedtuple("Snapshot", ["x", "version", "buffers"])
 Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant, "
@@ -36,6 +36,12 @@ def launcher_keys(rank, job_id, directory="", join_timeout_ms=60000):
     and the others read within join_timeout_ms. Raises TetherError (a config error) saying how to
     set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
     return _tether.launcher_keys(int(rank), str(job_id), str(directory), int(join_timeout_ms))
+
+
+def remove_launcher_secret(rank, job_id, directory=""):
+    """Rank 0, once its center is done: removes the secret launcher_keys wrote for ``job_id``
+    (nothing on another rank, or when TETHER_SECRET gave the secret)."""
+    _tether.remove_launcher_secret(int(rank), str(job_id), str(directory))
 
 
 def strategy_text(strategy):

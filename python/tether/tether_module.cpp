@@ -166,6 +166,8 @@ PYBIND11_MODULE(_tether, m) {
             return keys;
         },
         py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = 60000);
+    m.def("remove_launcher_secret", &tether::remove_launcher_secret, py::arg("rank"), py::arg("job_id"),
+          py::arg("directory") = "", "Rank 0, once its center is done: removes the secret launcher_keys wrote.");
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,
           "Flush denormal floats to zero on the calling thread (tether never changes yours).");
     m.def("load_plugin", &tether::load_plugin, py::arg("path"),

@@ -203,6 +203,8 @@ class CenterService:
     now, and ``wait()`` the final one: complete state_dicts that ``model.load_state_dict(sd,
     strict=True)`` takes (keys, shapes, dtypes and devices of the model's own)."""
 
+    launcher_secret = None  # (rank, job id) of the secret Worker.from_env's rank 0 wrote, removed by wait()
+
     def __init__(self, model, strategy="aeasgd", workers=1, address="", **options):
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
@@ -228,7 +230,12 @@ class CenterService:
         """Blocks until every worker finished (or was lost); returns the final state_dict. Raises
         tether.RunFailedError as tether.CenterService.wait() does; ``state_dict()`` is then
         still the final state."""
-        self.service.wait()
+        try:
+            self.service.wait()
+        finally:
+            if self.launcher_secret is not None:  # from_env's rank 0: the job's secret file has served
+                tether.remove_launcher_secret(*self.launcher_secret)
+                self.launcher_secret = None
         return self.state_dict()
 
 
@@ -305,7 +312,8 @@ class Worker(tether.WorkerClient):
             count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
             # The center binds tcp://*: every rank derives the same CURVE keys (TETHER_SECRET, else a
             # secret rank 0 writes for the launcher's job id), unless keys or insecure are given.
-            if not options.get("insecure") and not options.get("center_public_key"):
+            derived_keys = not options.get("insecure") and not options.get("center_public_key")
+            if derived_keys:
                 options = {**tether.launcher_keys(rank, launcher.job_id,
                                                   join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
         servers = int(options.get("servers", 1))
@@ -316,6 +324,8 @@ class Worker(tether.WorkerClient):
                                  "other ranks take the center's")
             address = launcher.bind_address(servers) if launcher else ""
             center = CenterService(model, strategy=strategy, workers=count, address=address, **options)
+            if launcher is not None and derived_keys:
+                center.launcher_secret = (rank, launcher.job_id)
         if rank == 0 and not center_trains:
             self = cls.__new__(cls)
             self._client = None

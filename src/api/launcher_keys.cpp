@@ -17,4 +17,8 @@ ServiceOptions with_launcher_keys(ServiceOptions o, int rank, const std::string&
     return o;
 }
 
+void remove_launcher_secret(int rank, const std::string& job_id, const std::string& directory) {
+    remove_launcher_secret(LauncherKeyRequest{rank, job_id, directory});
+}
+
 }  // namespace tether
