@@ -11,7 +11,7 @@ set -euo pipefail
 
 packages=(
   build-essential pkg-config meson ninja-build
-  libzmq3-dev cppzmq-dev nlohmann-json3-dev libboost-program-options-dev doctest-dev
+  libzmq3-dev cppzmq-dev libsodium-dev nlohmann-json3-dev libboost-program-options-dev doctest-dev
   libthrust-dev libopenblas-dev zlib1g-dev
   dataset-fashion-mnist python3 python3-matplotlib
   cmake  # tests/packaging builds a find_package(tether) consumer

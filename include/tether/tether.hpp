@@ -107,10 +107,31 @@ struct ServiceOptions {
     int checkpoint_seconds = 60;       // cluster.checkpoint_seconds; 0: only at the end
     double metrics_seconds = 10;       // a metrics.jsonl row this often (0: not by time)
     std::int64_t metrics_samples = 0;  // and every this many samples, all workers together (0: not by samples)
+    // CURVE, as the "security" block of a config file (docs/config.md): each key a key file as
+    // `tether keygen` writes it, or the Z85 key itself (40 characters); authorized_workers a
+    // file of allowed worker public keys, or the keys separated by ','. A center whose
+    // `address` is tcp:// beyond loopback needs keys, or `insecure` = true to bind without
+    // (docs/embedding.md, "Security"); loopback without keys is allowed, with a warning.
+    std::string center_public_key, center_secret_key;  // the center's pair (a worker: the public key)
+    std::string worker_public_key, worker_secret_key;  // a worker's own pair
+    std::string authorized_workers;                    // the center's allowlist
+    bool insecure = false;
     // CenterService::wait() throws RunFailedError when more than this share of `workers`
     // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).
     double max_failed_share = 0.5;
 };
+
+// `options` with the CURVE keys of a launcher job's rank (torchrun, srun, mpirun; rank 0 hosts
+// the center): every rank derives the same keys from the TETHER_SECRET environment variable, or
+// else from a secret rank 0 writes to DIRECTORY/run-<job_id>/secret (DIRECTORY "" = ~/.tether,
+// user-only; it must be seen by every rank) and the others read within join_timeout_ms. Throws
+// ConfigError saying how to set TETHER_SECRET when neither can work. Options that give keys, or
+// set insecure, come back as they are. docs/embedding.md, "Security".
+ServiceOptions with_launcher_keys(ServiceOptions options, int rank, const std::string& job_id,
+                                  const std::string& directory = "");
+// Rank 0, once its center is done: removes the secret with_launcher_keys wrote for `job_id`
+// (nothing for another rank, or when TETHER_SECRET gave the secret).
+void remove_launcher_secret(int rank, const std::string& job_id, const std::string& directory = "");
 
 // Sets (or clears) flush-to-zero and denormals-are-zero on the calling thread: what a user may
 // do on their own training threads. Subnormal floats (below 1.2e-38) carry no signal in

@@ -20,11 +20,28 @@ from ._tether import (TetherError, RunFailedError, Launcher, keep_freed_memory_m
                       read_launcher, set_flush_denormals, __version__)
 
 __all__ = ["CenterService", "WorkerClient", "Snapshot", "connect", "connect_pointer", "load_checkpoint", "TetherError",
-           "RunFailedError", "Launcher", "read_launcher", "load_plugin", "set_flush_denormals", "keep_freed_memory_mapped"]
+           "RunFailedError", "Launcher", "read_launcher", "load_plugin", "set_flush_denormals", "keep_freed_memory_mapped",
+           "launcher_keys", "remove_launcher_secret"]
 
 Snapshot = collections.namedtuple("Snapshot", ["x", "version", "buffers"])
 Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates applied), taken at one instant, "
                     "and b~, the averaged model buffers (empty without buffers).")
+
+
+def launcher_keys(rank, job_id, directory="", join_timeout_ms=60000):
+    """The CURVE key options of a launcher job's rank (torchrun, srun, mpirun), to pass as
+    ``**options`` to the center (rank 0) and to every worker: all ranks derive the same keys from
+    the TETHER_SECRET environment variable, or else from a secret rank 0 writes to
+    ``directory/run-<job_id>/secret`` (default ``~/.tether``, user-only; every rank must see it)
+    and the others read within join_timeout_ms. Raises TetherError (a config error) saying how to
+    set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
+    return _tether.launcher_keys(int(rank), str(job_id), str(directory), int(join_timeout_ms))
+
+
+def remove_launcher_secret(rank, job_id, directory=""):
+    """Rank 0, once its center is done: removes the secret launcher_keys wrote for ``job_id``
+    (nothing on another rank, or when TETHER_SECRET gave the secret)."""
+    _tether.remove_launcher_secret(int(rank), str(job_id), str(directory))
 
 
 def strategy_text(strategy):
@@ -169,6 +186,9 @@ class CenterService:
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
     lists them, server 0 first, separated by ','); codec, reply_codec and
     topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same");
+    CURVE: center_public_key, center_secret_key, worker_public_key, worker_secret_key (each a
+    key file or the Z85 key itself), authorized_workers (a file, or keys separated by ','),
+    and insecure (True: a tcp:// address beyond loopback without keys; refused otherwise).
     max_failed_share (0.5: ``wait()`` raises RunFailedError when more workers than this share were lost).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers

@@ -59,6 +59,12 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("checkpoint_seconds", o.checkpoint_seconds);
     visit("metrics_seconds", o.metrics_seconds);
     visit("metrics_samples", o.metrics_samples);
+    visit("center_public_key", o.center_public_key);
+    visit("center_secret_key", o.center_secret_key);
+    visit("worker_public_key", o.worker_public_key);
+    visit("worker_secret_key", o.worker_secret_key);
+    visit("authorized_workers", o.authorized_workers);
+    visit("insecure", o.insecure);
     visit("max_failed_share", o.max_failed_share);
 }
 
@@ -142,6 +148,26 @@ PYBIND11_MODULE(_tether, m) {
         }
     });
 
+    m.def(
+        "launcher_keys",
+        [](int rank, const std::string& job_id, const std::string& directory, int join_timeout_ms) {
+            tether::ServiceOptions o;
+            o.join_timeout_ms = join_timeout_ms;
+            {
+                py::gil_scoped_release release;  // a rank > 0 waits for rank 0's secret
+                o = tether::with_launcher_keys(o, rank, job_id, directory);
+            }
+            py::dict keys;
+            keys["center_public_key"] = o.center_public_key;
+            keys["center_secret_key"] = o.center_secret_key;
+            keys["worker_public_key"] = o.worker_public_key;
+            keys["worker_secret_key"] = o.worker_secret_key;
+            keys["authorized_workers"] = o.authorized_workers;
+            return keys;
+        },
+        py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = 60000);
+    m.def("remove_launcher_secret", &tether::remove_launcher_secret, py::arg("rank"), py::arg("job_id"),
+          py::arg("directory") = "", "Rank 0, once its center is done: removes the secret launcher_keys wrote.");
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,
           "Flush denormal floats to zero on the calling thread (tether never changes yours).");
     m.def("load_plugin", &tether::load_plugin, py::arg("path"),

@@ -203,6 +203,8 @@ class CenterService:
     now, and ``wait()`` the final one: complete state_dicts that ``model.load_state_dict(sd,
     strict=True)`` takes (keys, shapes, dtypes and devices of the model's own)."""
 
+    launcher_secret = None  # (rank, job id) of the secret Worker.from_env's rank 0 wrote, removed by wait()
+
     def __init__(self, model, strategy="aeasgd", workers=1, address="", **options):
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
@@ -228,7 +230,12 @@ class CenterService:
         """Blocks until every worker finished (or was lost); returns the final state_dict. Raises
         tether.RunFailedError as tether.CenterService.wait() does; ``state_dict()`` is then
         still the final state."""
-        self.service.wait()
+        try:
+            self.service.wait()
+        finally:
+            if self.launcher_secret is not None:  # from_env's rank 0: the job's secret file has served
+                tether.remove_launcher_secret(*self.launcher_secret)
+                self.launcher_secret = None
         return self.state_dict()
 
 
@@ -279,7 +286,9 @@ class Worker(tether.WorkerClient):
         """This process's worker in a launcher's job (torchrun, srun, mpirun: read by
         tether.read_launcher(), the C++ reader the ``tether`` command uses). Rank 0 hosts the
         center (``worker.center``, a tether.torch.CenterService on its own thread, bound to
-        tcp://*:PORT) and joins it as a worker too, unless ``center_trains=False`` (then
+        tcp://*:PORT, with the CURVE keys of tether.launcher_keys: TETHER_SECRET, else a secret rank
+        0 writes for the job id into ~/.tether; or give keys, or insecure=True) and joins it as a
+        worker too, unless ``center_trains=False`` (then
         ``worker.trains`` is False: no step(), wait on ``worker.center``); the others wait up to
         ``connect_timeout_ms`` (TETHER_CONNECT_TIMEOUT_MS, 3 s) for it to listen, and join.
         ``workers`` defaults to the world size (less one without center_trains); another value
@@ -301,6 +310,12 @@ class Worker(tether.WorkerClient):
             count = 1
         else:
             count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
+            # The center binds tcp://*: every rank derives the same CURVE keys (TETHER_SECRET, else a
+            # secret rank 0 writes for the launcher's job id), unless keys or insecure are given.
+            derived_keys = not options.get("insecure") and not options.get("center_public_key")
+            if derived_keys:
+                options = {**tether.launcher_keys(rank, launcher.job_id,
+                                                  join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
         servers = int(options.get("servers", 1))
         center = None
         if rank == 0:
@@ -309,6 +324,8 @@ class Worker(tether.WorkerClient):
                                  "other ranks take the center's")
             address = launcher.bind_address(servers) if launcher else ""
             center = CenterService(model, strategy=strategy, workers=count, address=address, **options)
+            if launcher is not None and derived_keys:
+                center.launcher_secret = (rank, launcher.job_id)
         if rank == 0 and not center_trains:
             self = cls.__new__(cls)
             self._client = None

@@ -88,7 +88,14 @@ void Center::handle(const std::string& peer, Frames& frames) {
         return reject(peer, header->worker_id, "wrong fingerprint", detail);
     }
     if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
-    if (header->type == MessageType::snapshot) return answer_snapshot(peer, *header);  // from anyone: no join
+    if (header->type == MessageType::snapshot) {
+        // x~ goes only to whom the run trusts with it: a joined worker (which holds x~ anyway),
+        // or any peer where every peer is trusted (CenterOptions::snapshots_for_any_peer).
+        if (!options_.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
+            return reject(peer, header->worker_id, "not joined",
+                          "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
+        return answer_snapshot(peer, *header);
+    }
     if (header->type == MessageType::heartbeat && w && w->state == Worker::State::joining) {
         w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
         return answer_heartbeat(*w);
@@ -149,6 +156,7 @@ void Center::release_pending(Worker& w) {
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
     if (w.in_round) return reject(w.peer, w.id, "exchange in flight", "wait for the reply to the previous exchange");
+    if (!check_exchange_order(w, h)) return;
     const ChunkAssembler::Result result = w.from_worker->add(h, frames.payload);
     if (result == ChunkAssembler::Result::refused)
         return reject(w.peer, w.id, w.from_worker->refusal().reason, w.from_worker->refusal().detail);
@@ -160,9 +168,36 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     w.bytes_in += frames.header.size() + frames.payload.size();
     if (result == ChunkAssembler::Result::partial) return;
     w.last_exchange = Clock::now();
-    count_samples(w, samples);
+    w.accepted_sequence = w.sequence;
+    count_samples(w, samples, /*exchange=*/true);
     w.pending = w.from_worker->take();
     complete_exchange(w);
+}
+
+bool Center::check_exchange_order(Worker& w, const Header& h) {
+    if (h.chunk_index > 0 && w.from_worker->chunks_received() > 0) {
+        if (h.sequence == w.sequence) return true;
+        reject(w.peer, w.id, "stale sequence",
+               "chunk " + std::to_string(h.chunk_index) + " of exchange " + std::to_string(h.sequence) + " while exchange " +
+                   std::to_string(w.sequence) + " is being received");
+        return false;
+    }
+    if (h.chunk_index > 0) return true;  // the assembler refuses it: no first chunk came
+    // A replayed or reordered exchange would apply the same update twice, or an old one late.
+    if (h.sequence <= w.accepted_sequence) {
+        reject(w.peer, w.id, "stale sequence",
+               "exchange " + std::to_string(h.sequence) + " after exchange " + std::to_string(w.accepted_sequence) +
+                   " was accepted; each exchange must carry a higher sequence number");
+        return false;
+    }
+    // A pull from the future would make staleness negative (DynSGD divides by v - v_pull + 1).
+    if (h.center_version > state_.version) {
+        reject(w.peer, w.id, "future version",
+               "pulled at version " + std::to_string(h.center_version) + ", but x~ is at version " +
+                   std::to_string(state_.version));
+        return false;
+    }
+    return true;
 }
 
 void Center::complete_exchange(Worker& w) {

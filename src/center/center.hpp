@@ -40,6 +40,15 @@ struct CenterOptions {
     std::size_t max_message_bytes = std::size_t(64) << 20;
     std::size_t max_peers = 256;
     std::uint64_t max_samples_per_worker = std::uint64_t(1) << 50;
+    // The samples one window trains (communication window × batch size; 0: not known, as in
+    // the embedding API). A worker's claim may run at most two windows ahead of what its last
+    // accepted exchange said: heartbeats cannot move the count by more without exchanges, and
+    // an overlapped worker's heartbeat may report the next window before this one's exchange.
+    std::uint64_t max_samples_per_window = 0;
+    // Whether a peer that is not a joined worker may ask for a snapshot of x~: with CURVE every
+    // peer holds an allowed key (server 0 fetching another server's range holds one), and with
+    // security.insecure the user accepted that anyone may. Otherwise only joined workers may.
+    bool snapshots_for_any_peer = false;
     // Workers beyond expected_workers may join a run in progress (a lost worker's place may
     // always be taken again).
     bool elastic = false;
@@ -80,6 +89,8 @@ struct CenterStats {
     double staleness_sum = 0;
     std::uint64_t staleness_count = 0;
     std::uint64_t staleness_max = 0;
+    // Samples the workers trained: what their exchanges claimed, plus what live workers said
+    // (heartbeats) they trained since their last exchange (dropped when they leave).
     std::uint64_t total_samples = 0;
     // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
     // center never waits on a peer.
@@ -165,6 +176,10 @@ private:
     void handle(const std::string& peer, Frames& frames);
     void handle_hello(const std::string& peer, const Header& h);
     void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
+    // An exchange's first chunk must be newer than the last exchange accepted from this worker
+    // and pulled from a version this center has had; its other chunks carry its sequence.
+    // Returns false when it refused the chunk (counted).
+    bool check_exchange_order(Worker& w, const Header& h);
     void complete_exchange(Worker& w);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
     // Sends `data` (x~'s size) in chunks through `sender` (float32: without copying it); `h`
@@ -187,8 +202,10 @@ private:
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
     void lose(Worker& w, const std::string& why);
-    // Adds what a worker's accepted message says it trained since its last one.
-    void count_samples(Worker& w, std::uint64_t samples);
+    // Adds what a worker's accepted message says it trained since its last one, when the claim
+    // is one it can have trained (max_samples_per_worker, max_samples_per_window); `exchange`:
+    // the claim of a complete exchange, which the next claims are measured from.
+    void count_samples(Worker& w, std::uint64_t samples, bool exchange = false);
     void maybe_snapshot(bool final);
     Worker* find(const std::string& peer);
     // center_peers.cpp: who may join, who is alive, and the answers that keep workers' waits short.

@@ -8,6 +8,7 @@
 // strategy keeps apart from x~, and stay its own between exchanges (DDP, whose replicas are
 // equal, broadcasts rank 0's buffers instead).
 #include <cstring>
+#include <string>
 
 #include "center/center.hpp"
 #include "center/center_worker.hpp"
@@ -24,6 +25,11 @@ void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
     if (buffers_.size() == 0)
         return reject(w.peer, w.id, "unexpected type",
                       options_.name + " holds no model buffers (only server 0 of a run with buffers does)");
+    // Sent right before its exchange, with that exchange's sequence: a replayed one is older.
+    if (h.chunk_index == 0 && h.sequence <= w.accepted_sequence)
+        return reject(w.peer, w.id, "stale sequence",
+                      "buffers of exchange " + std::to_string(h.sequence) + " after exchange " +
+                          std::to_string(w.accepted_sequence) + " was accepted");
     if (!w.buffers_from)
         w.buffers_from = std::make_unique<ChunkAssembler>(ChunkFormat{buffers_.size(), options_.chunk_elements}, "buffers",
                                                           "", /*refuse_non_finite=*/true);

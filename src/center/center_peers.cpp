@@ -33,6 +33,10 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     w->peer = peer;
     w->id = options_.ids_from_hello ? h.worker_id : free_worker_id(h.worker_id);
     w->last_seen = Clock::now();
+    // A worker coming back says what it trained before: its later claims are measured from
+    // there, so they neither count that work again nor leap past what one window trains.
+    if (h.samples > options_.max_samples_per_worker) ++stats_.rejected["implausible samples"];
+    else w->samples = w->exchanged_samples = h.samples;
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
     ++stats_.workers_joined;
@@ -117,6 +121,10 @@ void Center::send_text(const std::string& peer, Header h, const std::string& tex
 }
 
 void Center::forget(Worker& w) {
+    // What it claimed beyond its last exchange (heartbeats while it trained) never reached x~:
+    // that part leaves the count with it, so peers that only heartbeat add nothing in the end.
+    stats_.total_samples -= w.samples - w.exchanged_samples;
+    w.samples = w.exchanged_samples;
     by_peer_.erase(w.peer);
     w.pending = Payload();
     w.from_worker.reset();
@@ -164,12 +172,15 @@ void Center::lose(Worker& w, const std::string& why) {
     if (!round_.empty()) maybe_close_round(false);
 }
 
-void Center::count_samples(Worker& w, std::uint64_t samples) {
-    if (samples > options_.max_samples_per_worker) {
-        // More than this worker's shard times the epochs: not believed, and counted.
+void Center::count_samples(Worker& w, std::uint64_t samples, bool exchange) {
+    // More than this worker's shard times the epochs, or more than it can have trained since
+    // its last exchange: not believed, and counted.
+    const std::uint64_t window = options_.max_samples_per_window;
+    if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window)) {
         ++stats_.rejected["implausible samples"];
         return;
     }
+    if (exchange) w.exchanged_samples = std::max(w.exchanged_samples, samples);
     if (samples <= w.samples) return;  // a worker's count only grows
     stats_.total_samples += samples - w.samples;
     w.samples = samples;

@@ -17,6 +17,9 @@ struct Center::Worker {
     // as one float32 chunk (the rule then answers in it, in place), else a buffer of its.
     Payload pending;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
+    // The sequence of the last exchange accepted from this peer (0: none since its hello), and
+    // the samples its last accepted exchange (or its hello) claimed.
+    std::uint64_t accepted_sequence = 0, exchanged_samples = 0;
     bool in_round = false;
     // From its welcome until it leaves: its exchanges' chunks in (checked, reassembled or
     // decoded), its replies' chunks out (through the reply codec).

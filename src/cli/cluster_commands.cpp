@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "cluster/launcher.hpp"
+#include "cluster/run_keys.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
@@ -138,6 +139,26 @@ RunConfig load_distributed(const Common& c, const Launcher* launcher = nullptr) 
     return config;
 }
 
+// A rank of a launcher job: what its shared secret depends on, from the one reader of the
+// launcher's variables (cluster/launcher.hpp).
+LauncherKeyRequest launcher_key_request(const RunConfig& config, const Launcher& launcher) {
+    return {launcher.rank, launcher.job_id, "", int(config.cluster.join_timeout_ms)};
+}
+
+// Secure by default under a launcher: every rank derives the run's keys from one shared secret
+// (cluster/run_keys.hpp), unless the config gives keys or asks for none.
+void secure_launcher_rank(RunConfig& config, const LauncherKeyRequest& request) {
+    const SecuritySettings& given = config.cluster.security;
+    if (given.enabled() || given.insecure) return;
+    config.cluster.security = launcher_keys(request);  // never written to config.json: the keys stay in memory
+}
+
+// Rank 0 removes the secret it wrote once its center is done, however it ended.
+struct LauncherSecretRemoval {
+    LauncherKeyRequest request;
+    ~LauncherSecretRemoval() { remove_launcher_secret(request); }
+};
+
 // A worker process's share of its host's cores: under a launcher, cores / the ranks on this host.
 int worker_threads(const RunConfig& config, const Launcher* launcher) {
     return threads_per_worker(config, launcher ? launcher->local_world_size : 1);
@@ -159,6 +180,11 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
                     use_cpu_threads(config, threads, 1).describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     else
         set_blas_threads(1, config.training.flush_denormals);
+    // Servers 1..S-1 give x~ only to joined workers and to peers holding an allowed key.
+    if (!plan.remote.empty() && !config.cluster.security.enabled() && !config.cluster.security.insecure)
+        throw ConfigError("--other-servers: servers 1.." + std::to_string(plan.remote.size()) + " give their ranges of x~ "
+                          "only to peers holding an allowed CURVE key; give security.* keys (tether keygen) to every "
+                          "server and worker, or set security.insecure true");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
     const std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
@@ -235,14 +261,17 @@ int worker_command(const std::vector<std::string>& arguments) {
     const Launcher* l = launcher ? &*launcher : nullptr;
     if (!l && c.address.empty())
         throw po::error("tether worker: --connect is required outside a launcher (torchrun, srun, mpirun)");
-    const RunConfig config = load_distributed(c, l);
+    RunConfig config = load_distributed(c, l);
     const int servers = int(config.cluster.servers);
     if (l)
         std::printf("%s: rank %d of %d (%s), local rank %d of %d; %lld workers (%s)\n", l->name.c_str(), l->rank,
                     l->world_size, l->variables.c_str(), l->local_rank, l->local_world_size,
                     static_cast<long long>(config.cluster.workers),
                     config.cluster.center_trains ? "rank 0 trains too" : "rank 0 hosts the center only");
+    const LauncherKeyRequest request = l ? launcher_key_request(config, *l) : LauncherKeyRequest{};
+    if (l) secure_launcher_rank(config, request);  // before rank 0 binds: its own worker joins with the keys too
     if (l && l->rank == 0) {
+        const LauncherSecretRemoval removal{request};
         Common server = c;
         server.address = l->bind_address(servers);
         if (!c.address.empty()) {  // every server's port, all served by rank 0

@@ -28,6 +28,7 @@ const char* kUsage =
     "  tether server --config C --bind tcp://*:PORT [--out DIR] the center of a multi-process run\n"
     "  tether worker --config C --connect tcp://HOST:PORT       one worker (under mpirun/srun, rank 0 serves)\n"
     "  tether keygen --out PREFIX                               a CURVE key pair: PREFIX.pub, PREFIX.key\n"
+    "  tether keygen --secret                                   a shared secret for a launcher job (TETHER_SECRET)\n"
     "  tether version                                           print version and build\n"
     "  tether config-keys                                       every config key, default and range (JSON lines)\n"
     "  tether COMMAND --help                                    options of one command\n"

@@ -1,4 +1,5 @@
 // What a cluster's settings give the center, the workers and the transport (cluster_settings.hpp).
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -23,10 +24,40 @@ std::size_t max_message_bytes(const ClusterSettings& k) {
     return kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements)) + kMessageSlack;
 }
 
-bool is_loopback(const std::string& address) {
-    if (address.rfind("tcp://", 0) != 0) return true;  // inproc:// and ipc:// stay on this host
+// Small messages a peer's queue holds beyond one vector's chunks: heartbeat answers, an error,
+// a hello or a bye.
+constexpr int kSmallMessages = 8;
+
+bool is_loopback_tcp(const std::string& address) {
     const std::string host = address.substr(6, address.rfind(':') - 6);
     return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+// Binding without keys: inproc:// is unreachable from outside the process; loopback and ipc://
+// reach every user of this host, anything else every host that can route here.
+void check_unsecured(const ClusterSettings& k, const std::vector<std::string>& bind) {
+    for (const std::string& address : bind) {
+        if (address.rfind("inproc://", 0) == 0) continue;
+        const bool local = address.rfind("tcp://", 0) != 0 || is_loopback_tcp(address);
+        if (k.security.insecure) {
+            if (!local)
+                std::fprintf(stderr,
+                             "tether: WARNING: the center binds %s without security: anyone who can reach it can join and "
+                             "move x~.%s See docs/architecture.md#security\n",
+                             address.c_str(), k.origin == "cluster" ? " Set security.* (tether keygen)." : "");
+            continue;
+        }
+        if (!local)
+            throw ConfigError(k.key("endpoint") + " " + address + ": binding beyond loopback without CURVE keys would let "
+                              "anyone who can reach it join, move x~ and read it; give the keys (" +
+                              k.security_key("center_public_key") + " and the others, tether keygen writes them; " +
+                              "docs/architecture.md#security), or set " + k.security_key("insecure") + " true to bind without");
+        std::fprintf(stderr,
+                     "tether: WARNING: the center binds %s without CURVE keys: any user of this host can join and move "
+                     "x~, and a peer may make ZeroMQ buffer a message of any size before tether sees it. See "
+                     "docs/architecture.md#security\n",
+                     address.c_str());
+    }
 }
 
 }  // namespace
@@ -70,39 +101,39 @@ WorkerOptions ClusterSettings::worker_options() const {
     return o;
 }
 
-TransportOptions ClusterSettings::center_transport(Transport& transport, const std::vector<std::string>& bind) const {
+TransportOptions ClusterSettings::center_transport(Transport& transport, const std::vector<std::string>& bind,
+                                                   std::size_t vector_messages) const {
     TransportOptions o;
     // The center never waits on a peer: a reply that cannot be queued at once is dropped and
     // counted (rejections, heartbeat answers) or costs that worker its place (data replies);
     // a server holds the state lock that snapshots and statistics wait for.
     o.send_timeout_ms = 0;
+    // One vector and a few small messages per peer, each way: a peer that stops reading costs
+    // the center one reply, not a thousand (libzmq counts whole messages, and each chunk is one).
+    o.high_water_mark = int(std::min<std::size_t>(vector_messages, 1 << 20)) + kSmallMessages;
     o.max_message_bytes = max_message_bytes(*this);
     o.heartbeat_interval_ms = int(heartbeat_ms);
     o.heartbeat_timeout_ms = int(worker_timeout_ms);
     const SecuritySettings& sec = security;
     if (!sec.enabled()) {
-        for (const std::string& address : bind)
-            if (!is_loopback(address))
-                std::fprintf(stderr,
-                             "tether: WARNING: the center binds %s without security: anyone who can reach it can join and "
-                             "move x~.%s See docs/architecture.md#security\n",
-                             address.c_str(), origin == "cluster" ? " Set security.* (tether keygen)." : "");
+        check_unsecured(*this, bind);
         return o;
     }
     bool all_inproc = true;  // one process: nothing to authenticate
     for (const std::string& address : bind) all_inproc = all_inproc && address.rfind("inproc://", 0) == 0;
     if (all_inproc) return o;
-    if (!curve_available()) throw ConfigError("security.center_public_key: set, but this libzmq has no CURVE support");
+    const std::string public_name = security_key("center_public_key"), secret_name = security_key("center_secret_key"),
+                      allowed_name = security_key("authorized_workers");
+    if (!curve_available()) throw ConfigError(public_name + ": set, but this libzmq has no CURVE support");
     if (sec.center_secret_key.empty())
-        throw ConfigError("security.center_secret_key: the center needs its secret key file (tether keygen writes one)");
+        throw ConfigError(secret_name + ": the center needs its secret key (tether keygen writes one)");
     if (sec.authorized_workers.empty())
-        throw ConfigError("security.authorized_workers: the center needs the file of allowed worker public keys");
-    const std::string secret = read_curve_key(sec.center_secret_key, "security.center_secret_key");
-    const std::string expected = read_curve_key(sec.center_public_key, "security.center_public_key");
+        throw ConfigError(allowed_name + ": the center needs the allowed worker public keys");
+    const std::string secret = read_curve_key(sec.center_secret_key, secret_name);
+    const std::string expected = read_curve_key(sec.center_public_key, public_name);
     if (curve_public_key_of(secret) != expected)
-        throw ConfigError("security.center_secret_key: \"" + sec.center_secret_key + "\" is not the secret key of the public key in \"" +
-                          sec.center_public_key + "\" (security.center_public_key)");
-    transport.require_authentication(read_curve_allowlist(sec.authorized_workers, "security.authorized_workers"));
+        throw ConfigError(secret_name + ": not the secret key of the public key " + public_name + " gives");
+    transport.require_authentication(read_curve_allowlist(sec.authorized_workers, allowed_name));
     o.curve_server_secret = secret;
     return o;
 }
@@ -115,12 +146,12 @@ TransportOptions ClusterSettings::worker_transport(const std::string& address) c
     const SecuritySettings& sec = security;
     if (!sec.enabled() || address.rfind("inproc://", 0) == 0) return o;
     if (sec.worker_public_key.empty() || sec.worker_secret_key.empty())
-        throw ConfigError("security.worker_public_key / security.worker_secret_key: a worker (and server 0 fetching other "
-                          "servers' ranges) needs its own key pair when security.center_public_key is set (tether keygen "
-                          "writes one)");
-    o.curve_server_public = read_curve_key(sec.center_public_key, "security.center_public_key");
-    o.curve_client_public = read_curve_key(sec.worker_public_key, "security.worker_public_key");
-    o.curve_client_secret = read_curve_key(sec.worker_secret_key, "security.worker_secret_key");
+        throw ConfigError(security_key("worker_public_key") + " / " + security_key("worker_secret_key") +
+                          ": a worker (and server 0 fetching other servers' ranges) needs its own key pair when " +
+                          security_key("center_public_key") + " is set (tether keygen writes one)");
+    o.curve_server_public = read_curve_key(sec.center_public_key, security_key("center_public_key"));
+    o.curve_client_public = read_curve_key(sec.worker_public_key, security_key("worker_public_key"));
+    o.curve_client_secret = read_curve_key(sec.worker_secret_key, security_key("worker_secret_key"));
     return o;
 }
 
@@ -141,11 +172,21 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
                                                            std::size_t first, const std::vector<ServerIdentity>& identities,
                                                            const std::vector<float>& x,
                                                            const std::function<void(CenterOptions&, std::size_t server)>& adjust) const {
-    const TransportOptions endpoint_options = center_transport(transport, bind);
+    // The largest vector a server here sends or receives at once: its range of x~, with b~
+    // right behind it on server 0 (model.buffers of the agreed settings).
+    const std::size_t buffers = identities.front().agreed.value(nlohmann::json::json_pointer("/model/buffers"), std::size_t(0));
+    std::size_t vector_messages = 0;
+    for (std::size_t i = 0; i < bind.size(); ++i)
+        vector_messages = std::max(vector_messages, chunk_count(identities.at(first + i).range.count, std::size_t(chunk_elements)) +
+                                                        (first + i == 0 ? chunk_count(buffers, std::size_t(chunk_elements)) : 0));
+    const TransportOptions endpoint_options = center_transport(transport, bind, vector_messages);
     std::vector<GroupMember> members;
     for (std::size_t i = 0; i < bind.size(); ++i) {
         const ServerIdentity& server = identities.at(first + i);
         CenterOptions o = center_options(server);
+        // With CURVE every peer holds an allowed key (server 0 fetching this server's range holds
+        // one); without, only a joined worker may read x~ (or anyone, when asked to be insecure).
+        o.snapshots_for_any_peer = !endpoint_options.curve_server_secret.empty() || security.insecure;
         if (adjust) adjust(o, server.index);
         const auto begin = x.begin() + std::ptrdiff_t(server.range.first);
         members.push_back({std::make_unique<Center>(transport.bind(bind[i], endpoint_options),

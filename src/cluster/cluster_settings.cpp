@@ -4,6 +4,7 @@
 #include <tether/tether.hpp>
 
 #include "strategy/registry.hpp"
+#include "transport/curve_keys.hpp"
 #include "util/errors.hpp"
 
 namespace tether {
@@ -20,6 +21,7 @@ SecuritySettings read_security(JsonReader r) {
     s.worker_public_key = r.string("worker_public_key", s.worker_public_key);
     s.worker_secret_key = r.string("worker_secret_key", s.worker_secret_key);
     s.authorized_workers = r.string("authorized_workers", s.authorized_workers);
+    s.insecure = r.boolean("insecure", s.insecure);
     r.finish();
     // Which files each side needs is checked where the keys are loaded (center_transport,
     // worker_transport): one config serves the center and the workers, each holding only its
@@ -27,7 +29,10 @@ SecuritySettings read_security(JsonReader r) {
     if (!s.enabled() && (!s.center_secret_key.empty() || !s.worker_public_key.empty() ||
                          !s.worker_secret_key.empty() || !s.authorized_workers.empty()))
         throw ConfigError(r.path_of("center_public_key") + ": empty while other security.* keys are set; CURVE is on only "
-                          "when the center's public key file is given (tether keygen writes one)");
+                          "when the center's public key is given (tether keygen writes one)");
+    if (s.enabled() && s.insecure)
+        throw ConfigError(r.path_of("insecure") + ": true while " + r.path_of("center_public_key") +
+                          " is set; give keys or ask for none, not both");
     return s;
 }
 
@@ -47,6 +52,10 @@ void check_codecs(const ClusterSettings& k, const JsonReader& r) {
 }
 
 }  // namespace
+
+std::string ClusterSettings::security_key(const std::string& name) const {
+    return (origin == "ServiceOptions" ? origin : "security") + "." + name;
+}
 
 std::string ClusterSettings::key(const std::string& name) const {
     if (origin == "ServiceOptions")
@@ -132,9 +141,17 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
         {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
         {"max_failed_share", o.max_failed_share}};
+    // The security fields, under their own names (ServiceOptions.insecure, not .security.insecure).
+    nlohmann::json security = {{"insecure", o.insecure}};
+    for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"center_public_key", &o.center_public_key},
+                                      {"center_secret_key", &o.center_secret_key},
+                                      {"worker_public_key", &o.worker_public_key},
+                                      {"worker_secret_key", &o.worker_secret_key},
+                                      {"authorized_workers", &o.authorized_workers}})
+        if (!value->empty()) security[name] = *value;
     nlohmann::json resolved;
     ClusterSettings k = read_cluster_settings(JsonReader(&cluster, "ServiceOptions", resolved["cluster"]),
-                                              JsonReader(nullptr, "ServiceOptions.security", resolved["security"]),
+                                              JsonReader(&security, "ServiceOptions", resolved["security"]),
                                               JsonReader(&strategy, "ServiceOptions.strategy", resolved["strategy"]),
                                               StrategyContext{1, num_parameters});
     if (!k.strategy->uses_center()) {
@@ -143,6 +160,13 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
             if (name != "sequential") names += (names.empty() ? "" : ", ") + name;
         throw ConfigError("ServiceOptions.strategy.name: \"" + k.strategy->name() +
                           "\" has no center; name a distributed strategy (one of " + names + ")");
+    }
+    // The resolved blocks go into a run directory's config.json: a secret key given inline
+    // (the Z85 key itself, not a file) stays out of it.
+    for (const char* name : {"center_secret_key", "worker_secret_key"}) {
+        const auto value = resolved["security"].find(name);
+        if (value != resolved["security"].end() && value->is_string() && is_z85_key(value->get<std::string>()))
+            *value = "(a Z85 key given inline: not recorded)";
     }
     if (resolved_blocks) *resolved_blocks = std::move(resolved);
     return k;

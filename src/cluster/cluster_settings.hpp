@@ -33,14 +33,19 @@ class ServerGroup;      // center/server_group.hpp
 class Transport;
 
 // CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when
-// center_public_key is empty. Key files hold one Z85 key (40 characters), as `tether keygen`
-// writes them.
+// center_public_key is empty. Each key is a key file holding one Z85 key (40 characters), as
+// `tether keygen` writes them, or the Z85 key itself; the allowlist a file of one public key
+// per line, or the keys separated by ','. Runs tether starts itself get keys of their own
+// when none are given (cluster/run_keys.hpp); `insecure` says the user wants none.
 struct SecuritySettings {
-    std::string center_public_key;   // both sides: the center's public key file
-    std::string center_secret_key;   // center: its secret key file
+    std::string center_public_key;   // both sides: the center's public key
+    std::string center_secret_key;   // center: its secret key
     std::string worker_public_key;   // worker: its own key pair
     std::string worker_secret_key;
-    std::string authorized_workers;  // center: file of allowed worker public keys, one per line
+    std::string authorized_workers;  // center: the allowed worker public keys
+    // No keys on purpose: a center may bind beyond loopback without them (with a warning), no
+    // keys are made for a local or launcher run, and any peer may ask for a snapshot.
+    bool insecure = false;
     bool enabled() const { return !center_public_key.empty(); }
 };
 
@@ -85,6 +90,9 @@ struct ClusterSettings {
     // `name` (a key of the "cluster" block) as the user wrote it: "cluster.endpoint" or
     // "ServiceOptions.address".
     std::string key(const std::string& name) const;
+    // `name` (a key of the "security" block) as the user wrote it: "security.insecure" or
+    // "ServiceOptions.insecure".
+    std::string security_key(const std::string& name) const;
 
     // Per server of x~: its range and the settings it agrees with its workers: these, the
     // `model` (with "parameters" set here) and, when not null, the `data` the workers train on.
@@ -97,10 +105,14 @@ struct ClusterSettings {
     CenterOptions center_options(const ServerIdentity& server) const;
     // What a worker is told; the caller adds the epochs it trains.
     WorkerOptions worker_options() const;
-    // A server's endpoints: never waiting on a peer, a message cap of one chunk, the ZMTP
-    // heartbeat of heartbeat_ms and worker_timeout_ms, and CURVE (the allowlist installed on
-    // `transport`) when security is on and `bind` leaves this process.
-    TransportOptions center_transport(Transport& transport, const std::vector<std::string>& bind) const;
+    // A server's endpoints: never waiting on a peer, a message cap of one chunk, queues per peer
+    // of one vector (`vector_messages`: the chunks of the largest vector a server sends or
+    // receives at once), the ZMTP heartbeat of heartbeat_ms and worker_timeout_ms, and CURVE
+    // (the allowlist installed on `transport`) when security is on and `bind` leaves this
+    // process. Without keys, a tcp:// address beyond loopback is refused (ConfigError) unless
+    // security.insecure; loopback and ipc:// are allowed with a warning.
+    TransportOptions center_transport(Transport& transport, const std::vector<std::string>& bind,
+                                      std::size_t vector_messages = 1) const;
     // A worker's channel to the server at `address` (also server 0's to the others'), with its
     // CURVE keys when security is on and `address` is not inproc://.
     TransportOptions worker_transport(const std::string& address) const;

@@ -99,8 +99,12 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
     const std::uint64_t max_samples_per_worker =
         std::uint64_t(config.training.epochs) * ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
+    // ... and one window of training.batch_size steps between two exchanges.
+    const std::uint64_t samples_per_window =
+        std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size);
     s.group = k.make_servers(transport, s.plan.bind, s.plan.first, s.identity.servers, s.identity.initial, [&](CenterOptions& o, std::size_t index) {
         o.max_samples_per_worker = max_samples_per_worker;
+        o.max_samples_per_window = samples_per_window;
         o.await_final_snapshot = index > 0 && !s.lead();  // server 0 in another process fetches it
         o.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
         o.final_snapshot = false;  // serve() takes it once every server here is done
@@ -197,6 +201,8 @@ nlohmann::json CenterRun::serve() {
                                           s.transport.refused_handshakes());
     extra["model"] = s.identity.description;
     extra["parameters"] = s.identity.num_parameters;
+    // Evaluations that could not keep up: snapshots replaced by a newer one before scoring.
+    if (s.evaluator) extra["evaluations_skipped"] = s.evaluator->skipped();
     extra["device"] = s.config.training.device;  // what the workers were asked to train on
     if (!s.lead()) {  // server K > 0 alone: its own traffic and versions; server 0 evaluates
         extra["server"] = s.plan.first;

@@ -15,6 +15,7 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/device_choice.hpp"
 #include "cluster/launcher.hpp"
+#include "cluster/run_keys.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
 #include "record/run_verdict.hpp"
@@ -34,7 +35,30 @@ std::string unique_inproc_address() {
     return "inproc://tether-center-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
-nlohmann::json run_embedded(const RunConfig& config, const std::string& directory, bool resume) {
+// Secure by default where tether starts the workers itself (cluster/run_keys.hpp): unless the
+// user gave keys or asked for none, the run gets keys of its own. `directory`: written there
+// and named in the resolved config, which the worker processes of a local run read; "": held
+// in memory, for worker threads, and only when an address leaves the process.
+RunConfig with_run_keys(const RunConfig& config, const std::vector<std::string>& bind, const std::string& directory) {
+    const SecuritySettings& given = config.cluster.security;
+    bool all_inproc = true;
+    for (const std::string& address : bind) all_inproc = all_inproc && address.rfind("inproc://", 0) == 0;
+    if (given.enabled() || given.insecure || all_inproc) return config;
+    RunConfig secured = config;
+    if (directory.empty()) {
+        secured.cluster.security = fresh_run_keys();
+        return secured;
+    }
+    const SecuritySettings& keys = secured.cluster.security = write_run_keys(directory);
+    secured.resolved["security"] = {{"center_public_key", keys.center_public_key}, {"center_secret_key", keys.center_secret_key},
+                                    {"worker_public_key", keys.worker_public_key}, {"worker_secret_key", keys.worker_secret_key},
+                                    {"authorized_workers", keys.authorized_workers}, {"insecure", false}};
+    return secured;
+}
+
+nlohmann::json run_embedded(const RunConfig& given, const std::string& directory, bool resume) {
+    const std::vector<std::string> bind = given.cluster.bind_addresses(unique_inproc_address);
+    const RunConfig config = with_run_keys(given, bind, "");
     const int workers = int(config.cluster.workers);
     const int threads = threads_per_worker(config, workers);
     const CpuThreadPlan plan = use_cpu_threads(config, threads, workers);
@@ -42,8 +66,7 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
                 workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    CenterRun center(config, data, *transport, ServerPlan{config.cluster.bind_addresses(unique_inproc_address), 0, {}},
-                     directory, resume);
+    CenterRun center(config, data, *transport, ServerPlan{bind, 0, {}}, directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
@@ -89,11 +112,12 @@ nlohmann::json run_embedded(const RunConfig& config, const std::string& director
     return summary;
 }
 
-nlohmann::json run_local(const RunConfig& config, const std::string& directory, bool resume) {
+nlohmann::json run_local(const RunConfig& given, const std::string& directory, bool resume) {
+    const ServerPlan plan{given.cluster.bind_addresses([] { return std::string("tcp://127.0.0.1:*"); }), 0, {}};
+    const RunConfig config = with_run_keys(given, plan.bind, directory);  // before CenterRun writes config.json
     const int workers = int(config.cluster.workers);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    const ServerPlan plan{config.cluster.bind_addresses([] { return std::string("tcp://127.0.0.1:*"); }), 0, {}};
     CenterRun center(config, data, *transport, plan, directory, resume);  // writes directory/config.json
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string config_path = directory + "/config.json";

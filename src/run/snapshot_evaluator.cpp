@@ -35,13 +35,27 @@ void SnapshotEvaluator::start() {
 
 void SnapshotEvaluator::push(PendingSnapshot snapshot) {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(snapshot));
+    if (!queue_.empty()) {
+        // The final snapshot is pushed last, so the one waiting is never final. A final one
+        // marked not to be recorded is unchanged since the one waiting: it is recorded instead.
+        PendingSnapshot& waiting = queue_.back();
+        if (!snapshot.record) snapshot.record = waiting.record;
+        else if (waiting.record) ++skipped_;
+        waiting = std::move(snapshot);
+    } else {
+        queue_.push_back(std::move(snapshot));
+    }
     ready_.notify_one();
 }
 
-std::size_t SnapshotEvaluator::waiting() {
+std::size_t SnapshotEvaluator::waiting() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return queue_.size();
+}
+
+std::uint64_t SnapshotEvaluator::skipped() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return skipped_;
 }
 
 std::vector<float> SnapshotEvaluator::finish() {

@@ -1,5 +1,7 @@
-// Server 0's evaluation of x~ during a distributed run: snapshots queue up here and one thread
-// scores them in order, so no server ever waits for an evaluation. A snapshot holds x~ from
+// Server 0's evaluation of x~ during a distributed run: snapshots wait here and one thread
+// scores them in order, so no server ever waits for an evaluation. At most one waits: a newer
+// snapshot replaces one not yet scored (counted in skipped()), so evaluations that cannot keep
+// up with training cost points of the curve, never memory (one x~ waiting, one being scored). A snapshot holds x~ from
 // every range served in this process; ranges served by other processes (`tether server
 // --server K/S`) are fetched on this thread just before the snapshot is scored (within
 // milliseconds of it being taken, unless evaluations lag), and with kFlagFinal for the final
@@ -41,10 +43,12 @@ public:
     ~SnapshotEvaluator();
 
     // Snapshots pushed and not yet taken up for scoring (one being scored is not counted).
-    std::size_t waiting();
+    std::size_t waiting() const;
     Backend& backend() { return *backend_; }
     void start();
     void push(PendingSnapshot snapshot);
+    // Snapshots replaced by a newer one before they were scored.
+    std::uint64_t skipped() const;
     // Waits until every snapshot pushed has been scored; returns the final x~ (the last
     // snapshot pushed, marked final). Rethrows a failure to fetch the final remote ranges.
     std::vector<float> finish();
@@ -63,7 +67,8 @@ private:
     CenterStats previous_;
     double previous_wall_ = 0;
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
+    std::uint64_t skipped_ = 0;
     std::condition_variable ready_;
     std::deque<PendingSnapshot> queue_;
     bool done_ = false;

@@ -1,7 +1,8 @@
 // `tether worker` under a launcher's environment (torchrun's variables, set here: Debian's
 // torchrun does not run on Python 3.11): no --connect, rank 0 hosts the center and trains too,
-// cluster.workers follows the world size; a config that says otherwise and a missing rank 0
-// fail within seconds, naming what was expected. Every wait has a deadline.
+// cluster.workers follows the world size, the ranks' CURVE keys come from TETHER_SECRET; a
+// config that says otherwise, a missing rank 0 and a rank without a secret fail within seconds,
+// naming what was expected. Every wait has a deadline.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -26,12 +27,15 @@ using tether::testing::TempDir;
 using tether::testing::write_config;
 using Clock = std::chrono::steady_clock;
 
+// As a job script exports it: TETHER_SECRET=$(tether keygen --secret).
+const std::string kSecret = "TETHER_SECRET=" + std::string(64, 'c');
+
 // What torchrun sets for rank `rank` of `world` on one host; the center listens at `port`
-// (MASTER_PORT + 1: torchrun's own store has MASTER_PORT).
-std::vector<std::string> torchrun_environment(int rank, int world, int port) {
+// (MASTER_PORT + 1: torchrun's own store has MASTER_PORT). With the job's TETHER_SECRET.
+std::vector<std::string> torchrun_environment(int rank, int world, int port, const std::string& secret = kSecret) {
     return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),
             "LOCAL_WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
-            "MASTER_PORT=" + std::to_string(port - 1)};
+            "MASTER_PORT=" + std::to_string(port - 1), secret};
 }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -103,4 +107,18 @@ TEST_CASE("under a launcher, a rank whose center is missing fails within seconds
     CHECK(seconds < 5);
     CHECK(contains(rank1.err(), "nothing listens at tcp://127.0.0.1:" + std::to_string(port)));
     CHECK(contains(rank1.err(), "rank 0 should host the center there (MASTER_ADDR, MASTER_PORT + 1)"));
+}
+
+TEST_CASE("under a launcher, a rank with neither TETHER_SECRET nor a job id exits 2 saying how to set it") {
+    TempDir dir;
+    const std::string config = write_config(dir, "adag.json", cluster_config("keyless", "adag", 2));
+    // TETHER_SECRET set but empty: unset, whatever the test's own environment holds.
+    Process rank0({"worker", "--config", config, "--out", dir.file("run")}, dir.file("r0.out"), dir.file("r0.err"),
+                  torchrun_environment(0, 2, free_port(), "TETHER_SECRET="));
+    const auto code = rank0.wait(30000);
+    CAPTURE(rank0.err());
+    REQUIRE(code.has_value());
+    CHECK(*code == 2);
+    CHECK(contains(rank0.err(), "export TETHER_SECRET=$(tether keygen --secret)"));
+    CHECK(contains(rank0.err(), "security.insecure"));
 }

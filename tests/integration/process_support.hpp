@@ -197,6 +197,19 @@ inline std::string write_config(const TempDir& dir, const std::string& file, con
     return path;
 }
 
+// A "security" block of fresh key files made by `tether keygen` in `dir`: the center's pair, one
+// worker pair, and the allowlist holding that worker's key.
+inline nlohmann::json keygen_security(const TempDir& dir) {
+    for (const char* name : {"center", "worker"}) {
+        Process keygen({"keygen", "--out", dir.file(name)}, dir.file(std::string(name) + ".keygen.out"), dir.file("keygen.err"));
+        REQUIRE(keygen.wait(10000) == std::optional<int>(0));
+    }
+    tether::testing::write_text(dir.file("allowed"), tether::testing::read_text(dir.file("worker.pub")));
+    return {{"center_public_key", dir.file("center.pub")}, {"center_secret_key", dir.file("center.key")},
+            {"worker_public_key", dir.file("worker.pub")}, {"worker_secret_key", dir.file("worker.key")},
+            {"authorized_workers", dir.file("allowed")}};
+}
+
 inline nlohmann::json read_summary(const std::string& run_directory) {
     const std::string path = run_directory + "/summary.json";
     REQUIRE_MESSAGE(std::filesystem::exists(path), (path + " is missing"));

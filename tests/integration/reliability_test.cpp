@@ -138,18 +138,10 @@ TEST_CASE("a worker whose settings differ is refused at join, naming the setting
 
 TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed is refused at the handshake") {
     TempDir dir;
-    for (const char* name : {"center", "worker", "stranger"}) {
-        Process keygen({"keygen", "--out", dir.file(name)}, dir.file(std::string(name) + ".out"), dir.file("keygen.err"));
-        REQUIRE(keygen.wait(10000) == std::optional<int>(0));
-    }
-    std::string allowed = tether::testing::read_text(dir.file("worker.pub"));
-    tether::testing::write_text(dir.file("allowed"), allowed);
+    Process keygen({"keygen", "--out", dir.file("stranger")}, dir.file("stranger.out"), dir.file("keygen.err"));
+    REQUIRE(keygen.wait(10000) == std::optional<int>(0));
     json document = cluster_config("curve", "adag", 2);
-    document["security"] = {{"center_public_key", dir.file("center.pub")},
-                            {"center_secret_key", dir.file("center.key")},
-                            {"worker_public_key", dir.file("worker.pub")},
-                            {"worker_secret_key", dir.file("worker.key")},
-                            {"authorized_workers", dir.file("allowed")}};
+    document["security"] = keygen_security(dir);
     document["cluster"]["mode"] = "local";
     const std::string config = write_config(dir, "curve.json", document);
     Process run({"run", config, "--out", dir.file("run")}, dir.file("run.out"), dir.file("run.err"));

@@ -1,8 +1,8 @@
 // A center of several servers (cluster.servers): S servers each own a server range of x~,
 // workers exchange with all of them in parallel. A deterministic synchronous run gives bit for bit the same x~
 // with 1 server as with 3; every strategy trains with 2 servers, with and without a codec;
-// the embedding API serves several; and `tether server --server K/S` runs them as processes,
-// server 0 evaluating x~ assembled from every range.
+// the embedding API serves several; and `tether server --server K/S` runs them as processes
+// (with CURVE keys), server 0 evaluating x~ assembled from every range.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -129,7 +129,16 @@ TEST_CASE("the embedding API serves x~ from several servers; snapshot and wait a
 
 TEST_CASE("tether server --server K/S: two server processes, server 0 evaluates x~ from both ranges") {
     TempDir dir;
-    const std::string config = write_config(dir, "c.json", servers_config("adag", 2, 2));
+    // Server 1 gives its range of x~ only to joined workers and to peers holding an allowed key,
+    // as server 0 does here; without keys server 0 refuses to start, saying so.
+    json document = servers_config("adag", 2, 2);
+    Process keyless({"server", "--config", write_config(dir, "keyless.json", document), "--server", "0/2", "--bind",
+                     "tcp://127.0.0.1:*", "--other-servers", "tcp://127.0.0.1:1", "--out", dir.file("k")},
+                    dir.file("k.out"), dir.file("k.err"));
+    CHECK(keyless.wait(20000) == std::optional<int>(2));
+    CHECK(contains(keyless.err(), "--other-servers: servers 1..1 give their ranges of x~ only to peers holding an allowed CURVE key"));
+    document["security"] = keygen_security(dir);
+    const std::string config = write_config(dir, "c.json", document);
     const std::string prefix = "center listening at ";
     auto start = [&](Process& server, const std::string& out) {
         const std::string line = wait_for_line(out, prefix, 20000, server);

@@ -197,6 +197,41 @@ def servers_and_codecs_from_python_with_workers_connecting_by_address():
 
 
 @case
+def curve_keys_from_launcher_keys_admit_the_ranks_and_no_keys_beyond_loopback_is_refused():
+    try:
+        tether.CenterService(np.zeros(4, np.float32), address="tcp://198.18.0.1:*")
+    except tether.TetherError as e:
+        assert "binding beyond loopback without CURVE keys" in str(e) and "ServiceOptions.insecure" in str(e), e
+    else:
+        raise AssertionError("a center beyond loopback without keys started")
+    old = os.environ.get("TETHER_SECRET")
+    os.environ["TETHER_SECRET"] = "ab" * 32  # as `export TETHER_SECRET=$(tether keygen --secret)` sets it
+    try:
+        rank0, rank1 = tether.launcher_keys(0, "job"), tether.launcher_keys(1, "job")
+    finally:
+        if old is None:
+            del os.environ["TETHER_SECRET"]
+        else:
+            os.environ["TETHER_SECRET"] = old
+    assert rank0 == rank1 and len(rank0["center_public_key"]) == 40, rank0
+    center = tether.CenterService(np.zeros(4, np.float32), workers=1, address="tcp://127.0.0.1:*", **rank0)
+    try:  # no keys: the CURVE handshake fails, so no answer to its settings request (no strategy given)
+        tether.connect(center.address, np.zeros(4, np.float32), join_timeout_ms=500)
+    except tether.TetherError as e:
+        assert f"no answer from the server at {center.address}" in str(e) and "settings" in str(e), e
+    else:
+        raise AssertionError("a worker without keys joined")
+    x = np.zeros(4, np.float32)
+    worker = tether.connect(center.address, x, **rank1)
+    x += 1.0
+    worker.step(1)
+    worker.finish()
+    center.wait()
+    stats = center.stats()
+    assert stats["workers_finished"] == 1 and stats["updates_applied"] == 1, stats
+
+
+@case
 def torch_worker_trains_the_models_own_tensors():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))

@@ -1,16 +1,19 @@
 #!/usr/bin/python3
 """Launchers and failures from Python: Worker.from_env under torchrun's variables (set by the
 test: Debian's torchrun does not run on Python 3.11), rank 0 hosting the center and training,
-shards following the rank; a wrong world size and a missing center failing within seconds,
+shards following the rank, the ranks' CURVE keys from TETHER_SECRET or from the secret rank 0
+writes for the job id (none of either: refused, saying how); a wrong world size and a missing center failing within seconds,
 naming what was expected; CenterService.wait() raising on a failed run; step() after finish()
 and against a center that is gone; a worker taking the center's strategy; a C++ strategy
 plugin loaded with tether.load_plugin. Run by meson test with PYTHONPATH=build/python and
 TETHER_PLUGIN (tests/packaging/damped_sum_plugin.cpp, built)."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +24,10 @@ from harness import case, main, run_threads
 
 RANK_SCRIPT = str(Path(__file__).with_name("launch_rank.py"))
 LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                      "TETHER_PORT", "TETHER_CENTER", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+                      "TETHER_PORT", "TETHER_CENTER", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                      "TETHER_SECRET", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
+# As a job script exports it: TETHER_SECRET=$(tether keygen --secret) (64 hexadecimal digits).
+SECRET = "5e" * 32
 
 
 def free_port():
@@ -30,11 +36,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torchrun_env(rank, world, port, local_world=None):
-    """What torchrun sets for one rank on one host: the center then listens at MASTER_PORT + 1."""
+def torchrun_env(rank, world, port, local_world=None, secret=SECRET, **more):
+    """What torchrun sets for one rank on one host (the center then listens at MASTER_PORT + 1),
+    and the job's TETHER_SECRET unless secret=None."""
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-               LOCAL_WORLD_SIZE=str(local_world or world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port - 1))
+               LOCAL_WORLD_SIZE=str(local_world or world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port - 1), **more)
+    if secret is not None:
+        env["TETHER_SECRET"] = secret
     return env
 
 
@@ -113,6 +122,38 @@ def rank_0_hosting_the_center_only_leaves_the_data_to_the_others():
     assert [by_rank[r]["indices"] for r in range(3)] == [[], list(range(0, 30)), list(range(30, 60))], by_rank
     stats = by_rank[0]["stats"]
     assert stats["workers_finished"] == 2 and stats["workers_lost"] == 0, stats
+
+
+@case
+def without_tether_secret_the_ranks_share_the_secret_rank_0_writes_for_torchruns_run_id_and_it_goes_after():
+    home = tempfile.mkdtemp(prefix="tether-launch-")
+    try:
+        port = free_port()
+        envs = [torchrun_env(r, 3, port, secret=None, TORCHELASTIC_RUN_ID=f"job-{port}", HOME=home) for r in range(3)]
+        ranks = results(start_ranks(envs, strategy="adag"))
+        for code, result, stderr in ranks:
+            assert code == 0, (result, stderr[-2000:])
+        stats = next(r for _, r, _ in ranks if r["rank"] == 0)["stats"]
+        assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, stats
+        # Rank 0's center.wait() removed the secret once the run was over.
+        assert not Path(home, ".tether", f"run-job-{port}").exists(), list(Path(home, ".tether").iterdir())
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@case
+def a_rank_with_neither_tether_secret_nor_a_job_id_fails_at_once_saying_how_to_set_it():
+    home = tempfile.mkdtemp(prefix="tether-launch-")
+    try:
+        started = time.monotonic()
+        code, result, stderr = results(start_ranks([torchrun_env(1, 2, free_port(), secret=None, HOME=home)]),
+                                       timeout=30)[0]
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert code == 1, (result, stderr[-2000:])
+    assert time.monotonic() - started < 10, time.monotonic() - started
+    assert "export TETHER_SECRET=$(tether keygen --secret)" in result["error"], result
+    assert "insecure" in result["error"], result
 
 
 @case

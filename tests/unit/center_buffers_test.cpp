@@ -106,7 +106,7 @@ TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a f
     CHECK(served.center().stats().rejected_total() == 0);
 }
 
-TEST_CASE("buffers messages are checked like every vector, and refused by a center that holds none") {
+TEST_CASE("buffers messages are checked like every vector, refused when replayed, and refused by a center that holds none") {
     ServedCenter served(kAeasgd, options_for(1), unique_inproc(), 2000, holding(kBuffers0));
     auto a = served.connect("worker-a");
     join_with_buffers(*a, 0);
@@ -116,10 +116,12 @@ TEST_CASE("buffers messages are checked like every vector, and refused by a cent
     fp16.dtype = Dtype::fp16;  // buffers are float32 whatever cluster.codec says
     CHECK(starts_with(rejection(*a, tether::encode(fp16), {1.f}), "wrong dtype"));
     exchange_with_buffers(*a, 1, {5.f, 5.f});
+    // Buffers of an exchange already accepted (a replay) are refused too.
+    CHECK(starts_with(rejection(*a, tether::encode(buffers_header(1)), {7.f, 7.f}), "stale sequence: buffers of exchange 1"));
     send(*a, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
     CHECK(served.center().checkpoint().buffers == Vec{5.f, 5.f});  // the refused ones changed nothing
-    CHECK(served.center().stats().rejected_total() == 3);
+    CHECK(served.center().stats().rejected_total() == 4);
 
     ServedCenter plain(kAeasgd, options_for(1));
     auto w = plain.connect("worker-w");

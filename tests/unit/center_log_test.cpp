@@ -57,6 +57,11 @@ TEST_CASE("a joined worker's scalars reach on_log with its id, its samples and t
     receive(*b, MessageType::welcome, frames);
     send_text(*a, log_header(64), tether::encode_log({{"loss", 0.5}, {"validation_accuracy", 0.75}}));
     send_text(*b, log_header(32), tether::encode_log({{"loss", std::nan("")}}));
+    // A log counts samples as a heartbeat does: while its worker is live.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (served.center().stats_now().total_samples < 96 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(served.center().stats_now().total_samples == 96);
     send(*a, header(MessageType::bye), {});
     send(*b, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
@@ -69,7 +74,8 @@ TEST_CASE("a joined worker's scalars reach on_log with its id, its samples and t
     CHECK(first.scalars == nlohmann::json{{"loss", 0.5}, {"validation_accuracy", 0.75}});
     CHECK(second.worker_id == 1);
     CHECK(second.scalars == nlohmann::json{{"loss", nullptr}});  // JSON has no NaN: null
-    CHECK(served.center().stats().total_samples == 96);          // a log counts samples as a heartbeat does
+    // Neither worker exchanged: what they claimed never reached x~ and left with them.
+    CHECK(served.center().stats().total_samples == 0);
 }
 
 TEST_CASE("malformed, oversized, reserved and unjoined logs are refused, counted by reason, and reach nothing") {

@@ -1,7 +1,8 @@
 // What a center does as one server of several (cluster.servers): a server k > 0 takes the
-// worker id a hello asks for (the one server 0 gave) and replaces a peer still holding it; any
-// peer may ask for x~ with a `snapshot` request, answered at once or, with kFlagFinal, once
-// every worker has finished, and a server waiting for that request stays until it came.
+// worker id a hello asks for (the one server 0 gave) and replaces a peer still holding it; a
+// peer trusted with x~ (behind CURVE: any) may ask for it with a `snapshot` request, answered at
+// once or, with kFlagFinal, once every worker has finished, and a server waiting for that
+// request stays until it came. (Who else is refused: center_trust_test.cpp.)
 #include <doctest/doctest.h>
 
 #include <tuple>
@@ -59,6 +60,7 @@ TEST_CASE("a server k > 0 takes the id server 0 gave, and replaces a peer still 
 TEST_CASE("snapshot requests: answered at once, or with kFlagFinal once every worker is done") {
     CenterOptions options = options_for(1);
     options.await_final_snapshot = true;
+    options.snapshots_for_any_peer = true;  // as behind CURVE, where server 0 holds an allowed key
     ServedCenter served(kAeasgd, options);
     auto monitor = served.connect("server-0-snapshots");  // never joins
     send(*monitor, snapshot_request(1, false), {});

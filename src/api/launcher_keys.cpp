@@ -1,0 +1,24 @@
+// with_launcher_keys (include/tether/tether.hpp): the launcher ranks' keys of cluster/run_keys.hpp
+// for the embedding API and Python.
+#include <tether/tether.hpp>
+
+#include "cluster/run_keys.hpp"
+
+namespace tether {
+
+ServiceOptions with_launcher_keys(ServiceOptions o, int rank, const std::string& job_id, const std::string& directory) {
+    if (o.insecure || !o.center_public_key.empty()) return o;
+    const SecuritySettings keys = launcher_keys({rank, job_id, directory, o.join_timeout_ms});
+    o.center_public_key = keys.center_public_key;
+    o.center_secret_key = keys.center_secret_key;
+    o.worker_public_key = keys.worker_public_key;
+    o.worker_secret_key = keys.worker_secret_key;
+    o.authorized_workers = keys.authorized_workers;
+    return o;
+}
+
+void remove_launcher_secret(int rank, const std::string& job_id, const std::string& directory) {
+    remove_launcher_secret(LauncherKeyRequest{rank, job_id, directory});
+}
+
+}  // namespace tether
