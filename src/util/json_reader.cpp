@@ -223,7 +223,14 @@ void apply_override(json& config, const std::string& assignment) {
     if (eq == std::string::npos || eq == 0)
         throw ConfigError("--set " + assignment + ": expected KEY=VALUE, e.g. --set training.epochs=5");
     const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    json value;
+    try {
+        value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    } catch (const json::exception&) {
+        // Even without exceptions nlohmann throws out_of_range for a number no double holds.
+        throw ConfigError("--set " + assignment + ": " + key + ": " + text +
+                          " is not a number a double can hold (at most about 1.8e308); give a finite value");
+    }
     if (value.is_discarded()) value = text;  // a bare word is a string
     json* node = &config;
     std::string walked;
