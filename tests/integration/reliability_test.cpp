@@ -167,6 +167,8 @@ TEST_CASE("bad inputs exit 2 at once, naming the key, the file or the path") {
     };
     refused({"run", config, "--set", "training.optimizer.learning_rate=1e999"},
             "training.optimizer.learning_rate: 1e999 is not a number a double can hold");
+    tether::testing::write_text(dir.file("huge.json"), R"({"name": "huge", "training": {"epochs": 1e999}})");
+    refused({"run", dir.file("huge.json")}, dir.file("huge.json") + ": not valid JSON");
     std::filesystem::create_directories(dir.file("folder"));
     refused({"run", dir.file("folder")}, dir.file("folder") + ": is a directory");
     const std::string file = write_config(dir, "taken.txt", json::object());
