@@ -85,6 +85,9 @@ struct CenterStats {
     std::uint64_t late_reports = 0;
     std::map<std::string, std::uint64_t> rejected;  // by reason
     int workers_joined = 0, workers_finished = 0, workers_lost = 0;
+    // Peers that said hello but went silent before their welcome: never the run's workers, so
+    // not lost workers either (a flood of them must not fail a healthy run).
+    int peers_dropped = 0;
     std::uint64_t bytes_received = 0, bytes_sent = 0;
     double staleness_sum = 0;
     std::uint64_t staleness_count = 0;
@@ -97,7 +100,7 @@ struct CenterStats {
     std::uint64_t replies_dropped = 0;
 
     std::uint64_t rejected_total() const;
-    int live_workers() const { return workers_joined - workers_finished - workers_lost; }
+    int live_workers() const { return workers_joined - workers_finished - workers_lost - peers_dropped; }
     nlohmann::json to_json() const;
 };
 

@@ -163,9 +163,15 @@ void Center::prune_departed() {
 
 void Center::lose(Worker& w, const std::string& why) {
     if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
+    const bool welcomed = w.state == Worker::State::active;
     w.state = Worker::State::lost;
     rule_->on_leave(w.id);
     forget(w);
+    if (!welcomed) {
+        ++stats_.peers_dropped;
+        std::fprintf(stderr, "%s: peer %u dropped before its welcome: %s\n", options_.name.c_str(), w.id, why.c_str());
+        return;
+    }
     ++stats_.workers_lost;
     std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
                  stats_.live_workers());

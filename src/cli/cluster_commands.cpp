@@ -68,6 +68,7 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
         if (c.out.empty()) c.out = c.resume;
     }
     if (c.config_path.empty()) throw po::error(std::string(usage) + ": --config is required");
+    if (!c.out.empty()) check_out_directory(c.out);
     // A worker under a launcher takes the center's address from its environment.
     if (c.address.empty() && std::string(address_flag) == "bind")
         throw po::error(std::string(usage) + ": --" + address_flag + " is required");

@@ -16,6 +16,10 @@ namespace tether::cli {
 bool parse_arguments(const std::vector<std::string>& arguments, boost::program_options::options_description& options,
                      const char* positional);
 
+// Refuses (ConfigError, exit 2) an --out that names something other than a directory, before
+// anything starts: found at the first write, it would fail the run late (exit 1).
+void check_out_directory(const std::string& out);
+
 // Prints why a run failed (summary.json's run_failed, failure_reason, worker_failures) and
 // returns the exit code: 1 for a failed run, 0 otherwise.
 int report_verdict(const nlohmann::json& summary);

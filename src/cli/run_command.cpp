@@ -1,12 +1,14 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "record/run_recorder.hpp"
 #include "run/run.hpp"
+#include "util/errors.hpp"
 
 namespace po = boost::program_options;
 
@@ -24,6 +26,13 @@ bool parse_arguments(const std::vector<std::string>& arguments, po::options_desc
         return false;
     }
     return true;
+}
+
+void check_out_directory(const std::string& out) {
+    std::error_code error;
+    const auto status = std::filesystem::status(out, error);
+    if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
+        throw ConfigError("--out " + out + ": exists and is not a directory; give a new path or an existing run directory");
 }
 
 int report_verdict(const nlohmann::json& summary) {
@@ -49,6 +58,7 @@ int run_command(const std::vector<std::string>& arguments) {
         if (out.empty()) out = resume;
     }
     if (config_path.empty()) throw po::error("tether run needs a config file: tether run CONFIG.json");
+    if (!out.empty()) check_out_directory(out);
 
     const RunConfig config = load_config(config_path, overrides);
     const std::string directory = out.empty() ? default_run_directory(config.name) : out;

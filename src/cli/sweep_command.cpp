@@ -28,6 +28,7 @@ int sweep_command(const std::vector<std::string>& arguments) {
     if (!parse_arguments(arguments, options, "sweep")) return 0;
     if (sweep_path.empty()) throw po::error("tether sweep needs a sweep file: tether sweep SWEEP.json");
     if (jobs < 1) throw po::error("--jobs must be at least 1");
+    if (!out.empty()) check_out_directory(out);
 
     if (repeats != -1 && repeats < 1) throw po::error("--repeats must be at least 1");
     if (repeats != -1) overrides.repeats = repeats;

@@ -40,7 +40,8 @@ void differences(const nlohmann::json& a, const nlohmann::json& b, const std::st
 }  // namespace
 
 std::vector<ServerIdentity> ClusterSettings::server_identities(std::size_t num_parameters, nlohmann::json model,
-                                                               const nlohmann::json& data) const {
+                                                               const nlohmann::json& data,
+                                                               const nlohmann::json& training) const {
     if (std::size_t(servers) > num_parameters)
         throw ConfigError(key("servers") + ": " + std::to_string(servers) + " servers for a model of " +
                           std::to_string(num_parameters) + " parameters; each server needs at least one");
@@ -56,6 +57,7 @@ std::vector<ServerIdentity> ClusterSettings::server_identities(std::size_t num_p
     model["parameters"] = num_parameters;
     nlohmann::json agreed = {{"strategy", strategy_settings}, {"cluster", cluster}, {"model", model}};
     if (!data.is_null()) agreed["data"] = data;
+    if (!training.is_null()) agreed["training"] = training;
     std::vector<ServerIdentity> out;
     for (std::size_t k = 0; k < std::size_t(servers); ++k) {
         // The server's index too, so that a worker that mixes up the servers' addresses is

@@ -83,6 +83,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.chunk_elements = r.integer("chunk_elements", k.chunk_elements, 1, 1 << 24);
     k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
     k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
+    k.min_trained_share = r.number("min_trained_share", k.min_trained_share, 0.0, 1.0);
     k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
     k.elastic = r.boolean("elastic", k.elastic);
     k.overlap = r.boolean("overlap", k.overlap);

@@ -70,6 +70,9 @@ struct ClusterSettings {
     // A run in which more than this share of the workers failed (diverged, crashed, lost)
     // exits 1, as does a run in which no update reached x~.
     double max_failed_share = 0.5;
+    // A run whose workers trained less than this share of the planned samples (cluster.workers x
+    // shard x training.epochs) exits 1: a lost worker never replaced leaves its data untrained.
+    double min_trained_share = 0.9;
     std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
     bool elastic = false;                  // workers beyond cluster.workers may join mid-run
     // Each exchange runs on the worker's own thread while it trains the next window; its reply
@@ -95,10 +98,13 @@ struct ClusterSettings {
     std::string security_key(const std::string& name) const;
 
     // Per server of x~: its range and the settings it agrees with its workers: these, the
-    // `model` (with "parameters" set here) and, when not null, the `data` the workers train on.
-    // Throws ConfigError when there are more servers than parameters.
+    // `model` (with "parameters" set here) and, when not null, the `data` the workers train on
+    // and the `training` keys both ends must share (a config file's learning rate, batch size and
+    // epochs; the embedding API leaves training to its user). Throws ConfigError when there are
+    // more servers than parameters.
     std::vector<ServerIdentity> server_identities(std::size_t num_parameters, nlohmann::json model = nlohmann::json::object(),
-                                                  const nlohmann::json& data = nullptr) const;
+                                                  const nlohmann::json& data = nullptr,
+                                                  const nlohmann::json& training = nullptr) const;
 
     // What one server is told; the caller adds what depends on its run (snapshots, the samples
     // a worker can have trained).

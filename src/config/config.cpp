@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -192,6 +193,9 @@ RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys, const Laun
 }
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, const Launcher* launcher) {
+    // A directory opens as a stream on Linux and reads as nothing: say what it is.
+    if (std::filesystem::is_directory(path))
+        throw ConfigError(path + ": is a directory; give the config file (JSON) itself, e.g. configs/adag.json");
     std::ifstream in(path);
     if (!in) throw ConfigError(path + ": cannot open the config file");
     std::stringstream text;
@@ -199,7 +203,7 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& o
     json document;
     try {
         document = json::parse(text.str());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
         throw ConfigError(path + ": not valid JSON: " + e.what());
     }
     try {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 namespace tether {
@@ -28,6 +29,21 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
     } else if (double(failed) > cluster.max_failed_share * double(workers)) {
         reason = std::to_string(failed) + " of " + std::to_string(workers) + " workers failed, more than cluster.max_failed_share (" +
                  nlohmann::json(cluster.max_failed_share).dump() + ")";
+    }
+    // Where the plan is known (a run tether started, with its data and epochs), the share of it
+    // trained: a run that lost a worker's data is not a success because the others finished.
+    const auto planned = summary.value("samples_planned", std::uint64_t(0));
+    if (planned > 0) {
+        const double trained = summary.value("samples", 0.0);
+        const double share = trained / double(planned);
+        summary["trained_share"] = share;
+        if (reason.empty() && share < cluster.min_trained_share) {
+            char figure[32];
+            std::snprintf(figure, sizeof figure, "%.3f", share);
+            reason = "the workers trained " + std::string(figure) + " of the planned samples (" +
+                     std::to_string(std::uint64_t(trained)) + " of " + std::to_string(planned) +
+                     "), less than cluster.min_trained_share (" + nlohmann::json(cluster.min_trained_share).dump() + ")";
+        }
     }
     if (!reason.empty() && diverged > 0)
         reason += "; " + std::to_string(diverged) + " diverged (first: worker " + [&] {

@@ -1,6 +1,7 @@
-// Whether a distributed run succeeded, said plainly: a run where no update reached x~, or where
-// more than cluster.max_failed_share of the workers failed, is a failed run (exit code 1), even
-// though the center produced a final x~ and an accuracy.
+// Whether a distributed run succeeded, said plainly: a run where no update reached x~, where
+// more than cluster.max_failed_share of the workers failed, or whose workers trained less than
+// cluster.min_trained_share of the planned samples, is a failed run (exit code 1), even though
+// the center produced a final x~ and an accuracy.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,8 +21,10 @@ struct WorkerFailure {
 };
 
 // Writes into `summary`: failed_workers, diverged_workers, worker_failures, run_failed and,
-// when failed, failure_reason. Reads updates_applied and workers_lost from the summary (the
-// center's counters); a lost worker that was not already reported counts as failed.
+// when failed, failure_reason; trained_share where the summary holds samples_planned (runs tether
+// started know their data and epochs; the embedding API does not). Reads updates_applied,
+// workers_lost (welcomed workers only: peers that never joined are no worker of the run),
+// samples and samples_planned from the summary; a lost worker not already reported counts as failed.
 void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const std::vector<WorkerFailure>& failures);
 
 // The last "error:" line of a worker's log, or "" (for a failed worker process's reason).

@@ -211,6 +211,9 @@ nlohmann::json CenterRun::serve() {
         write_json_file(s.recorder.directory() + "/summary.json", extra);
         return extra;
     }
+    // The plan: the workers' shards partition the training set, each passed training.epochs
+    // times; run_verdict.hpp compares the samples trained with it.
+    extra["samples_planned"] = std::uint64_t(s.data.train->size()) * std::uint64_t(s.config.training.epochs);
     // The test set, once, on the final x~; after the clock stopped, like loading.
     s.evaluator->backend().use_on_this_thread();
     Evaluator test(s.config, s.evaluator->backend(), s.data.test, std::size_t(s.config.eval.test_samples));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "util/errors.hpp"
 
@@ -223,8 +224,26 @@ void apply_override(json& config, const std::string& assignment) {
     if (eq == std::string::npos || eq == 0)
         throw ConfigError("--set " + assignment + ": expected KEY=VALUE, e.g. --set training.epochs=5");
     const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) value = text;  // a bare word is a string
+    const auto overflow = [&] {
+        return ConfigError("--set " + assignment + ": " + key + ": " + text +
+                           " is not a number a double can hold (at most about 1.8e308); give a finite value");
+    };
+    json value;
+    try {
+        value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    } catch (const json::exception&) {
+        throw overflow();  // nlohmann may throw out_of_range for a number no double holds
+    }
+    if (value.is_discarded()) {
+        // A number too large for a double is discarded as unparsable, and would be read as the
+        // string "1e999": say what it is instead.
+        char* end = nullptr;
+        const double number = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end == text.c_str() + text.size() && std::isinf(number) &&
+            text.find_first_of("iInN") == std::string::npos)
+            throw overflow();
+        value = text;  // a bare word is a string
+    }
     json* node = &config;
     std::string walked;
     std::size_t start = 0;

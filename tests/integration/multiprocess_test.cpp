@@ -183,6 +183,8 @@ TEST_CASE("a local synchronous run survives a worker killed with SIGKILL") {
     document["model"]["hidden_layers"] = {32};
     document["strategy"]["communication_window"] = 1;
     document["eval"]["per_epoch"] = 4;
+    // The killed worker's shard goes untrained from then on: this test is about surviving it.
+    document["cluster"]["min_trained_share"] = 0.5;
     const std::string config = write_config(dir, "averaging.json", document);
     const std::string run = dir.file("run");
     Process tether({"run", config, "--out", run}, dir.file("out.txt"), dir.file("err.txt"));
@@ -222,4 +224,6 @@ TEST_CASE("a local synchronous run survives a worker killed with SIGKILL") {
     CHECK(killed == 1);
     CHECK(clean == 3);
     CHECK(summary["workers_finished"] == 3);
+    CHECK(summary["trained_share"].get<double>() > 0.5);
+    CHECK(summary["trained_share"].get<double>() < 1.0);
 }

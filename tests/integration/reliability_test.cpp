@@ -76,12 +76,19 @@ TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run end
     CAPTURE(tether.err());
     REQUIRE_MESSAGE(exit_code.has_value(), "tether run did not end within 90 s of the SIGSTOP");
     MESSAGE("tether run ended " << seconds << " s after the SIGSTOP, exit code " << *exit_code);
-    CHECK(*exit_code == 0);  // 1 of 3 failed: within cluster.max_failed_share
+    // 1 of 3 failed, within cluster.max_failed_share; but its shard went untrained from then
+    // on, so the run trained well under cluster.min_trained_share of its plan: a failed run.
+    CHECK(*exit_code == 1);
+    CHECK(contains(tether.err(), "run FAILED: the workers trained 0."));
     const json summary = read_summary(run);
     CAPTURE(summary.dump(2));
     CHECK(summary["workers_lost"] == 1);
     CHECK(summary["failed_workers"] == 1);
-    CHECK(summary["run_failed"] == false);
+    CHECK(summary["samples_planned"] == 1200 * 30);
+    CHECK(summary["trained_share"].get<double>() > 0.6);
+    CHECK(summary["trained_share"].get<double>() < 0.9);
+    CHECK(summary["run_failed"] == true);
+    CHECK(contains(summary["failure_reason"].get<std::string>(), "less than cluster.min_trained_share (0.9)"));
     CHECK(summary["worker_exit_status"][1].is_string());  // ended by a signal
 }
 
@@ -131,9 +138,43 @@ TEST_CASE("a worker whose settings differ is refused at join, naming the setting
     REQUIRE(compressing.wait(30000).has_value());
     CAPTURE(compressing.err());
     CHECK(contains(compressing.err(), "cluster.codec: center \"float32\", worker \"bf16\""));
+    // A worker training with another learning rate, batch size or for other epochs trains
+    // another run (and its sample counts would be judged against the wrong plan).
+    for (const auto& [assignment, expected] : {std::pair<std::string, std::string>{"training.optimizer.learning_rate=0.5", "training.optimizer.learning_rate: center 0.01, worker 0.5"},
+                                               {"training.batch_size=7", "training.batch_size: center 16, worker 7"},
+                                               {"training.epochs=30", "training.epochs: center 6, worker 30"}}) {
+        Process differing({"worker", "--config", config, "--connect", address, "--set", assignment}, dir.file("d.out"),
+                          dir.file("d.err"));
+        CAPTURE(assignment);
+        CHECK(differing.wait(30000) == std::optional<int>(1));
+        CAPTURE(differing.err());
+        CHECK(contains(differing.err(), expected));
+    }
     Process good({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
     CHECK(good.wait(60000) == std::optional<int>(0));
     CHECK(server.wait(30000) == std::optional<int>(0));
+}
+
+TEST_CASE("bad inputs exit 2 at once, naming the key, the file or the path") {
+    TempDir dir;
+    const std::string config = write_config(dir, "c.json", cluster_config("inputs", "aeasgd", 1));
+    const auto refused = [&](const std::vector<std::string>& arguments, const std::string& expected) {
+        Process p(arguments, dir.file("p.out"), dir.file("p.err"));
+        CAPTURE(expected);
+        CHECK(p.wait(20000) == std::optional<int>(2));
+        CAPTURE(p.err());
+        CHECK(contains(p.err(), expected));
+    };
+    refused({"run", config, "--set", "training.optimizer.learning_rate=1e999"},
+            "training.optimizer.learning_rate: 1e999 is not a number a double can hold");
+    tether::testing::write_text(dir.file("huge.json"), R"({"name": "huge", "training": {"epochs": 1e999}})");
+    refused({"run", dir.file("huge.json")}, dir.file("huge.json") + ": not valid JSON");
+    std::filesystem::create_directories(dir.file("folder"));
+    refused({"run", dir.file("folder")}, dir.file("folder") + ": is a directory");
+    const std::string file = write_config(dir, "taken.txt", json::object());
+    refused({"run", config, "--out", file}, "--out " + file + ": exists and is not a directory");
+    refused({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", file},
+            "--out " + file + ": exists and is not a directory");
 }
 
 TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed is refused at the handshake") {

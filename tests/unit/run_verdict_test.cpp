@@ -1,0 +1,84 @@
+// The one verdict (record/run_verdict.hpp) is honest both ways: a run that trained too little of
+// its plan fails, and peers that never joined are no worker of the run, so they fail nothing.
+#include <doctest/doctest.h>
+
+#include "center_harness.hpp"
+#include "cluster/cluster_settings.hpp"
+#include "record/run_verdict.hpp"
+
+using namespace tether::testing;
+
+namespace {
+
+tether::ClusterSettings four_workers() {
+    tether::ClusterSettings k;
+    k.workers = 4;
+    return k;
+}
+
+}  // namespace
+
+TEST_CASE("a run that trained less than cluster.min_trained_share of its plan fails, naming both figures") {
+    // A lost worker never replaced: three quarters of the samples, no worker counted failed.
+    nlohmann::json summary = {{"updates_applied", 100}, {"workers_lost", 0}, {"samples", 750}, {"samples_planned", 1000}};
+    tether::judge_run(summary, four_workers(), {});
+    CHECK(summary["trained_share"].get<double>() == doctest::Approx(0.75));
+    CHECK(summary["run_failed"] == true);
+    const std::string reason = summary["failure_reason"];
+    CHECK(reason.find("0.750 of the planned samples (750 of 1000)") != std::string::npos);
+    CHECK(reason.find("cluster.min_trained_share (0.9)") != std::string::npos);
+
+    nlohmann::json whole = {{"updates_applied", 100}, {"samples", 1000}, {"samples_planned", 1000}};
+    tether::judge_run(whole, four_workers(), {});
+    CHECK(whole["trained_share"].get<double>() == doctest::Approx(1.0));
+    CHECK(whole["run_failed"] == false);
+
+    tether::ClusterSettings lenient = four_workers();
+    lenient.min_trained_share = 0.5;
+    nlohmann::json partial = {{"updates_applied", 100}, {"samples", 750}, {"samples_planned", 1000}};
+    tether::judge_run(partial, lenient, {});
+    CHECK(partial["run_failed"] == false);
+}
+
+TEST_CASE("without a plan (the embedding API) no trained share is computed") {
+    nlohmann::json summary = {{"updates_applied", 100}, {"samples", 10}};
+    tether::judge_run(summary, four_workers(), {});
+    CHECK_FALSE(summary.contains("trained_share"));
+    CHECK(summary["run_failed"] == false);
+}
+
+TEST_CASE("peers that said hello and went silent before their welcome are not lost workers") {
+    CenterOptions options = options_for(3);
+    options.worker_timeout_ms = 300;
+    ServedCenter served(kAeasgd, options);
+    // Two strangers take places while the run waits for its workers, then say nothing more.
+    std::vector<std::unique_ptr<tether::Channel>> strangers;
+    for (int i = 0; i < 2; ++i) {
+        strangers.push_back(served.connect("stranger-" + std::to_string(i)));
+        send(*strangers.back(), header(MessageType::hello, 3), {});
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(900));  // past worker_timeout_ms: dropped
+    std::vector<std::unique_ptr<tether::Channel>> workers;
+    for (int i = 0; i < 3; ++i) {
+        workers.push_back(served.connect("worker-" + std::to_string(i)));
+        send(*workers.back(), header(MessageType::hello, 3), {});
+    }
+    Frames frames;
+    for (auto& w : workers) receive(*w, MessageType::welcome, frames);
+    send(*workers[0], exchange_header(1), {2.f, 0.f, 5.f});
+    receive(*workers[0], MessageType::reply, frames);
+    for (auto& w : workers) send(*w, header(MessageType::bye), {});
+    CHECK(served.wait_until_done(5000));
+    REQUIRE_FALSE(served.failure());
+    const auto& stats = served.center().stats();
+    CHECK(stats.peers_dropped == 2);
+    CHECK(stats.workers_lost == 0);
+    CHECK(stats.workers_finished == 3);
+
+    nlohmann::json summary = stats.to_json();
+    tether::ClusterSettings k;
+    k.workers = 3;
+    tether::judge_run(summary, k, {});
+    CHECK(summary["failed_workers"] == 0);
+    CHECK(summary["run_failed"] == false);
+}
