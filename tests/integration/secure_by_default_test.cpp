@@ -145,6 +145,10 @@ TEST_CASE("the embedding API: no keys beyond loopback is refused; Z85 keys in Se
 TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret in ~/.tether; without either, exit 2") {
     TempDir dir;
     json document = cluster_config("launched", "adag", 1);
+    // What is tested is the keys, not how fast a silent server is noticed: a loaded CI machine
+    // can keep the server busy past cluster_config's 1.5 s (CI saw exactly that).
+    document["cluster"]["worker_timeout_ms"] = 20000;
+    document["cluster"]["heartbeat_ms"] = 1000;
     // Rank 1 of 2 (SLURM_NTASKS=2) whose rank 0 only hosts the center: the one worker.
     json launched = document;
     launched["cluster"]["center_trains"] = false;
