@@ -53,8 +53,10 @@ TEST_CASE("a joined worker's scalars reach on_log with its id, its samples and t
     send(*a, header(MessageType::hello, 3), {});
     send(*b, header(MessageType::hello, 3), {});
     Frames frames;
-    receive(*a, MessageType::welcome, frames);
-    receive(*b, MessageType::welcome, frames);
+    // Two peers' hellos are not ordered: either may be worker 0.
+    const std::uint32_t a_id = receive(*a, MessageType::welcome, frames).worker_id;
+    const std::uint32_t b_id = receive(*b, MessageType::welcome, frames).worker_id;
+    REQUIRE(a_id != b_id);
     send_text(*a, log_header(64), tether::encode_log({{"loss", 0.5}, {"validation_accuracy", 0.75}}));
     send_text(*b, log_header(32), tether::encode_log({{"loss", std::nan("")}}));
     // A log counts samples as a heartbeat does: while its worker is live.
@@ -67,12 +69,12 @@ TEST_CASE("a joined worker's scalars reach on_log with its id, its samples and t
     REQUIRE(served.wait_until_done(5000));
     CHECK(served.center().stats().rejected_total() == 0);
     REQUIRE(received.logs.size() == 2);
-    const auto& first = received.logs[0].worker_id == 0 ? received.logs[0] : received.logs[1];
-    const auto& second = received.logs[0].worker_id == 0 ? received.logs[1] : received.logs[0];
-    CHECK(first.worker_id == 0);
+    const auto& first = received.logs[0].worker_id == a_id ? received.logs[0] : received.logs[1];
+    const auto& second = received.logs[0].worker_id == a_id ? received.logs[1] : received.logs[0];
+    CHECK(first.worker_id == a_id);
     CHECK(first.worker_samples == 64);
     CHECK(first.scalars == nlohmann::json{{"loss", 0.5}, {"validation_accuracy", 0.75}});
-    CHECK(second.worker_id == 1);
+    CHECK(second.worker_id == b_id);
     CHECK(second.scalars == nlohmann::json{{"loss", nullptr}});  // JSON has no NaN: null
     // Neither worker exchanged: what they claimed never reached x~ and left with them.
     CHECK(served.center().stats().total_samples == 0);
