@@ -102,6 +102,15 @@ def test_fake_objective():
         assert len((tmp / "out" / "fake_runs.log").read_text().splitlines()) == 18
         assert (tmp / "out" / "tune_result.csv").read_text() == before
 
+        # --final-repeats 3: each winner runs with 3 seeds; the 2 tuning seeds are reused, so one
+        # new run per combination, at the winning rate only.
+        assert tune.main(args + ["--final-repeats", "3"]) == 0
+        final = json.loads((tmp / "out" / "final_sweep.json").read_text())
+        assert final["repeats"] == 3
+        assert [(p["strategy.name"], p[KEY]) for p in final["points"]] == [("adag", 0.01), ("downpour", 1e-5)]
+        new = (tmp / "out" / "fake_runs.log").read_text().splitlines()[18:]
+        assert sorted(new) == sorted(tune.run_id(list(p.items()), 2) for p in final["points"]), new
+
         # A bound of one value per edge: downpour's best stays at the edge, and the table says so.
         bounded = args[:-1] + ["1"]
         bounded[bounded.index("--out") + 1] = str(tmp / "bounded")
