@@ -177,8 +177,11 @@ def main(argv=None):
 
 def run_sweep(command):
     print("tune:", " ".join(command), flush=True)
-    if subprocess.run(command, stdout=subprocess.DEVNULL).returncode != 0:
-        sys.exit(f"tune: {' '.join(command)} failed")
+    # Exit 1: some runs failed (diverged at too large a rate, say): a result, scored 0 by
+    # read_metric; any run without a summary.json is caught there. Anything else: an error.
+    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
+    if code not in (0, 1):
+        sys.exit(f"tune: {' '.join(command)} failed (exit {code})")
 
 
 def write_tables(out, key, metric, combos, tried, table):

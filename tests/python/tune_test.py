@@ -16,6 +16,7 @@ from pathlib import Path
 
 OPTIMUM = {"adag": 0.03, "downpour": 3e-5}  # peak of the fake objective per strategy
 KEY = "training.optimizer.learning_rate"
+DIVERGES = 0.1  # runs at this rate or above diverge (tune.py scores them 0 and goes on)
 
 source = Path(os.environ.get("TETHER_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 spec = importlib.util.spec_from_file_location("tune", source / "experiments" / "tune.py")
@@ -30,6 +31,7 @@ def objective(strategy, rate, seed):
 
 def fake_sweep(sweep_path, out):
     sweep = json.loads(Path(sweep_path).read_text())
+    failed = False
     for point in sweep["points"]:
         for repeat in range(sweep["repeats"]):
             run = Path(out) / tune.run_id(list(point.items()), repeat)
@@ -37,10 +39,14 @@ def fake_sweep(sweep_path, out):
                 continue  # complete: skipped, as tether sweep does
             run.mkdir(parents=True)
             accuracy = objective(point["strategy.name"], point[KEY], repeat)
+            if point[KEY] >= DIVERGES:  # a diverged run: no accuracy, and tether sweep exits 1
+                accuracy, failed = None, True
             (run / "summary.json").write_text(json.dumps({"final_validation_accuracy": accuracy,
-                                                           "best_validation_accuracy": accuracy}))
+                                                           "best_validation_accuracy": accuracy,
+                                                           "run_failed": accuracy is None}))
             with open(Path(out) / "fake_runs.log", "a") as f:
                 f.write(run.name + "\n")
+    return 1 if failed else 0
 
 
 def read_csv(path):
@@ -152,8 +158,7 @@ def test_real_sweep():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "sweep":  # this file as the fake tether
-        fake_sweep(sys.argv[2], sys.argv[sys.argv.index("--out") + 1])
-        sys.exit(0)
+        sys.exit(fake_sweep(sys.argv[2], sys.argv[sys.argv.index("--out") + 1]))
     test_widening_logic()
     test_fake_objective()
     test_real_sweep()
