@@ -93,7 +93,8 @@ def main(argv=None):
             tuned = list(csv.DictReader(f))
         key = next(k for k in tuned[0] if k.startswith("best_"))
         print("\nTuned " + key[5:] + " per cell (" + args.rows + ", " + args.cols + "): " + "; ".join(
-            f"{t[args.rows]}, {t[args.cols]}: {float(t[key]):g}{'' if t['strictly_inside'] == 'True' else ' (at the edge)'}"
+            ", ".join(str(t[k]) for k in (args.rows, args.cols) if k in t) + f": {float(t[key]):g}"
+            f"{'' if t['strictly_inside'] == 'True' else ' (at the edge)'}"
             for t in tuned))
     if args.csv:
         with open(args.csv, "w", newline="") as f:

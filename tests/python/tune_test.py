@@ -5,11 +5,14 @@ A fake `tether` (this file, run with `sweep`) stands for the sweep runner: each 
 validation accuracy is a known function of its rate, peaked at a different rate per strategy,
 and it logs every run it makes. Then the real binary (TETHER_BIN) tunes a small synthetic
 sweep, so the run directories tune.py reads are the ones tether sweep writes."""
+import contextlib
 import csv
 import importlib.util
+import io
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +25,8 @@ source = Path(os.environ.get("TETHER_SOURCE_DIR", Path(__file__).resolve().paren
 spec = importlib.util.spec_from_file_location("tune", source / "experiments" / "tune.py")
 tune = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tune)
+sys.path.insert(0, str(source / "experiments"))
+import ci_table  # noqa: E402
 
 
 def objective(strategy, rate, seed):
@@ -43,6 +48,7 @@ def fake_sweep(sweep_path, out):
                 accuracy, failed = None, True
             (run / "summary.json").write_text(json.dumps({"final_validation_accuracy": accuracy,
                                                            "best_validation_accuracy": accuracy,
+                                                           "final_test_accuracy": accuracy,
                                                            "run_failed": accuracy is None}))
             with open(Path(out) / "fake_runs.log", "a") as f:
                 f.write(run.name + "\n")
@@ -116,6 +122,16 @@ def test_fake_objective():
         assert [(p["strategy.name"], p[KEY]) for p in final["points"]] == [("adag", 0.01), ("downpour", 1e-5)]
         new = (tmp / "out" / "fake_runs.log").read_text().splitlines()[18:]
         assert sorted(new) == sorted(tune.run_id(list(p.items()), 2) for p in final["points"]), new
+
+        # experiments/ci_table.py on those final runs: mean ± the 95% half-width (t with 2 degrees
+        # of freedom, 4.303) over the 3 seeds, and each cell's tuned rate listed under the table.
+        seeds = [100 * objective("adag", 0.01, r) for r in range(3)]
+        mean, half = statistics.mean(seeds), 4.303 * statistics.stdev(seeds) / math.sqrt(3)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert ci_table.main([str(tmp / "out"), "--rows", "strategy.name", "--cols", KEY, "--percent"]) == 0
+        assert f"| adag |  | {mean:.2f} ± {half:.2f} (n=3) |" in printed.getvalue(), printed.getvalue()
+        assert "Tuned training.optimizer.learning_rate per cell" in printed.getvalue()
 
         # A bound of one value per edge: downpour's best stays at the edge, and the table says so.
         bounded = args[:-1] + ["1"]
