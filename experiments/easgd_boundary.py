@@ -20,7 +20,7 @@ synchronous rule maps the workers' mean y and the center z by [[1 - alpha, alpha
 
 Both steps are `tether sweep` runs into OUT (resumable: complete runs are skipped). Writes
 OUT/boundary.csv (per N, optimizer, tau: the theory, the last stable and first unstable beta
-of the scan, and the confirming seeds' counts) and OUT/boundary.md.
+of the scan, and the confirming seeds' counts), OUT/boundary.md and OUT/boundary.png.
 """
 import argparse
 import csv
@@ -165,7 +165,35 @@ def main(argv=None):
     lines += ["| " + " | ".join(str(x) for x in row[:-1]) + " |" for row in rows]
     (args.out / "boundary.md").write_text("# EASGD's stability boundary\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
+    figure(brackets, args.out / "boundary.png")
     return 0
+
+
+def figure(brackets, path):
+    """The measured brackets (last stable to first unstable beta) beside 2N / (N + 1)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ns = [2 ** (i / 20) * 2 for i in range(61)]
+    ax.plot(ns, [2 * n / (n + 1) for n in ns], "k-", label="theory: 2N / (N + 1)")
+    styles = {("sgd", 1): ("C0", -0.09), ("sgd", 10): ("C1", -0.03), ("adam", 1): ("C2", 0.03), ("adam", 10): ("C3", 0.09)}
+    for n, opt, _, tau, _, stable, first in brackets:
+        colour, shift = styles[(opt, tau)]
+        x = n * 2 ** shift
+        low = stable if stable is not None else 0.8
+        high = first if first is not None else betas(n)[-1]
+        ax.plot([x, x], [low, high], "-", color=colour, lw=4, alpha=0.7,
+                label=f"{opt}, τ = {tau}" if n == WORKERS[0] else None)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(WORKERS, [str(n) for n in WORKERS])
+    ax.set_xlabel("workers N")
+    ax.set_ylabel("β = N α")
+    ax.set_title("Synchronous EASGD: last stable to first unstable β")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

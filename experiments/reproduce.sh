@@ -35,7 +35,7 @@ for name in "${sweeps[@]}"; do
       cp "$out"/{tune.md,tune.csv,tune_result.csv,summary.md,summary.csv,summary_by_point.csv} "$docs/" ;;
     easgd_boundary)
       $py experiments/easgd_boundary.py --out "$out" --jobs "$jobs" --tether "$tether"
-      cp "$out"/boundary.{csv,md} "$docs/" ;;
+      cp "$out"/boundary.{csv,md,png} "$docs/" ;;
     goyal_scaling)
       $py experiments/goyal_scaling.py --out "$out" --jobs "$jobs" --tether "$tether"
       cp "$out"/goyal.csv "$out"/base/tune.md "$docs/" ;;
