@@ -16,7 +16,7 @@ namespace tether {
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
     : endpoint_(std::move(endpoint)), rule_(std::move(rule)), options_(options),
-      float32_out_(ChunkFormat{initial.size(), options.chunk_elements}) {
+      float32_out_(ChunkFormat{initial.size(), options.chunk_elements}), checkpoints_(options.checkpoint_ms) {
     state_.x = std::move(initial);
     next_snapshot_samples_ = options_.samples_per_snapshot;
 }
@@ -30,7 +30,7 @@ Center::Worker* Center::find(const std::string& peer) {
 
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
-    next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
+    checkpoints_.start(state_.version);
     std::string peer;
     Frames frames;
     std::optional<Clock::time_point> done_at;  // the last worker left
@@ -56,9 +56,9 @@ void Center::serve() {
                 break;
             }
         }
-        if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
+        if (on_checkpoint && checkpoints_.due(Clock::now(), state_.version)) {
             on_checkpoint(checkpoint());
-            next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
+            checkpoints_.written(Clock::now());
         }
     }
     std::lock_guard<std::mutex> lock(state_mutex_);

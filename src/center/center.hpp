@@ -19,6 +19,7 @@
 
 #include <tether/strategy.hpp>
 #include "center/buffer_average.hpp"
+#include "center/checkpoint_schedule.hpp"
 #include "codec/codec.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
@@ -58,7 +59,9 @@ struct CenterOptions {
     // The agreed settings (JSON) told to whoever asks (a `settings` request): a worker that
     // was given no strategy takes the center's.
     std::string agreed_settings;
-    int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
+    // on_checkpoint this often, the first time soon after the first update (center/checkpoint_schedule.hpp);
+    // 0: only when serve() ends.
+    int checkpoint_ms = 0;
     // The codecs of exchanges (worker -> center) and replies (center -> worker), and what the
     // strategy's vectors are. A lossy codec costs up to two vectors per worker here (the
     // receiver's copy of a state, the residual of an update; codec/wire_vector.hpp), freed
@@ -155,7 +158,8 @@ public:
     std::function<void()> on_start;
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
-    // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.
+    // Soon after the first update, then every options.checkpoint_ms, and when serve() ends, with
+    // checkpoint(); writes it somewhere safe.
     std::function<void(const Checkpoint&)> on_checkpoint;
     // center_log.cpp: a joined worker's scalars, checked; unset: they are dropped.
     std::function<void(const LogRecord&)> on_log;
@@ -236,7 +240,7 @@ private:
     std::vector<Worker*> round_;  // contributors of the open synchronous round
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
-    Clock::time_point next_checkpoint_;
+    CheckpointSchedule checkpoints_;
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;

@@ -22,17 +22,6 @@ using namespace tether::testing;  // Process, TempDir, cluster_config, write_con
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Starts `tether server` on an OS-picked port; returns the address it reports.
-std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
-    const std::string prefix = "center listening at ";
-    std::string line = wait_for_line(out, prefix, 20000, server);
-    CAPTURE(server.err());
-    REQUIRE_MESSAGE(!line.empty(), "the server never said where it listens");
-    line = line.substr(prefix.size());
-    (void)dir;
-    return line.substr(0, line.find(','));
-}
-
 }  // namespace
 
 TEST_CASE("a run whose workers all diverge exits 1 and names the divergence") {
@@ -215,18 +204,6 @@ TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed 
     CHECK(secured["rejected_messages"] == 0);  // the stranger never reached the center's rule
     CHECK(secured["workers_joined"] == 1);
 }
-
-namespace {
-// The center version recorded in a checkpoint.bin header (center/checkpoint.hpp).
-std::uint64_t checkpoint_version(const std::string& path) {
-    const std::string bytes = tether::testing::read_text(path);
-    REQUIRE(bytes.size() >= 28);
-    REQUIRE(bytes.compare(0, 8, "TETHCKPT") == 0);
-    std::uint64_t version = 0;
-    for (int i = 0; i < 8; ++i) version |= std::uint64_t(std::uint8_t(bytes[20 + i])) << (8 * i);
-    return version;
-}
-}  // namespace
 
 TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker rejoins and the run completes") {
     TempDir dir;

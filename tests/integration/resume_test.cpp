@@ -1,0 +1,68 @@
+// Resume that works when it is needed (issue 26, item 6), through the built `tether` binary on
+// 127.0.0.1: a center killed in the first seconds of a run leaves a checkpoint that
+// `tether server --resume` goes on from. Every wait has a deadline (process_support.hpp).
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "process_support.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace tether::testing;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// A two-worker run of about 12 s of training (more on a loaded machine): long enough that a
+// kill a few seconds in lands mid-run.
+json long_run(const std::string& name) {
+    json document = cluster_config(name, "aeasgd", 2);
+    document["training"]["epochs"] = 30;
+    document["cluster"]["step_delay_ms"] = {10, 10};
+    return document;
+}
+
+}  // namespace
+
+TEST_CASE("a center killed 5 s into a run at the default checkpoint_seconds leaves a checkpoint to resume from") {
+    TempDir dir;
+    json document = long_run("early");
+    REQUIRE(!document["cluster"].contains("checkpoint_seconds"));  // the default, 60 s
+    const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", run}, dir.file("s.out"),
+                   dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process first({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
+    Process second({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    REQUIRE_MESSAGE(!server.poll(), "the run ended before the kill: make it longer");
+    REQUIRE(::kill(server.pid(), SIGKILL) == 0);
+    REQUIRE(server.wait(5000).has_value());
+    const std::string checkpoint = run + "/checkpoint.bin";
+    REQUIRE_MESSAGE(std::filesystem::exists(checkpoint), "no checkpoint 5 s into the run");
+    const std::uint64_t saved = checkpoint_version(checkpoint);
+    CHECK(saved > 0);
+    first.wait(20000);  // the old workers are left to give up on their own; not this test's subject
+    second.wait(20000);
+
+    Process resumed({"server", "--resume", run, "--bind", address}, dir.file("r.out"), dir.file("r.err"));
+    const std::string line = wait_for_line(dir.file("r.out"), "resumed from", 20000, resumed);
+    CAPTURE(resumed.err());
+    REQUIRE(!line.empty());
+    CHECK(contains(line, "at center version " + std::to_string(saved) + " "));
+    Process third({"worker", "--config", config, "--connect", address}, dir.file("w2.out"), dir.file("w2.err"));
+    Process fourth({"worker", "--config", config, "--connect", address}, dir.file("w3.out"), dir.file("w3.err"));
+    CHECK(third.wait(120000) == std::optional<int>(0));
+    CHECK(fourth.wait(30000) == std::optional<int>(0));
+    CHECK(resumed.wait(30000) == std::optional<int>(0));
+    const json summary = read_summary(run);
+    MESSAGE("killed 5 s in: checkpoint at version " << saved << "; resumed run ended at version " << summary["center_version"]);
+    CHECK(summary["center_version"].get<std::uint64_t>() > saved);
+}
