@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct CenterOptions {
     double quorum = 0.5;
     int round_timeout_ms = 30000;
     int worker_timeout_ms = 10000;
+    // When every worker went silent (none finished last), how long to wait for them to come back
+    // before concluding (cluster.center_restart_ms).
+    int center_restart_ms = 60000;
     int join_timeout_ms = 60000;
     std::size_t samples_per_snapshot = 0;  // 0: no periodic snapshots
     // What no peer may exceed: one message's bytes, all frames together; identities the center
@@ -208,6 +212,12 @@ private:
     void handle_log(Worker& w, const Header& h, const Frames& frames);
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
+    // Time this center itself did not read (stopped, swapped out, a long checkpoint write) is no
+    // silence of its workers: what they sent meanwhile waits unread. Shifts their clocks by it.
+    void forgive_own_stall(Clock::time_point now);
+    // Whether the run may conclude with no live worker: not while every worker went silent less
+    // than center_restart_ms ago (they may come back: a link down, a stall).
+    bool may_conclude(Clock::time_point now) const;
     void lose(Worker& w, const std::string& why);
     // Adds what a worker's accepted message says it trained since its last one, when the claim
     // is one it can have trained (max_samples_per_worker, max_samples_per_window); `exchange`:
@@ -241,6 +251,8 @@ private:
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
     CheckpointSchedule checkpoints_;
+    Clock::time_point last_liveness_check_{};
+    std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;

@@ -40,6 +40,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
     ++stats_.workers_joined;
+    all_silent_since_.reset();
     if (started_ || resumed_) {  // joining a run in progress, or coming back to a resumed center
         started_ = true;
         return welcome(*workers_.back());
@@ -132,8 +133,23 @@ void Center::forget(Worker& w) {
     w.buffers_from.reset();  // its last buffers stay in b~ (center/buffer_average.hpp)
 }
 
+void Center::forgive_own_stall(Clock::time_point now) {
+    const auto gap = now - last_liveness_check_;
+    if (last_liveness_check_ != Clock::time_point() && gap > std::chrono::seconds(1))
+        for (auto& w : workers_) {
+            w->last_seen += gap;
+            w->last_exchange += gap;
+        }
+    last_liveness_check_ = now;
+}
+
+bool Center::may_conclude(Clock::time_point now) const {
+    return !all_silent_since_ || now > *all_silent_since_ + std::chrono::milliseconds(options_.center_restart_ms);
+}
+
 void Center::check_liveness() {
     const auto now = Clock::now();
+    forgive_own_stall(now);
     const auto timeout = std::chrono::milliseconds(options_.worker_timeout_ms);
     for (auto& w : workers_) {
         // Re-read each time: losing a worker may close the round.
@@ -175,6 +191,11 @@ void Center::lose(Worker& w, const std::string& why) {
     ++stats_.workers_lost;
     std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
                  stats_.live_workers());
+    if (stats_.live_workers() == 0 && options_.center_restart_ms > 0) {
+        all_silent_since_ = Clock::now();
+        std::fprintf(stderr, "%s: every worker went silent; waiting up to %d ms (cluster.center_restart_ms) for them to come "
+                     "back before the run ends\n", options_.name.c_str(), options_.center_restart_ms);
+    }
     if (!round_.empty()) maybe_close_round(false);
 }
 
