@@ -21,6 +21,7 @@
 #include <tether/strategy.hpp>
 #include "center/buffer_average.hpp"
 #include "center/checkpoint_schedule.hpp"
+#include "center/place_records.hpp"
 #include "codec/codec.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
@@ -251,6 +252,7 @@ private:
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
     CheckpointSchedule checkpoints_;
+    PlaceRecords places_;  // what each worker id has trained, as counted
     Clock::time_point last_liveness_check_{};
     std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
     std::atomic<bool> stop_requested_{false};

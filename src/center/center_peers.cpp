@@ -33,10 +33,15 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     w->peer = peer;
     w->id = options_.ids_from_hello ? h.worker_id : free_worker_id(h.worker_id);
     w->last_seen = Clock::now();
-    // A worker coming back says what it trained before: its later claims are measured from
-    // there, so they neither count that work again nor leap past what one window trains.
+    // A worker coming back says what it trained before: what it trained beyond the record of a
+    // place this center (or the checkpoint it resumed) knows counts once, and its later claims
+    // are measured from there, so they neither count that work again nor leap past what one
+    // window trains. A new holder of a place starts from the place's record.
+    const std::uint64_t record = places_.trained(w->id);
     if (h.samples > options_.max_samples_per_worker) ++stats_.rejected["implausible samples"];
-    else w->samples = w->exchanged_samples = h.samples;
+    else if (h.samples > record && places_.known(w->id)) stats_.total_samples += h.samples - record;
+    w->samples = w->exchanged_samples = h.samples > options_.max_samples_per_worker ? record : std::max(record, h.samples);
+    places_.set(w->id, w->samples);
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
     ++stats_.workers_joined;
@@ -126,6 +131,7 @@ void Center::forget(Worker& w) {
     // that part leaves the count with it, so peers that only heartbeat add nothing in the end.
     stats_.total_samples -= w.samples - w.exchanged_samples;
     w.samples = w.exchanged_samples;
+    places_.set(w.id, w.samples);
     by_peer_.erase(w.peer);
     w.pending = Payload();
     w.from_worker.reset();
@@ -211,6 +217,7 @@ void Center::count_samples(Worker& w, std::uint64_t samples, bool exchange) {
     if (samples <= w.samples) return;  // a worker's count only grows
     stats_.total_samples += samples - w.samples;
     w.samples = samples;
+    places_.set(w.id, samples);
 }
 
 }  // namespace tether

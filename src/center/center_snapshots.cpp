@@ -42,6 +42,7 @@ void Center::resume(const Checkpoint& c) {
     stats_.exchanges = c.exchanges;
     stats_.rounds = c.rounds;
     stats_.total_samples = c.total_samples;
+    places_.restore(c.places);
     // b~ goes on from the checkpoint's; one written before buffers existed (format 1), or by a
     // center without them, leaves b~(0).
     if (!c.buffers.empty()) {
@@ -68,6 +69,7 @@ Checkpoint Center::checkpoint() const {
     c.exchanges = stats_.exchanges;
     c.rounds = stats_.rounds;
     c.total_samples = stats_.total_samples;
+    c.places = places_.all();
     c.x = state_.x;
     c.buffers = buffers_.mean();
     return c;

@@ -172,6 +172,7 @@ Welcome ServerSession::join_locked() {
     welcome.center.assign(center.floats(), center.floats() + num_parameters_);
     welcome.worker_id = h.worker_id;
     welcome.version = h.center_version;
+    welcome.trained = h.samples;
     if (options_.buffer_count > 0) {  // b~ follows the welcome
         Payload buffers;
         receive_vector(MessageType::buffers, buffers_in_, buffers, options_.join_timeout_ms, 0);

@@ -60,6 +60,9 @@ struct Welcome {
     std::uint64_t version = 0;
     std::vector<float> center;  // x~ (of that server's range) at join time
     std::vector<float> buffers;  // b~, from a server that holds buffers (SessionOptions::buffer_count)
+    // The samples the worker's place (its id, its shard) has trained so far, as the center counts
+    // them: a worker that takes a place over trains the rest of it (WorkerNode::train).
+    std::uint64_t trained = 0;
 };
 
 // One server's answer to one exchange: the reply vector and the version after it, or, when the
