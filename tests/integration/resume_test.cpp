@@ -1,7 +1,8 @@
 // Resume that works when it is needed (issue 26, item 6), through the built `tether` binary on
 // 127.0.0.1: a center killed in the first seconds of a run leaves a checkpoint that
 // `tether server --resume` goes on from; workers wait for a restarted center; counting goes on
-// from the checkpoint without counting a sample twice. Every wait has a deadline (process_support.hpp).
+// from the checkpoint without counting a sample twice; a center stopped for 15 s loses no worker.
+// Every wait has a deadline (process_support.hpp).
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -136,5 +137,37 @@ TEST_CASE("workers wait cluster.center_restart_ms for a killed center: resumed 1
     CHECK(summary["workers_lost"] == 0);
     CHECK(summary["center_version"].get<std::uint64_t>() > saved);
     // What the workers trained between the checkpoint and the kill counts once, when they come back.
+    check_counted_once(run, document);
+}
+
+TEST_CASE("a center stopped for 15 s (SIGSTOP) at the default timeouts costs time, not the run") {
+    TempDir dir;
+    json document = long_run("outage");
+    // The defaults: a 10 s worker timeout, a 2 s heartbeat, a 60 s restart window.
+    for (const char* key : {"worker_timeout_ms", "heartbeat_ms"}) document["cluster"].erase(key);
+    const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", run}, dir.file("s.out"),
+                   dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process first({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
+    Process second({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    REQUIRE_MESSAGE(!server.poll(), "the run ended before the outage: make it longer");
+    REQUIRE(::kill(server.pid(), SIGSTOP) == 0);
+    std::this_thread::sleep_for(std::chrono::seconds(15));
+    const bool workers_alive = !first.poll() && !second.poll();
+    REQUIRE(::kill(server.pid(), SIGCONT) == 0);
+    CAPTURE(first.err());
+    CAPTURE(second.err());
+    CHECK_MESSAGE(workers_alive, "a worker gave up during the 15 s outage");
+    CHECK(first.wait(120000) == std::optional<int>(0));
+    CHECK(second.wait(30000) == std::optional<int>(0));
+    CHECK(server.wait(30000) == std::optional<int>(0));
+    CAPTURE(server.err());
+    const json summary = read_summary(run);
+    MESSAGE("15 s SIGSTOP of the center: workers_lost " << summary["workers_lost"] << ", trained_share "
+                                                                       << summary["trained_share"]);
+    CHECK(summary["workers_lost"] == 0);
+    CHECK(summary["workers_finished"] == 2);
     check_counted_once(run, document);
 }
