@@ -58,6 +58,11 @@ struct CenterOptions {
     // Workers beyond expected_workers may join a run in progress (a lost worker's place may
     // always be taken again).
     bool elastic = false;
+    // Each place (worker id below expected_workers) holds one shard of the data, as tether's own
+    // workers take them (id mod N): a joiner beyond them would train a live worker's shard again,
+    // so it is welcomed as a place with everything trained, and trains nothing. An elastic
+    // joiner is of use when a place is free: it takes over what that place has not trained.
+    bool places_hold_shards = false;
     // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names
     // the first setting that differs; unset: a generic message.
     std::function<std::string(const std::string& worker_settings)> explain_mismatch;

@@ -41,6 +41,11 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     if (h.samples > options_.max_samples_per_worker) ++stats_.rejected["implausible samples"];
     else if (h.samples > record && places_.known(w->id)) stats_.total_samples += h.samples - record;
     w->samples = w->exchanged_samples = h.samples > options_.max_samples_per_worker ? record : std::max(record, h.samples);
+    if (options_.places_hold_shards && w->id >= std::uint32_t(options_.expected_workers)) {
+        w->samples = w->exchanged_samples = options_.max_samples_per_worker;  // no shard of its own (not counted)
+        std::fprintf(stderr, "%s: every place holds a live worker; worker %u has no untrained data to take over\n",
+                     options_.name.c_str(), w->id);
+    }
     places_.set(w->id, w->samples);
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));

@@ -171,3 +171,37 @@ TEST_CASE("a center stopped for 15 s (SIGSTOP) at the default timeouts costs tim
     CHECK(summary["workers_finished"] == 2);
     check_counted_once(run, document);
 }
+
+TEST_CASE("an elastic joiner never trains a live worker's shard; it takes over what a lost worker's place left") {
+    TempDir dir;
+    json document = long_run("elastic");
+    document["cluster"]["elastic"] = true;
+    document["cluster"]["step_delay_ms"] = {10, 10};
+    const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", run}, dir.file("s.out"),
+                   dir.file("s.err"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
+    Process first({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
+    Process second({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
+    REQUIRE(wait_for_training(run, 30000, server));
+    // Both places are live: a third worker has no shard of its own and trains none of theirs.
+    Process extra({"worker", "--config", config, "--connect", address}, dir.file("w2.out"), dir.file("w2.err"));
+    CHECK(extra.wait(30000) == std::optional<int>(0));
+    CAPTURE(extra.err());
+    CHECK(contains(extra.out(), " 0 exchanges"));
+    // A place is lost (its worker killed); a joiner takes over what it had not trained.
+    REQUIRE(::kill(second.pid(), SIGKILL) == 0);
+    second.wait(5000);
+    REQUIRE(!wait_for_line(dir.file("s.err"), "center: worker", 20000, server).empty());
+    Process joiner({"worker", "--config", config, "--connect", address}, dir.file("w3.out"), dir.file("w3.err"));
+    CHECK(first.wait(120000) == std::optional<int>(0));
+    CHECK(joiner.wait(60000) == std::optional<int>(0));
+    CHECK(server.wait(30000) == std::optional<int>(0));
+    CAPTURE(joiner.err());
+    CAPTURE(server.err());
+    CHECK(contains(joiner.err(), "its place has trained"));
+    const json summary = read_summary(run);
+    MESSAGE("elastic: a joiner while both places were live, then one after a loss: samples " << summary["samples"] << " of "
+                                                                                           << summary["samples_planned"]);
+    check_counted_once(run, document);
+}
