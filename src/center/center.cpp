@@ -275,7 +275,8 @@ void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::
     h.type = type;
     h.worker_id = w.id;
     h.sequence = sequence;
-    if (type == MessageType::welcome) h.samples = w.samples;  // how far its place got: a new holder trains the rest
+    // How far its place got: a new holder trains the rest (a placeless joiner: nothing).
+    if (type == MessageType::welcome) h.samples = w.placeless ? options_.max_samples_per_worker : w.samples;
     try {
         // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
         send_chunks(w.peer, h, data, type == MessageType::reply ? *w.to_worker : float32_out_);

@@ -60,7 +60,8 @@ struct CenterOptions {
     bool elastic = false;
     // Each place (worker id below expected_workers) holds one shard of the data, as tether's own
     // workers take them (id mod N): a joiner beyond them would train a live worker's shard again,
-    // so it is welcomed as a place with everything trained, and trains nothing. An elastic
+    // so it is welcomed as a place with everything trained, trains nothing, and any sample it
+    // claims is implausible. An elastic
     // joiner is of use when a place is free: it takes over what that place has not trained.
     bool places_hold_shards = false;
     // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names

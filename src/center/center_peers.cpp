@@ -42,7 +42,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     else if (h.samples > record && places_.known(w->id)) stats_.total_samples += h.samples - record;
     w->samples = w->exchanged_samples = h.samples > options_.max_samples_per_worker ? record : std::max(record, h.samples);
     if (options_.places_hold_shards && w->id >= std::uint32_t(options_.expected_workers)) {
-        w->samples = w->exchanged_samples = options_.max_samples_per_worker;  // no shard of its own (not counted)
+        w->placeless = true;
         std::fprintf(stderr, "%s: every place holds a live worker; worker %u has no untrained data to take over\n",
                      options_.name.c_str(), w->id);
     }
@@ -214,7 +214,8 @@ void Center::count_samples(Worker& w, std::uint64_t samples, bool exchange) {
     // More than this worker's shard times the epochs, or more than it can have trained since
     // its last exchange: not believed, and counted.
     const std::uint64_t window = options_.max_samples_per_window;
-    if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window)) {
+    if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window) ||
+        (w.placeless && samples > w.samples)) {
         ++stats_.rejected["implausible samples"];
         return;
     }
