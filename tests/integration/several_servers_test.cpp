@@ -198,8 +198,10 @@ TEST_CASE("a local run with 2 servers writes one checkpoint per server, and --re
     CHECK(saved[0] == summary["center_version"].get<std::uint64_t>());
     CHECK(saved[1] == summary["server_versions"][1].get<std::uint64_t>());
     Process again({"run", "--resume", run}, dir.file("2.out"), dir.file("2.err"));
-    CHECK(again.wait(90000) == std::optional<int>(0));
+    const auto again_exit = again.wait(90000);
+    CAPTURE(again.out());
     CAPTURE(again.err());
+    CHECK(again_exit == std::optional<int>(0));
     for (int k = 0; k < 2; ++k) {
         const std::string path = run + "/checkpoint-server-" + std::to_string(k) + ".bin";
         CHECK(contains(again.out(), "server " + std::to_string(k) + "/2: resumed from " + path + " at center version " +

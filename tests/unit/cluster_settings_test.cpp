@@ -130,7 +130,7 @@ TEST_CASE("the transport's heartbeat, timeouts and message cap come from the sam
     const TransportOptions center = k.center_transport(*transport, {"inproc://cap-test"});
     const TransportOptions worker = k.worker_transport("tcp://127.0.0.1:5555");
     const CenterOptions options = k.center_options(k.server_identities(kParameters).front());
-    CHECK(center.heartbeat_interval_ms == 250);
+    CHECK(center.heartbeat_interval_ms == 0);  // libzmq 4.3.4 aborts on a center's ping timer (cluster_options.cpp)
     CHECK(worker.heartbeat_interval_ms == 250);
     // A connection outlives the restart window (cluster.center_restart_ms, 60 s by default): a
     // stalled or cut-off far end gets what was on its way late, not never.
