@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,9 @@ struct CenterStats {
     // Peers that said hello but went silent before their welcome: never the run's workers, so
     // not lost workers either (a flood of them must not fail a healthy run).
     int peers_dropped = 0;
+    // Lost workers whose place (worker id) a worker later took back (a restart, a rejoin after
+    // an outage): the place's data was trained after all, so they fail nothing.
+    int places_retaken = 0;
     std::uint64_t bytes_received = 0, bytes_sent = 0;
     double staleness_sum = 0;
     std::uint64_t staleness_count = 0;
@@ -219,6 +223,10 @@ private:
     void handle_log(Worker& w, const Header& h, const Frames& frames);
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
+    // A hello that finds every place held: holders whose connection is closed (their process
+    // ended; a restarted worker is a new peer) are lost now, not after worker_timeout_ms, so the
+    // restarted worker takes its place back at once. A live connection keeps its place.
+    void lose_disconnected();
     // Time this center itself did not read (stopped, swapped out, a long checkpoint write) is no
     // silence of its workers: what they sent meanwhile waits unread. Shifts their clocks by it.
     void forgive_own_stall(Clock::time_point now);
@@ -261,6 +269,7 @@ private:
     PlaceRecords places_;  // what each worker id has trained, as counted
     Clock::time_point last_liveness_check_{};
     std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
+    std::set<std::uint32_t> lost_places_;  // ids of lost workers no worker has taken back yet
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;

@@ -26,6 +26,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
                       "the center holds " + std::to_string(by_peer_.size()) + " peers (cluster.max_peers)");
     // A place freed by a lost or finished worker may be taken again; more than cluster.workers
     // only with cluster.elastic.
+    if (!options_.elastic && stats_.live_workers() >= options_.expected_workers) lose_disconnected();
     if (!options_.elastic && stats_.live_workers() >= options_.expected_workers)
         return reject(peer, 0, "run full",
                       "all " + std::to_string(options_.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
@@ -47,6 +48,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
                      options_.name.c_str(), w->id);
     }
     places_.set(w->id, w->samples);
+    if (lost_places_.erase(w->id)) ++stats_.places_retaken;
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
     ++stats_.workers_joined;
@@ -144,6 +146,25 @@ void Center::forget(Worker& w) {
     w.buffers_from.reset();  // its last buffers stay in b~ (center/buffer_average.hpp)
 }
 
+void Center::lose_disconnected() {
+    Header h;
+    h.type = MessageType::heartbeat;
+    h.fingerprint = options_.fingerprint;
+    for (auto& w : workers_) {
+        if (w->state != Worker::State::active) continue;
+        h.worker_id = w->id;
+        h.center_version = state_.version;
+        try {
+            const auto header = encode(h);
+            endpoint_->send(w->peer, header, nullptr, 0);  // a heartbeat answer: harmless to a live worker
+            stats_.bytes_sent += header.size();
+        } catch (const DeliveryError& e) {
+            if (e.gone()) lose(*w, "its connection is closed, and a new worker asks for a place");
+            else ++stats_.replies_dropped;
+        }
+    }
+}
+
 void Center::forgive_own_stall(Clock::time_point now) {
     const auto gap = now - last_liveness_check_;
     if (last_liveness_check_ != Clock::time_point() && gap > std::chrono::seconds(1))
@@ -200,6 +221,7 @@ void Center::lose(Worker& w, const std::string& why) {
         return;
     }
     ++stats_.workers_lost;
+    lost_places_.insert(w.id);
     std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
                  stats_.live_workers());
     if (stats_.live_workers() == 0 && options_.center_restart_ms > 0) {
