@@ -1,6 +1,7 @@
-// Staleness-aware ADAG (Hermans, "On the Scalability of Asynchronous Data Parallel
-// Optimization", Maastricht University, 2017): ADAG's commits, each scaled on the center,
-// element by element, by how far x~ has moved since the committing worker pulled it.
+// Staleness-aware ADAG (the experimental parameter server of dist-keras, J. Hermans, CERN,
+// 2017; not in the ADAG paper, ACML 2017, which has no staleness term): ADAG's commits, each
+// scaled on the center, element by element, by how far x~ has moved since the committing
+// worker pulled it.
 //   worker, every tau steps:  send D / tau  with D = x_i - x_pull;  receive x~;  x_i <- x_pull <- x~
 //   center, on receipt:       s_j = 1 / ((x~_j - x~pull_j)^2 / gamma + 1)  for every element j
 //                             x~_j <- x~_j + s_j (D / tau)_j;  reply x~

@@ -1,6 +1,7 @@
 // Exchange throughput of tether's center against what ZeroMQ itself allows. K clients each
 // exchange a vector of the default MLP's size (235,146 float32) with window 1, as fast as they
-// can, over inproc://, ipc:// and tcp://127.0.0.1:
+// can, over inproc://, ipc:// and tcp://127.0.0.1, the last in plaintext (tcp) and with CURVE
+// (curve: ZeroMQ's encryption and authentication, XSalsa20-Poly1305 per message):
 //   raw     a plain cppzmq DEALER -> ROUTER echo: the client sends its vector without copying it,
 //           the server adds it into a center vector and sends a copy of it back, the client
 //           copies the reply into its parameters;
@@ -16,7 +17,9 @@
 // times, and reports medians: on a shared machine a load that comes and goes then hits all
 // three alike. The raw echo has one
 // server whatever S: it is the bound of one ZeroMQ server thread.
-//   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp]
+// CURVE's cost is the curve cells against the tcp ones (raw: ZeroMQ alone; tether: a CenterService
+// given fresh keys; tcp sets insecure).
+//   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp,curve]
 //                       [--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]
 #include <tether/tether.hpp>
 #include "bench_args.hpp"
@@ -29,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -55,6 +59,13 @@ std::string address_for(const std::string& transport, int run) {
     if (transport == "ipc") return "ipc:///tmp/tether-bench-center-" + std::to_string(::getpid()) + "-" + std::to_string(run);
     return "tcp://127.0.0.1:*";
 }
+
+struct CurvePair {
+    char public_key[41], secret_key[41];
+    CurvePair() {
+        if (zmq_curve_keypair(public_key, secret_key) != 0) throw std::runtime_error("zmq_curve_keypair failed");
+    }
+};
 
 // K client threads that connect, wait for one start signal, and count round trips until one
 // deadline; GB/s over both directions.
@@ -92,6 +103,12 @@ private:
 double run_raw(const std::string& transport, int clients, const Settings& s, int run) {
     zmq::context_t context;
     zmq::socket_t server(context, zmq::socket_type::router);
+    const CurvePair server_keys, client_keys;
+    const bool curve = transport == "curve";
+    if (curve) {
+        server.set(zmq::sockopt::curve_server, true);
+        server.set(zmq::sockopt::curve_secretkey, std::string(server_keys.secret_key));
+    }
     server.bind(address_for(transport, run));
     const std::string address = server.get(zmq::sockopt::last_endpoint);
     std::atomic<bool> stop{false};
@@ -118,6 +135,11 @@ double run_raw(const std::string& transport, int clients, const Settings& s, int
     Race race;
     const double rate = race.run(clients, s.seconds, s.elements, [&](Race& r) {
         zmq::socket_t dealer(context, zmq::socket_type::dealer);
+        if (curve) {
+            dealer.set(zmq::sockopt::curve_serverkey, std::string(server_keys.public_key));
+            dealer.set(zmq::sockopt::curve_publickey, std::string(client_keys.public_key));
+            dealer.set(zmq::sockopt::curve_secretkey, std::string(client_keys.secret_key));
+        }
         dealer.connect(address);
         std::vector<float> x(s.elements, 1e-3f);
         r.wait_for_start();
@@ -144,6 +166,15 @@ double run_tether(const std::string& strategy, const std::string& transport, int
     options.strategy = R"({"name": ")" + strategy + R"(", "communication_window": 1})";
     options.workers = clients;
     options.servers = servers;
+    options.insecure = transport == "tcp";
+    if (transport == "curve") {  // one pair for the center, one every client shares
+        const CurvePair center, client;
+        options.center_public_key = center.public_key;
+        options.center_secret_key = center.secret_key;
+        options.worker_public_key = client.public_key;
+        options.worker_secret_key = client.secret_key;
+        options.authorized_workers = client.public_key;
+    }
     if (transport != "inproc")
         for (int k = 0; k < servers; ++k)
             options.address += (k ? "," : "") + address_for(transport, run * 16 + k);
@@ -171,7 +202,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
     Settings s;
     BenchArgs args(argc, argv, "tether-bench-center",
-                   "[--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp] [--seconds 1] [--repeats 3] "
+                   "[--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp,curve] [--seconds 1] [--repeats 3] "
                    "[--elements 235146] [--default-malloc] [--json]");
     const auto counts = [](const std::vector<long long>& values) { return std::vector<int>(values.begin(), values.end()); };
     while (args.next()) {
@@ -179,7 +210,7 @@ int main(int argc, char** argv) {
         else if (args.is("--default-malloc")) s.default_malloc = true;
         else if (args.is("--clients")) s.clients = counts(args.integers(1, 1024));
         else if (args.is("--servers")) s.servers = counts(args.integers(1, 64));
-        else if (args.is("--transports")) s.transports = args.words({"inproc", "ipc", "tcp"});
+        else if (args.is("--transports")) s.transports = args.words({"inproc", "ipc", "tcp", "curve"});
         else if (args.is("--seconds")) s.seconds = args.number(0.01, 3600);
         else if (args.is("--repeats")) s.repeats = int(args.integer(1, 1000));
         else if (args.is("--elements")) s.elements = std::size_t(args.integer(1, 1ll << 32));

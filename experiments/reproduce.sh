@@ -2,21 +2,48 @@
 # Reproduces docs/results.md: the sweeps behind each claim, their summaries and figures.
 # Resumable: rerunning skips the runs already complete (and those that ended with run_failed).
 #   experiments/reproduce.sh [SWEEP...]
-# Default, in this order (the learning-rate grids first: docs/results.md says which rate each
-# later sweep takes from them): adag_scaling_lr window_tolerance_lr adag_scaling
-# window_tolerance easgd_stability sync_sgd_batch cnn_straggler. The earlier, untuned sweeps
+# Default, in this order: the tuned claims (each cell's rate tuned on validation until strictly
+# inside its grid, then 5 seeds: experiments/tune.py --final-repeats 5) staleness_adag
+# staleness_downpour staleness_dynsgd diloco_horizon; the scripted ones easgd_boundary and
+# goyal_scaling; then the earlier plain sweeps adag_scaling_lr window_tolerance_lr adag_scaling
+# window_tolerance easgd_stability sync_sgd_batch cnn_straggler. The untuned sweeps of before
 # (scaling_workers window_sweep sync_vs_async sync_vs_async_straggler) run when named.
-# Sweeps land in sweeps/<name>/; summaries and figures are copied to docs/results/<name>/.
+# Sweeps land in sweeps/<name>/; summaries, tables and figures are copied to docs/results/<name>/.
+# TETHER=path uses another binary (say, a copy that a rebuild cannot change mid-run); JOBS=N
+# runs N at once (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
+tether=${TETHER:-build/tether}
+jobs=${JOBS:-2}
+py=/usr/bin/python3
+lr=training.optimizer.learning_rate
 sweeps=("$@")
-(( ${#sweeps[@]} )) || sweeps=(adag_scaling_lr window_tolerance_lr adag_scaling window_tolerance easgd_stability
-                               sync_sgd_batch cnn_straggler)
+(( ${#sweeps[@]} )) || sweeps=(staleness_adag staleness_downpour staleness_dynsgd diloco_horizon easgd_boundary
+                               goyal_scaling adag_scaling_lr window_tolerance_lr adag_scaling window_tolerance
+                               easgd_stability sync_sgd_batch cnn_straggler)
 for name in "${sweeps[@]}"; do
-  build/tether sweep "experiments/$name.json" --out "sweeps/$name"
-  /usr/bin/python3 experiments/plot.py "sweeps/$name" --out "docs/results/$name" >/dev/null
-  cp "sweeps/$name/summary.md" "sweeps/$name/summary.csv" "sweeps/$name/summary_by_point.csv" "docs/results/$name/"
-  echo "figures and summaries: docs/results/$name/"
+  out="sweeps/$name" docs="docs/results/$name"
+  mkdir -p "$docs"
+  case $name in
+    staleness_*|diloco_horizon)
+      key=$lr; [[ $name == diloco_horizon ]] && key=strategy.outer_learning_rate
+      $py experiments/tune.py "experiments/$name.json" --key "$key" --final-repeats 5 --jobs "$jobs" --out "$out" --tether "$tether"
+      rows=cluster.workers; [[ $name == diloco_horizon ]] && rows=strategy.name
+      $py experiments/ci_table.py "$out" --rows "$rows" --cols strategy.communication_window --percent --csv "$docs/ci_table.csv" \
+        > "$docs/ci_table.md"
+      cp "$out"/{tune.md,tune.csv,tune_result.csv,summary.md,summary.csv,summary_by_point.csv} "$docs/" ;;
+    easgd_boundary)
+      $py experiments/easgd_boundary.py --out "$out" --jobs "$jobs" --tether "$tether"
+      cp "$out"/boundary.{csv,md,png} "$docs/" ;;
+    goyal_scaling)
+      $py experiments/goyal_scaling.py --out "$out" --jobs "$jobs" --tether "$tether"
+      cp "$out"/goyal.csv "$out"/base/tune.md "$docs/" ;;
+    *)
+      "$tether" sweep "experiments/$name.json" --out "$out" --jobs "$jobs" || true  # failed runs are results
+      $py experiments/plot.py "$out" --out "$docs" >/dev/null
+      cp "$out"/{summary.md,summary.csv,summary_by_point.csv} "$docs/" ;;
+  esac
+  echo "tables and summaries: $docs/"
 done
-/usr/bin/python3 experiments/claims_figures.py --sweeps sweeps --out docs/results
+$py experiments/claims_figures.py --sweeps sweeps --out docs/results

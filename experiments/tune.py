@@ -3,7 +3,7 @@
 
     /usr/bin/python3 experiments/tune.py SWEEP.json --key training.optimizer.learning_rate
         [--metric final|best] [--max-extensions 3] [--jobs J] [--repeats R] [--set KEY=VALUE]
-        [--out DIR] [--tether build/tether]
+        [--out DIR] [--tether build/tether] [--final-repeats R]
 
 SWEEP.json's grid must list `--key` (a rate: positive, log-spaced, at least two values). Every
 other grid key and every point is kept: each combination of them (e.g. strategy x N) is tuned
@@ -20,6 +20,10 @@ already complete are skipped, as `tether sweep` does. Written to OUT: tune.csv (
 combination and value: seeds, mean and sd of the metric, whether it won), tune_result.csv (per
 combination: the winning value, whether it was strictly inside the values tried, the values
 tried) and tune.md with both, so a results table can say which rate won and that it was inside.
+
+With --final-repeats R, each combination's winning value then runs with R seeds (the tuning's
+seeds are reused: same run directories) from OUT/final_sweep.json; OUT/summary.csv and
+summary_by_point.csv are then those final runs', the tables a claim is read from.
 """
 import argparse
 import csv
@@ -102,6 +106,7 @@ def main(argv=None):
     parser.add_argument("--max-extensions", type=int, default=3, help="values added beyond each edge at most")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--repeats", type=int)
+    parser.add_argument("--final-repeats", type=int, help="seeds per combination at its winning value, afterwards")
     parser.add_argument("--set", action="append", default=[], dest="assignments")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--tether", default=str(Path(__file__).resolve().parent.parent / "build" / "tether"))
@@ -139,9 +144,7 @@ def main(argv=None):
         command = [args.tether, "sweep", str(sweep_path), "--out", str(out), "--jobs", str(args.jobs)]
         for assignment in args.assignments:
             command += ["--set", assignment]
-        print("tune:", " ".join(command), flush=True)
-        if subprocess.run(command, stdout=subprocess.DEVNULL).returncode != 0:
-            sys.exit(f"tune: {' '.join(command)} failed")
+        run_sweep(command)
         table, more = [], False
         for i, combo in enumerate(combos):
             means = {}
@@ -159,16 +162,36 @@ def main(argv=None):
                 more = True
         if not more:
             break
-    write_tables(out, args.key, args.metric, combos, tried, table)
+    winners = write_tables(out, args.key, args.metric, combos, tried, table)
+    if args.final_repeats:
+        points = [dict(combo + [(args.key, w)]) for combo, w in zip(combos, winners)]
+        final = {"name": name, "base": base, "points": points, "repeats": args.final_repeats}
+        final_path = out / "final_sweep.json"
+        final_path.write_text(json.dumps(final, indent=2) + "\n")
+        command = [args.tether, "sweep", str(final_path), "--out", str(out), "--jobs", str(args.jobs)]
+        for assignment in args.assignments:
+            command += ["--set", assignment]
+        run_sweep(command)
     return 0
 
 
+def run_sweep(command):
+    print("tune:", " ".join(command), flush=True)
+    # Exit 1: some runs failed (diverged at too large a rate, say): a result, scored 0 by
+    # read_metric; any run without a summary.json is caught there. Anything else: an error.
+    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
+    if code not in (0, 1):
+        sys.exit(f"tune: {' '.join(command)} failed (exit {code})")
+
+
 def write_tables(out, key, metric, combos, tried, table):
+    """Writes the tables; returns each combination's winning value."""
     keys = [k for k, _ in combos[0]]
-    rows, results = [], []
+    rows, results, winners = [], [], []
     for i, combo in enumerate(combos):
         entries = [(v, scores) for c, v, scores in table if c == combo]
         best, inside = verdict({v: statistics.mean(s) for v, s in entries})
+        winners.append(best)
         for v, scores in entries:
             sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
             rows.append([x for _, x in combo] + [v, len(scores), statistics.mean(scores), sd, v == best])
@@ -195,6 +218,7 @@ def write_tables(out, key, metric, combos, tried, table):
         + markdown(result_head, results) + "\n## Every value tried\n\n" + markdown(head, rows))
     for row in results:
         print("tune:", ", ".join(f"{k}={v}" for k, v in zip(result_head, row)))
+    return winners
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "transport/curve_keys.hpp"
+#include "transport/user_sockets.hpp"
 #include "util/errors.hpp"
 #include "worker/worker_node.hpp"
 
@@ -42,11 +43,12 @@ bool is_loopback_tcp(const std::string& address) {
     return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
 }
 
-// Binding without keys: inproc:// is unreachable from outside the process; loopback and ipc://
-// reach every user of this host, anything else every host that can route here.
+// Binding without keys: inproc:// is unreachable from outside the process and ipc:// in a folder
+// of mode 0700 from other users; loopback and other ipc:// reach every user of this host,
+// anything else every host that can route here.
 void check_unsecured(const ClusterSettings& k, const std::vector<std::string>& bind) {
     for (const std::string& address : bind) {
-        if (address.rfind("inproc://", 0) == 0) continue;
+        if (user_only_address(address)) continue;  // inproc://, or ipc:// in a folder of this user's alone
         const bool local = address.rfind("tcp://", 0) != 0 || is_loopback_tcp(address);
         if (k.security.insecure) {
             if (!local)

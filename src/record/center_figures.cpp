@@ -1,6 +1,10 @@
 #include "record/center_figures.hpp"
 
 #include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "transport/user_sockets.hpp"
 
 namespace tether {
 
@@ -40,7 +44,12 @@ nlohmann::json center_summary(ServerGroup& group, const ClusterSettings& k, std:
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fingerprint));
     figures["fingerprint"] = hex;  // of the agreed settings (cluster/agreed_settings.hpp)
-    figures["security"] = k.security.enabled() ? "curve" : "off";
+    // curve: authenticated and encrypted; user-only: no keys, but only this user can connect
+    // (inproc://, or ipc:// in a folder of mode 0700); off: anyone who can reach the address.
+    bool user_only = true;
+    std::stringstream addresses(group.address());
+    for (std::string address; std::getline(addresses, address, ',');) user_only = user_only && user_only_address(address);
+    figures["security"] = k.security.enabled() ? "curve" : user_only ? "user-only" : "off";
     return figures;
 }
 

@@ -16,6 +16,7 @@
 #include "backend/device_choice.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/run_keys.hpp"
+#include "transport/user_sockets.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
 #include "record/run_verdict.hpp"
@@ -41,9 +42,9 @@ std::string unique_inproc_address() {
 // in memory, for worker threads, and only when an address leaves the process.
 RunConfig with_run_keys(const RunConfig& config, const std::vector<std::string>& bind, const std::string& directory) {
     const SecuritySettings& given = config.cluster.security;
-    bool all_inproc = true;
-    for (const std::string& address : bind) all_inproc = all_inproc && address.rfind("inproc://", 0) == 0;
-    if (given.enabled() || given.insecure || all_inproc) return config;
+    bool user_only = true;  // inproc://, or ipc:// in a folder only this user may enter: nobody else can connect
+    for (const std::string& address : bind) user_only = user_only && user_only_address(address);
+    if (given.enabled() || given.insecure || user_only) return config;
     RunConfig secured = config;
     if (directory.empty()) {
         secured.cluster.security = fresh_run_keys();
@@ -113,7 +114,11 @@ nlohmann::json run_embedded(const RunConfig& given, const std::string& directory
 }
 
 nlohmann::json run_local(const RunConfig& given, const std::string& directory, bool resume) {
-    const ServerPlan plan{given.cluster.bind_addresses([] { return std::string("tcp://127.0.0.1:*"); }), 0, {},
+    // Every process on this host: by default the servers bind ipc:// sockets in a folder only this
+    // user may enter, so no stranger can join and nothing needs encrypting (user_sockets.hpp).
+    const UserSocketFolder sockets;
+    int next_server = 0;
+    const ServerPlan plan{given.cluster.bind_addresses([&] { return sockets.address(next_server++); }), 0, {},
                           /*workers_started_here=*/true};
     const RunConfig config = with_run_keys(given, plan.bind, directory);  // before CenterRun writes config.json
     const int workers = int(config.cluster.workers);

@@ -1,5 +1,5 @@
 // Multi-process runs through the built `tether` binary: a local run (center here, worker
-// processes it spawns) over tcp://127.0.0.1, a hand-started `tether server` with `tether
+// processes it spawns) over its private ipc:// socket, a hand-started `tether server` with `tether
 // worker`s (started after it, before it, or for the wrong model), and a local run that
 // survives a worker killed with SIGKILL. Every wait has a deadline (process_support.hpp).
 #include <doctest/doctest.h>
@@ -42,11 +42,11 @@ std::string worker_logs(const std::string& run_directory, int workers) {
 
 }  // namespace
 
-TEST_CASE("a local run with 3 worker processes over tcp://127.0.0.1 (adag)") {
+TEST_CASE("a local run with 3 worker processes over its private ipc:// socket (adag)") {
     TempDir dir;
     const std::string config = write_config(dir, "adag.json", [] {
         json c = cluster_config("local-adag", "adag", 3);
-        c["cluster"]["mode"] = "local";  // the default endpoint tcp://127.0.0.1:* picks a port
+        c["cluster"]["mode"] = "local";  // the default endpoint: ipc:// in a folder of mode 0700
         return c;
     }());
     const std::string run = dir.file("run");

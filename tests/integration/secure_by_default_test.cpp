@@ -1,5 +1,6 @@
 // Secure by default where tether starts the processes (docs/architecture.md#security): a local
-// run writes keys of its own and an embedded run over tcp:// holds them in memory; launcher
+// run binds ipc:// sockets in a folder only its user may enter (over tcp:// it writes keys of its
+// own), and an embedded run over tcp:// holds keys in memory; launcher
 // ranks derive theirs from TETHER_SECRET or from the secret rank 0 leaves in ~/.tether; a
 // center that binds beyond loopback without keys refuses to start (the command and the API),
 // unless security.insecure says so. Servers beyond loopback are never bound here: the address
@@ -11,6 +12,8 @@
 
 #include <tether/tether.hpp>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -20,6 +23,7 @@
 #include "run/run.hpp"
 #include "test_support.hpp"
 #include "transport/curve_keys.hpp"
+#include "transport/user_sockets.hpp"
 
 namespace {
 
@@ -70,21 +74,40 @@ TEST_CASE("tether server beyond loopback without keys exits 2 naming the address
     CHECK(server.wait(30000) == std::optional<int>(0));
 }
 
-TEST_CASE("a local run writes keys of its own into RUN_DIR/keys; an embedded run over tcp holds them in memory") {
+TEST_CASE("a local run binds ipc:// sockets in a folder of its user's alone, needing no keys; over tcp it writes keys") {
     TempDir dir;
     json document = cluster_config("keys", "adag", 2);
     document["cluster"]["mode"] = "local";
+    // The socket folder is made in XDG_RUNTIME_DIR when set: here, so the test can see it go.
+    const std::string runtime = dir.file("runtime");
+    std::filesystem::create_directories(runtime);
+    ::setenv("XDG_RUNTIME_DIR", runtime.c_str(), 1);
     Process run({"run", write_config(dir, "c.json", document), "--out", dir.file("run")}, dir.file("out"), dir.file("err"));
     CHECK(run.wait(90000) == std::optional<int>(0));
+    ::unsetenv("XDG_RUNTIME_DIR");
     CAPTURE(run.err());
-    CHECK(read_summary(dir.file("run"))["security"] == "curve");
+    CHECK(read_summary(dir.file("run"))["security"] == "user-only");
     CHECK_FALSE(contains(run.err(), "WARNING"));
+    CHECK_FALSE(std::filesystem::exists(dir.file("run/keys")));  // no crypto between processes of one host
+    CHECK(contains(read_text(dir.file("out")), "center at ipc://" + runtime + "/tether-"));
+    CHECK(std::filesystem::is_empty(runtime));  // the socket folder is removed with the run
+    CHECK(tether::user_only_address("inproc://x"));
+    CHECK_FALSE(tether::user_only_address("ipc:///tmp/x"));  // /tmp: every user may enter
+    CHECK_FALSE(tether::user_only_address("tcp://127.0.0.1:5555"));
+    // Over tcp://127.0.0.1 (every user of the host can reach it): fresh keys in RUN_DIR/keys.
+    document["cluster"]["endpoint"] = "tcp://127.0.0.1:*";
+    Process tcp_run({"run", write_config(dir, "t.json", document), "--out", dir.file("tcp")}, dir.file("t.out"),
+                    dir.file("t.err"));
+    CHECK(tcp_run.wait(90000) == std::optional<int>(0));
+    CAPTURE(tcp_run.err());
+    CHECK(read_summary(dir.file("tcp"))["security"] == "curve");
+    CHECK_FALSE(contains(tcp_run.err(), "WARNING"));
     struct stat st {};
-    REQUIRE(::stat(dir.file("run/keys").c_str(), &st) == 0);
+    REQUIRE(::stat(dir.file("tcp/keys").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0700);
-    const json written = json::parse(read_text(dir.file("run/config.json")));
-    CHECK(written["security"]["center_secret_key"] == dir.file("run/keys/center.key"));  // the workers read it there
-    // security.insecure: no keys, as before.
+    const json written = json::parse(read_text(dir.file("tcp/config.json")));
+    CHECK(written["security"]["center_secret_key"] == dir.file("tcp/keys/center.key"));  // the workers read it there
+    // security.insecure over tcp: no keys, as before.
     document["security"] = {{"insecure", true}};
     Process open_run({"run", write_config(dir, "open.json", document), "--out", dir.file("open")}, dir.file("o.out"),
                      dir.file("o.err"));

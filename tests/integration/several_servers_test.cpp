@@ -185,7 +185,7 @@ TEST_CASE("tether server --server K/S: two server processes, server 0 evaluates 
 TEST_CASE("a local run with 2 servers writes one checkpoint per server, and --resume goes on from both (nothing left to train)") {
     TempDir dir;
     json document = servers_config("downpour", 2, 2);
-    document["cluster"]["mode"] = "local";  // worker processes, each server on its own port of 127.0.0.1
+    document["cluster"]["mode"] = "local";  // worker processes, each server on its own ipc:// socket
     const std::string config = write_config(dir, "c.json", document), run = dir.file("run");
     Process first({"run", config, "--out", run}, dir.file("1.out"), dir.file("1.err"));
     REQUIRE(first.wait(90000) == std::optional<int>(0));

@@ -5,22 +5,28 @@ A fake `tether` (this file, run with `sweep`) stands for the sweep runner: each 
 validation accuracy is a known function of its rate, peaked at a different rate per strategy,
 and it logs every run it makes. Then the real binary (TETHER_BIN) tunes a small synthetic
 sweep, so the run directories tune.py reads are the ones tether sweep writes."""
+import contextlib
 import csv
 import importlib.util
+import io
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 OPTIMUM = {"adag": 0.03, "downpour": 3e-5}  # peak of the fake objective per strategy
 KEY = "training.optimizer.learning_rate"
+DIVERGES = 0.1  # runs at this rate or above diverge (tune.py scores them 0 and goes on)
 
 source = Path(os.environ.get("TETHER_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 spec = importlib.util.spec_from_file_location("tune", source / "experiments" / "tune.py")
 tune = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tune)
+sys.path.insert(0, str(source / "experiments"))
+import ci_table  # noqa: E402
 
 
 def objective(strategy, rate, seed):
@@ -30,6 +36,7 @@ def objective(strategy, rate, seed):
 
 def fake_sweep(sweep_path, out):
     sweep = json.loads(Path(sweep_path).read_text())
+    failed = False
     for point in sweep["points"]:
         for repeat in range(sweep["repeats"]):
             run = Path(out) / tune.run_id(list(point.items()), repeat)
@@ -37,10 +44,15 @@ def fake_sweep(sweep_path, out):
                 continue  # complete: skipped, as tether sweep does
             run.mkdir(parents=True)
             accuracy = objective(point["strategy.name"], point[KEY], repeat)
+            if point[KEY] >= DIVERGES:  # a diverged run: no accuracy, and tether sweep exits 1
+                accuracy, failed = None, True
             (run / "summary.json").write_text(json.dumps({"final_validation_accuracy": accuracy,
-                                                           "best_validation_accuracy": accuracy}))
+                                                           "best_validation_accuracy": accuracy,
+                                                           "final_test_accuracy": accuracy,
+                                                           "run_failed": accuracy is None}))
             with open(Path(out) / "fake_runs.log", "a") as f:
                 f.write(run.name + "\n")
+    return 1 if failed else 0
 
 
 def read_csv(path):
@@ -102,6 +114,25 @@ def test_fake_objective():
         assert len((tmp / "out" / "fake_runs.log").read_text().splitlines()) == 18
         assert (tmp / "out" / "tune_result.csv").read_text() == before
 
+        # --final-repeats 3: each winner runs with 3 seeds; the 2 tuning seeds are reused, so one
+        # new run per combination, at the winning rate only.
+        assert tune.main(args + ["--final-repeats", "3"]) == 0
+        final = json.loads((tmp / "out" / "final_sweep.json").read_text())
+        assert final["repeats"] == 3
+        assert [(p["strategy.name"], p[KEY]) for p in final["points"]] == [("adag", 0.01), ("downpour", 1e-5)]
+        new = (tmp / "out" / "fake_runs.log").read_text().splitlines()[18:]
+        assert sorted(new) == sorted(tune.run_id(list(p.items()), 2) for p in final["points"]), new
+
+        # experiments/ci_table.py on those final runs: mean ± the 95% half-width (t with 2 degrees
+        # of freedom, 4.303) over the 3 seeds, and each cell's tuned rate listed under the table.
+        seeds = [100 * objective("adag", 0.01, r) for r in range(3)]
+        mean, half = statistics.mean(seeds), 4.303 * statistics.stdev(seeds) / math.sqrt(3)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert ci_table.main([str(tmp / "out"), "--rows", "strategy.name", "--cols", KEY, "--percent"]) == 0
+        assert f"| adag |  | {mean:.2f} ± {half:.2f} (n=3) |" in printed.getvalue(), printed.getvalue()
+        assert "Tuned training.optimizer.learning_rate per cell" in printed.getvalue()
+
         # A bound of one value per edge: downpour's best stays at the edge, and the table says so.
         bounded = args[:-1] + ["1"]
         bounded[bounded.index("--out") + 1] = str(tmp / "bounded")
@@ -143,8 +174,7 @@ def test_real_sweep():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "sweep":  # this file as the fake tether
-        fake_sweep(sys.argv[2], sys.argv[sys.argv.index("--out") + 1])
-        sys.exit(0)
+        sys.exit(fake_sweep(sys.argv[2], sys.argv[sys.argv.index("--out") + 1]))
     test_widening_logic()
     test_fake_objective()
     test_real_sweep()

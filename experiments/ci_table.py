@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""A results table with 95% confidence intervals from a tuned sweep's final runs.
+
+    /usr/bin/python3 experiments/ci_table.py OUT --rows cluster.workers
+        --cols strategy.communication_window [--value final_test_accuracy] [--percent]
+        [--sweep final_sweep.json] [--csv FILE]
+
+OUT is a directory experiments/tune.py --final-repeats wrote (or any tether sweep directory
+with its sweep file given by --sweep). Each cell: the mean over the point's seeds and the
+half-width of its 95% confidence interval (Student's t, n - 1 degrees of freedom: the seeds are
+few), as "88.52 ± 0.31"; a run that failed (diverged) counts with the accuracy it ended with and
+is flagged with its count ("†2"). With tune_result.csv beside it, the tuned rate of each cell and
+whether it was strictly inside its grid are listed under the table. Prints markdown; --csv also
+writes one row per cell (mean, half-width, sd, n, failed).
+"""
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom (1..30); beyond, 1.96.
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def interval(values):
+    """(mean, 95% half-width, sd) of a list of at least one value."""
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return mean, float("nan"), float("nan")
+    sd = statistics.stdev(values)
+    t = T95[len(values) - 2] if len(values) - 1 <= len(T95) else 1.96
+    return mean, t * sd / math.sqrt(len(values)), sd
+
+
+def cells_of(out, sweep, value):
+    """{(point as a tuple of items): ([values], failed count)} over each point's repeats."""
+    cells = {}
+    for point in sweep["points"]:
+        values, failed = [], 0
+        for r in range(sweep.get("repeats", 1)):
+            path = out / tune.run_id(list(point.items()), r) / "summary.json"
+            if not path.is_file():
+                continue
+            s = json.loads(path.read_text())
+            failed += bool(s.get("run_failed"))
+            if s.get(value) is not None:
+                values.append(s[value])
+        cells[tuple(point.items())] = (values, failed)
+    return cells
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--rows", required=True)
+    parser.add_argument("--cols", required=True)
+    parser.add_argument("--value", default="final_test_accuracy")
+    parser.add_argument("--percent", action="store_true", help="show accuracies in percent")
+    parser.add_argument("--sweep", default="final_sweep.json")
+    parser.add_argument("--csv", type=Path)
+    args = parser.parse_args(argv)
+    sweep = json.loads((args.out / args.sweep).read_text())
+    cells = cells_of(args.out, sweep, args.value)
+    scale = 100 if args.percent else 1
+    rows = sorted({dict(k)[args.rows] for k in cells}, key=lambda v: (str(type(v)), v))
+    cols = sorted({dict(k)[args.cols] for k in cells}, key=lambda v: (str(type(v)), v))
+    table = {(dict(k)[args.rows], dict(k)[args.cols]): v for k, v in cells.items()}
+    lines = [f"| {args.rows} \\ {args.cols} | " + " | ".join(str(c) for c in cols) + " |",
+             "|---|" + "---:|" * len(cols)]
+    records = []
+    for r in rows:
+        entries = []
+        for c in cols:
+            if (r, c) not in table or not table[(r, c)][0]:
+                entries.append("")
+                continue
+            values, failed = table[(r, c)]
+            mean, half, sd = interval([v * scale for v in values])
+            entries.append(f"{mean:.2f} ± {half:.2f}" + (f" †{failed}" if failed else "") + f" (n={len(values)})")
+            records.append([r, c, mean, half, sd, len(values), failed])
+        lines.append(f"| {r} | " + " | ".join(entries) + " |")
+    print("\n".join(lines))
+    result = args.out / "tune_result.csv"
+    if result.is_file():
+        with open(result) as f:
+            tuned = list(csv.DictReader(f))
+        key = next(k for k in tuned[0] if k.startswith("best_"))
+        print("\nTuned " + key[5:] + " per cell (" + args.rows + ", " + args.cols + "): " + "; ".join(
+            ", ".join(str(t[k]) for k in (args.rows, args.cols) if k in t) + f": {float(t[key]):g}"
+            f"{'' if t['strictly_inside'] == 'True' else ' (at the edge)'}"
+            for t in tuned))
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            csv.writer(f).writerows([[args.rows, args.cols, "mean", "ci95_half_width", "sd", "n", "failed"]] + records)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
