@@ -70,6 +70,10 @@ struct ServiceOptions {
     std::string address;
     int join_timeout_ms = 60000;     // center: for all workers to join; worker: for its welcome
     int worker_timeout_ms = 10000;   // silence after which a worker (or, to a worker, the center) counts as lost
+    // Worker: past worker_timeout_ms of a center's silence, how long in all it waits for the
+    // center to come back (restarted with resume, a stall, a link down) before step() throws.
+    // (A CenterService ends when its workers are all gone; `tether server` waits this long.)
+    int center_restart_ms = 60000;
     int reply_timeout_ms = 600000;   // worker: for a reply (synchronous rounds can be long)
     int round_timeout_ms = 30000;    // synchronous strategies: round deadline (with quorum)
     double quorum = 0.5;

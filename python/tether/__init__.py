@@ -130,7 +130,7 @@ class WorkerClient:
     match it (a different strategy is refused naming it first: "strategy.name: center adag,
     worker aeasgd"). Blocks until the center welcomed the worker (it waits for all
     ``workers``), then sets the buffers to x~. ``step()`` raises when the center is gone
-    (silent for worker_timeout_ms) and after ``finish()``. ``overlap_exchange=True``: each exchange runs on tether's thread
+    (silent for worker_timeout_ms, then not back within center_restart_ms) and after ``finish()``. ``overlap_exchange=True``: each exchange runs on tether's thread
     against a copy while training goes on, its reply applied one window later.
 
     ``buffers``: model buffers (float32, like the parameters), averaged rather than trained:
@@ -180,7 +180,7 @@ class CenterService:
     ``address=""`` keeps it private to this process (use ``connect_worker``); give
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options, as ServiceOptions in C++ and the "cluster" keys of a config file
-    (same defaults and checks; milliseconds): join_timeout_ms, worker_timeout_ms (10000),
+    (same defaults and checks; milliseconds): join_timeout_ms, worker_timeout_ms (10000), center_restart_ms (60000),
     heartbeat_ms (2000, at most half of worker_timeout_ms), reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers);
     servers (x~ split into that many server ranges, each served on its own thread: ``address``
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``

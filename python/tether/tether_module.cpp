@@ -45,6 +45,7 @@ template <typename Visit>
 void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("join_timeout_ms", o.join_timeout_ms);
     visit("worker_timeout_ms", o.worker_timeout_ms);
+    visit("center_restart_ms", o.center_restart_ms);
     visit("heartbeat_ms", o.heartbeat_ms);
     visit("reply_timeout_ms", o.reply_timeout_ms);
     visit("round_timeout_ms", o.round_timeout_ms);

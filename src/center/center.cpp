@@ -16,7 +16,7 @@ namespace tether {
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
     : endpoint_(std::move(endpoint)), rule_(std::move(rule)), options_(options),
-      float32_out_(ChunkFormat{initial.size(), options.chunk_elements}) {
+      float32_out_(ChunkFormat{initial.size(), options.chunk_elements}), checkpoints_(options.checkpoint_ms) {
     state_.x = std::move(initial);
     next_snapshot_samples_ = options_.samples_per_snapshot;
 }
@@ -30,7 +30,7 @@ Center::Worker* Center::find(const std::string& peer) {
 
 void Center::serve() {
     const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
-    next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
+    checkpoints_.start(state_.version);
     std::string peer;
     Frames frames;
     std::optional<Clock::time_point> done_at;  // the last worker left
@@ -46,7 +46,7 @@ void Center::serve() {
         check_liveness();
         prune_departed();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
-        if (started_ && stats_.live_workers() == 0) {
+        if (started_ && stats_.live_workers() == 0 && may_conclude(Clock::now())) {
             answer_final_snapshots();
             if (!options_.await_final_snapshot || final_answered_) break;
             if (!done_at) done_at = Clock::now();
@@ -56,9 +56,9 @@ void Center::serve() {
                 break;
             }
         }
-        if (on_checkpoint && options_.checkpoint_ms > 0 && Clock::now() >= next_checkpoint_) {
+        if (on_checkpoint && checkpoints_.due(Clock::now(), state_.version)) {
             on_checkpoint(checkpoint());
-            next_checkpoint_ = Clock::now() + std::chrono::milliseconds(options_.checkpoint_ms);
+            checkpoints_.written(Clock::now());
         }
     }
     std::lock_guard<std::mutex> lock(state_mutex_);
@@ -275,6 +275,8 @@ void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::
     h.type = type;
     h.worker_id = w.id;
     h.sequence = sequence;
+    // How far its place got: a new holder trains the rest (a placeless joiner: nothing).
+    if (type == MessageType::welcome) h.samples = w.placeless ? options_.max_samples_per_worker : w.samples;
     try {
         // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
         send_chunks(w.peer, h, data, type == MessageType::reply ? *w.to_worker : float32_out_);

@@ -14,11 +14,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <tether/strategy.hpp>
 #include "center/buffer_average.hpp"
+#include "center/checkpoint_schedule.hpp"
+#include "center/place_records.hpp"
 #include "codec/codec.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
@@ -33,6 +37,9 @@ struct CenterOptions {
     double quorum = 0.5;
     int round_timeout_ms = 30000;
     int worker_timeout_ms = 10000;
+    // When every worker went silent (none finished last), how long to wait for them to come back
+    // before concluding (cluster.center_restart_ms).
+    int center_restart_ms = 60000;
     int join_timeout_ms = 60000;
     std::size_t samples_per_snapshot = 0;  // 0: no periodic snapshots
     // What no peer may exceed: one message's bytes, all frames together; identities the center
@@ -52,13 +59,21 @@ struct CenterOptions {
     // Workers beyond expected_workers may join a run in progress (a lost worker's place may
     // always be taken again).
     bool elastic = false;
+    // Each place (worker id below expected_workers) holds one shard of the data, as tether's own
+    // workers take them (id mod N): a joiner beyond them would train a live worker's shard again,
+    // so it is welcomed as a place with everything trained, trains nothing, and any sample it
+    // claims is implausible. An elastic
+    // joiner is of use when a place is free: it takes over what that place has not trained.
+    bool places_hold_shards = false;
     // Given a hello's payload (the worker's agreed settings) whose fingerprint differs, names
     // the first setting that differs; unset: a generic message.
     std::function<std::string(const std::string& worker_settings)> explain_mismatch;
     // The agreed settings (JSON) told to whoever asks (a `settings` request): a worker that
     // was given no strategy takes the center's.
     std::string agreed_settings;
-    int checkpoint_ms = 0;  // on_checkpoint this often (0: only when serve() ends)
+    // on_checkpoint this often, the first time soon after the first update (center/checkpoint_schedule.hpp);
+    // 0: only when serve() ends.
+    int checkpoint_ms = 0;
     // The codecs of exchanges (worker -> center) and replies (center -> worker), and what the
     // strategy's vectors are. A lossy codec costs up to two vectors per worker here (the
     // receiver's copy of a state, the residual of an update; codec/wire_vector.hpp), freed
@@ -88,6 +103,9 @@ struct CenterStats {
     // Peers that said hello but went silent before their welcome: never the run's workers, so
     // not lost workers either (a flood of them must not fail a healthy run).
     int peers_dropped = 0;
+    // Lost workers whose place (worker id) a worker later took back (a restart, a rejoin after
+    // an outage): the place's data was trained after all, so they fail nothing.
+    int places_retaken = 0;
     std::uint64_t bytes_received = 0, bytes_sent = 0;
     double staleness_sum = 0;
     std::uint64_t staleness_count = 0;
@@ -155,7 +173,8 @@ public:
     std::function<void()> on_start;
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
-    // Every options.checkpoint_ms and when serve() ends, with checkpoint(); writes it somewhere safe.
+    // Soon after the first update, then every options.checkpoint_ms, and when serve() ends, with
+    // checkpoint(); writes it somewhere safe.
     std::function<void(const Checkpoint&)> on_checkpoint;
     // center_log.cpp: a joined worker's scalars, checked; unset: they are dropped.
     std::function<void(const LogRecord&)> on_log;
@@ -204,6 +223,16 @@ private:
     void handle_log(Worker& w, const Header& h, const Frames& frames);
     void maybe_close_round(bool deadline_passed);
     void check_liveness();
+    // A hello that finds every place held: holders whose connection is closed (their process
+    // ended; a restarted worker is a new peer) are lost now, not after worker_timeout_ms, so the
+    // restarted worker takes its place back at once. A live connection keeps its place.
+    void lose_disconnected();
+    // Time this center itself did not read (stopped, swapped out, a long checkpoint write) is no
+    // silence of its workers: what they sent meanwhile waits unread. Shifts their clocks by it.
+    void forgive_own_stall(Clock::time_point now);
+    // Whether the run may conclude with no live worker: not while every worker went silent less
+    // than center_restart_ms ago (they may come back: a link down, a stall).
+    bool may_conclude(Clock::time_point now) const;
     void lose(Worker& w, const std::string& why);
     // Adds what a worker's accepted message says it trained since its last one, when the claim
     // is one it can have trained (max_samples_per_worker, max_samples_per_window); `exchange`:
@@ -236,7 +265,11 @@ private:
     std::vector<Worker*> round_;  // contributors of the open synchronous round
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
-    Clock::time_point next_checkpoint_;
+    CheckpointSchedule checkpoints_;
+    PlaceRecords places_;  // what each worker id has trained, as counted
+    Clock::time_point last_liveness_check_{};
+    std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
+    std::set<std::uint32_t> lost_places_;  // ids of lost workers no worker has taken back yet
     std::atomic<bool> stop_requested_{false};
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     std::uint64_t next_snapshot_samples_ = 0;

@@ -26,6 +26,7 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
                       "the center holds " + std::to_string(by_peer_.size()) + " peers (cluster.max_peers)");
     // A place freed by a lost or finished worker may be taken again; more than cluster.workers
     // only with cluster.elastic.
+    if (!options_.elastic && stats_.live_workers() >= options_.expected_workers) lose_disconnected();
     if (!options_.elastic && stats_.live_workers() >= options_.expected_workers)
         return reject(peer, 0, "run full",
                       "all " + std::to_string(options_.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
@@ -33,13 +34,25 @@ void Center::handle_hello(const std::string& peer, const Header& h) {
     w->peer = peer;
     w->id = options_.ids_from_hello ? h.worker_id : free_worker_id(h.worker_id);
     w->last_seen = Clock::now();
-    // A worker coming back says what it trained before: its later claims are measured from
-    // there, so they neither count that work again nor leap past what one window trains.
+    // A worker coming back says what it trained before: what it trained beyond the record of a
+    // place this center (or the checkpoint it resumed) knows counts once, and its later claims
+    // are measured from there, so they neither count that work again nor leap past what one
+    // window trains. A new holder of a place starts from the place's record.
+    const std::uint64_t record = places_.trained(w->id);
     if (h.samples > options_.max_samples_per_worker) ++stats_.rejected["implausible samples"];
-    else w->samples = w->exchanged_samples = h.samples;
+    else if (h.samples > record && places_.known(w->id)) stats_.total_samples += h.samples - record;
+    w->samples = w->exchanged_samples = h.samples > options_.max_samples_per_worker ? record : std::max(record, h.samples);
+    if (options_.places_hold_shards && w->id >= std::uint32_t(options_.expected_workers)) {
+        w->placeless = true;
+        std::fprintf(stderr, "%s: every place holds a live worker; worker %u has no untrained data to take over\n",
+                     options_.name.c_str(), w->id);
+    }
+    places_.set(w->id, w->samples);
+    if (lost_places_.erase(w->id)) ++stats_.places_retaken;
     by_peer_[peer] = w.get();
     workers_.push_back(std::move(w));
     ++stats_.workers_joined;
+    all_silent_since_.reset();
     if (started_ || resumed_) {  // joining a run in progress, or coming back to a resumed center
         started_ = true;
         return welcome(*workers_.back());
@@ -125,6 +138,7 @@ void Center::forget(Worker& w) {
     // that part leaves the count with it, so peers that only heartbeat add nothing in the end.
     stats_.total_samples -= w.samples - w.exchanged_samples;
     w.samples = w.exchanged_samples;
+    places_.set(w.id, w.samples);
     by_peer_.erase(w.peer);
     w.pending = Payload();
     w.from_worker.reset();
@@ -132,8 +146,42 @@ void Center::forget(Worker& w) {
     w.buffers_from.reset();  // its last buffers stay in b~ (center/buffer_average.hpp)
 }
 
+void Center::lose_disconnected() {
+    Header h;
+    h.type = MessageType::heartbeat;
+    h.fingerprint = options_.fingerprint;
+    for (auto& w : workers_) {
+        if (w->state != Worker::State::active) continue;
+        h.worker_id = w->id;
+        h.center_version = state_.version;
+        try {
+            const auto header = encode(h);
+            endpoint_->send(w->peer, header, nullptr, 0);  // a heartbeat answer: harmless to a live worker
+            stats_.bytes_sent += header.size();
+        } catch (const DeliveryError& e) {
+            if (e.gone()) lose(*w, "its connection is closed, and a new worker asks for a place");
+            else ++stats_.replies_dropped;
+        }
+    }
+}
+
+void Center::forgive_own_stall(Clock::time_point now) {
+    const auto gap = now - last_liveness_check_;
+    if (last_liveness_check_ != Clock::time_point() && gap > std::chrono::seconds(1))
+        for (auto& w : workers_) {
+            w->last_seen += gap;
+            w->last_exchange += gap;
+        }
+    last_liveness_check_ = now;
+}
+
+bool Center::may_conclude(Clock::time_point now) const {
+    return !all_silent_since_ || now > *all_silent_since_ + std::chrono::milliseconds(options_.center_restart_ms);
+}
+
 void Center::check_liveness() {
     const auto now = Clock::now();
+    forgive_own_stall(now);
     const auto timeout = std::chrono::milliseconds(options_.worker_timeout_ms);
     for (auto& w : workers_) {
         // Re-read each time: losing a worker may close the round.
@@ -173,8 +221,14 @@ void Center::lose(Worker& w, const std::string& why) {
         return;
     }
     ++stats_.workers_lost;
+    lost_places_.insert(w.id);
     std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
                  stats_.live_workers());
+    if (stats_.live_workers() == 0 && options_.center_restart_ms > 0) {
+        all_silent_since_ = Clock::now();
+        std::fprintf(stderr, "%s: every worker went silent; waiting up to %d ms (cluster.center_restart_ms) for them to come "
+                     "back before the run ends\n", options_.name.c_str(), options_.center_restart_ms);
+    }
     if (!round_.empty()) maybe_close_round(false);
 }
 
@@ -182,7 +236,8 @@ void Center::count_samples(Worker& w, std::uint64_t samples, bool exchange) {
     // More than this worker's shard times the epochs, or more than it can have trained since
     // its last exchange: not believed, and counted.
     const std::uint64_t window = options_.max_samples_per_window;
-    if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window)) {
+    if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window) ||
+        (w.placeless && samples > w.samples)) {
         ++stats_.rejected["implausible samples"];
         return;
     }
@@ -190,6 +245,7 @@ void Center::count_samples(Worker& w, std::uint64_t samples, bool exchange) {
     if (samples <= w.samples) return;  // a worker's count only grows
     stats_.total_samples += samples - w.samples;
     w.samples = samples;
+    places_.set(w.id, samples);
 }
 
 }  // namespace tether

@@ -27,6 +27,7 @@ nlohmann::json CenterStats::to_json() const {
             {"workers_finished", workers_finished},
             {"workers_lost", workers_lost},
             {"peers_dropped", peers_dropped},
+            {"places_retaken", places_retaken},
             {"live_workers", live_workers()},
             {"bytes_received", bytes_received},
             {"bytes_sent", bytes_sent},
@@ -42,6 +43,7 @@ void Center::resume(const Checkpoint& c) {
     stats_.exchanges = c.exchanges;
     stats_.rounds = c.rounds;
     stats_.total_samples = c.total_samples;
+    places_.restore(c.places);
     // b~ goes on from the checkpoint's; one written before buffers existed (format 1), or by a
     // center without them, leaves b~(0).
     if (!c.buffers.empty()) {
@@ -68,6 +70,7 @@ Checkpoint Center::checkpoint() const {
     c.exchanges = stats_.exchanges;
     c.rounds = stats_.rounds;
     c.total_samples = stats_.total_samples;
+    c.places = places_.all();
     c.x = state_.x;
     c.buffers = buffers_.mean();
     return c;

@@ -21,6 +21,9 @@ struct Center::Worker {
     // the samples its last accepted exchange (or its hello) claimed.
     std::uint64_t accepted_sequence = 0, exchanged_samples = 0;
     bool in_round = false;
+    // A joiner beyond the places that hold shards (CenterOptions::places_hold_shards): it has no
+    // data of its own, is told so in its welcome, and any sample it claims is implausible.
+    bool placeless = false;
     // From its welcome until it leaves: its exchanges' chunks in (checked, reassembled or
     // decoded), its replies' chunks out (through the reply codec).
     std::unique_ptr<ChunkAssembler> from_worker;

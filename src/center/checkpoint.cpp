@@ -14,7 +14,7 @@ namespace tether {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'E', 'T', 'H', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kFormat = 2;  // 1: no buffers (still read)
+constexpr std::uint32_t kFormat = 3;  // 1: no buffers, 2: no places (both still read)
 
 void put(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes = 8) {
     for (int i = 0; i < bytes; ++i) out.push_back(std::uint8_t(v >> (8 * i)));
@@ -44,8 +44,13 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     std::vector<std::uint8_t> head(kMagic, kMagic + 8);
     put(head, kFormat, 4);
     for (std::uint64_t v : {c.fingerprint, c.version, c.updates_applied, c.exchanges, c.rounds, c.total_samples,
-                            std::uint64_t(c.x.size()), std::uint64_t(c.buffers.size())})
+                            std::uint64_t(c.x.size()), std::uint64_t(c.buffers.size()), std::uint64_t(c.places.size())})
         put(head, v);
+    std::vector<std::uint8_t> places;
+    for (const auto& [id, samples] : c.places) {
+        put(places, id);
+        put(places, samples);
+    }
     static_assert(sizeof(float) == 4, "float32 payloads");
     const std::string temporary = path + ".tmp";
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -54,6 +59,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
         write_all(fd, head.data(), head.size(), temporary);
         write_all(fd, c.x.data(), c.x.size() * sizeof(float), temporary);  // x86-64: already little-endian
         write_all(fd, c.buffers.data(), c.buffers.size() * sizeof(float), temporary);
+        write_all(fd, places.data(), places.size(), temporary);
         if (::fsync(fd) != 0) throw std::runtime_error(temporary + ": fsync failed: " + std::strerror(errno));
     } catch (...) {
         ::close(fd);
@@ -82,10 +88,10 @@ Checkpoint read_checkpoint(const std::string& path) {
         throw std::runtime_error(path + ": not a tether checkpoint (bad magic or truncated header)");
     const std::uint8_t* p = head.data() + 8;
     const std::uint64_t format = get(p, 4);
-    if (format != 1 && format != kFormat)
-        throw std::runtime_error(path + ": checkpoint format " + std::to_string(format) + "; this tether reads formats 1 and " +
+    if (format < 1 || format > kFormat)
+        throw std::runtime_error(path + ": checkpoint format " + std::to_string(format) + "; this tether reads formats 1 to " +
                                  std::to_string(kFormat));
-    const std::size_t fields = format == 1 ? 7 : 8;
+    const std::size_t fields = 6 + format;
     head.resize(head.size() + fields * 8);
     in.read(reinterpret_cast<char*>(head.data() + 12), std::streamsize(fields * 8));
     if (in.gcount() != std::streamsize(fields * 8)) throw std::runtime_error(path + ": truncated checkpoint header");
@@ -99,14 +105,24 @@ Checkpoint read_checkpoint(const std::string& path) {
     c.total_samples = get(p);
     const std::uint64_t count = get(p);
     const std::uint64_t buffers = format == 1 ? 0 : get(p);
+    const std::uint64_t places = format <= 2 ? 0 : get(p);
     const auto expected = std::filesystem::file_size(path);
-    if (expected != head.size() + (count + buffers) * sizeof(float))
+    if (count > expected || buffers > expected || places > expected ||
+        expected != head.size() + (count + buffers) * sizeof(float) + places * 16)
         throw std::runtime_error(path + ": checkpoint truncated or padded (" + std::to_string(expected) + " bytes for " +
-                                 std::to_string(count) + " elements and " + std::to_string(buffers) + " buffer elements)");
+                                 std::to_string(count) + " elements, " + std::to_string(buffers) + " buffer elements and " +
+                                 std::to_string(places) + " places)");
     c.x.resize(count);
     in.read(reinterpret_cast<char*>(c.x.data()), std::streamsize(count * sizeof(float)));
     c.buffers.resize(buffers);
     in.read(reinterpret_cast<char*>(c.buffers.data()), std::streamsize(buffers * sizeof(float)));
+    std::vector<std::uint8_t> records(places * 16);
+    in.read(reinterpret_cast<char*>(records.data()), std::streamsize(records.size()));
+    p = records.data();
+    for (std::uint64_t i = 0; i < places; ++i) {
+        const std::uint64_t id = get(p);
+        c.places[std::uint32_t(id)] = get(p);
+    }
     return c;
 }
 

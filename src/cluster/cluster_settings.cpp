@@ -77,6 +77,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
     k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
     k.worker_timeout_ms = r.integer("worker_timeout_ms", k.worker_timeout_ms, 100, 86'400'000);
+    k.center_restart_ms = r.integer("center_restart_ms", k.center_restart_ms, 0, 86'400'000);
     k.heartbeat_ms = r.integer("heartbeat_ms", k.heartbeat_ms, 10, 3'600'000);
     k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
     k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
@@ -137,6 +138,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"workers", o.workers},         {"endpoint", o.address},
         {"quorum", o.quorum},           {"round_timeout_ms", o.round_timeout_ms},
         {"worker_timeout_ms", o.worker_timeout_ms}, {"heartbeat_ms", o.heartbeat_ms},
+        {"center_restart_ms", o.center_restart_ms},
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
         {"overlap", o.overlap_exchange}, {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},

@@ -60,6 +60,10 @@ struct ClusterSettings {
     double quorum = 0.5;              // share of live workers that closes a round at its deadline
     std::int64_t round_timeout_ms = 30000;
     std::int64_t worker_timeout_ms = 10000;  // silence after which a worker (or the center) counts as lost
+    // A worker that lost its center keeps trying to reach it for this long in all (a center
+    // restarted with --resume, a stall, a link down), and a center whose workers all went silent
+    // waits as long for them to come back, before either gives up.
+    std::int64_t center_restart_ms = 60000;
     std::int64_t heartbeat_ms = 2000;        // a worker with nothing else to send says it is alive this often
     std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
     std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)

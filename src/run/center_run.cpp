@@ -108,6 +108,8 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         o.await_final_snapshot = index > 0 && !s.lead();  // server 0 in another process fetches it
         o.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
         o.final_snapshot = false;  // serve() takes it once every server here is done
+        if (s.plan.workers_started_here) o.center_restart_ms = 0;
+        o.places_hold_shards = true;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
     });
     s.records = std::make_unique<ServerRecords>(*s.group, s.identity.servers, s.recorder.directory(), resume,
                                                 "resume it with the config in its run directory");

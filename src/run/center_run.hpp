@@ -22,6 +22,9 @@ struct ServerPlan {
     std::vector<std::string> bind;    // one address per server run here, servers first, first + 1, ...
     std::size_t first = 0;            // K with `tether server --server K/S`, else 0
     std::vector<std::string> remote;  // server 0 alone here (--server 0/S): the addresses of servers 1..S-1
+    // Embedded and local runs: tether started the workers and none is ever restarted, so a center
+    // whose workers all went silent concludes at once (no cluster.center_restart_ms wait).
+    bool workers_started_here = false;
 };
 
 class CenterRun {

@@ -67,7 +67,7 @@ nlohmann::json run_embedded(const RunConfig& given, const std::string& directory
                 workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    CenterRun center(config, data, *transport, ServerPlan{bind, 0, {}}, directory, resume);
+    CenterRun center(config, data, *transport, ServerPlan{bind, 0, {}, /*workers_started_here=*/true}, directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
@@ -118,7 +118,8 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
     // user may enter, so no stranger can join and nothing needs encrypting (user_sockets.hpp).
     const UserSocketFolder sockets;
     int next_server = 0;
-    const ServerPlan plan{given.cluster.bind_addresses([&] { return sockets.address(next_server++); }), 0, {}};
+    const ServerPlan plan{given.cluster.bind_addresses([&] { return sockets.address(next_server++); }), 0, {},
+                          /*workers_started_here=*/true};
     const RunConfig config = with_run_keys(given, plan.bind, directory);  // before CenterRun writes config.json
     const int workers = int(config.cluster.workers);
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));

@@ -18,6 +18,10 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     WorkerOptions options = k.worker_options();
     options.epochs = std::size_t(config.training.epochs);
     WorkerNode node(k.connect(transport, address, "--connect", identity, model.servers), options, model.num_parameters);
+    // Under a launcher the shard follows the rank: the rank asks for that place, so a restarted
+    // rank takes its own place back, and the place's record is its shard's.
+    const std::size_t workers = std::size_t(k.workers);
+    if (launcher) node.ask_for_place(std::uint32_t(std::size_t(launcher->rank - (k.center_trains ? 0 : 1)) % workers));
     const Welcome welcome = node.join();
     // One GPU per worker: under a launcher the ranks of a host share its GPUs by local rank;
     // otherwise (local and embedded runs) by worker index.
@@ -28,7 +32,6 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     backend = make_backend(device);
 
     // Under a launcher the shard (and the seed) follow the rank, whichever order the ranks joined in.
-    const std::size_t workers = std::size_t(k.workers);
     const std::size_t index = launcher ? std::size_t(launcher->rank - (k.center_trains ? 0 : 1)) : welcome.worker_id;
     DatasetView shard = DatasetView::whole(data.train).shard(index % workers, workers);
     LocalTrainer trainer(config, *backend, std::move(shard), std::uint64_t(config.training.seed) * 1000003u + index);

@@ -78,14 +78,33 @@ std::string LocalTrainer::device_description() const {
 
 std::size_t LocalTrainer::steps_per_epoch() const { return (shard_.size() + batch_size_ - 1) / batch_size_; }
 
-double LocalTrainer::step() {
+std::size_t LocalTrainer::next_batch(std::size_t& first) {
     if (cursor_ >= order_.size()) {
         ++epoch_;
         order_ = shard_.shuffled(seed_ + 0x9E3779B97F4A7C15ull * (epoch_ + 1));
         cursor_ = 0;
     }
-    const std::size_t rows = std::min(batch_size_, order_.size() - cursor_), first = cursor_;
+    const std::size_t rows = std::min(batch_size_, order_.size() - cursor_);
+    first = cursor_;
     cursor_ += rows;
+    return rows;
+}
+
+std::size_t LocalTrainer::skip(std::size_t samples) {
+    const std::size_t before = samples_seen_;
+    while (true) {
+        const std::size_t left = cursor_ >= order_.size() ? shard_.size() : order_.size() - cursor_;
+        if (left == 0 || samples_seen_ - before + std::min(batch_size_, left) > samples) break;
+        std::size_t first = 0;
+        samples_seen_ += next_batch(first);
+        ++steps_taken_;
+    }
+    return samples_seen_ - before;
+}
+
+double LocalTrainer::step() {
+    std::size_t first = 0;
+    const std::size_t rows = next_batch(first);
     const Batch batch{inputs_.data(), labels_.data(), int(rows)};
     float* x = parameters_.data();
     float* g = gradient_.data();

@@ -36,6 +36,10 @@ public:
 
     // Runs one minibatch and returns its mean training loss.
     double step();
+    // Passes over the minibatches of the first `samples` samples without training on them, as
+    // step() would have taken them (order, epochs, schedule): a worker that takes over a place
+    // trained that far goes on with the rest of its shard. Returns the samples passed over.
+    std::size_t skip(std::size_t samples);
 
     Backend& backend() { return backend_; }
     // The device and how this trainer uses its threads, for the line every run prints.
@@ -51,6 +55,9 @@ public:
     void parameters_to_host(float* host) const;
 
 private:
+    // The next minibatch's rows in order_, from `first`; a new epoch's order when one ends.
+    std::size_t next_batch(std::size_t& first);
+
     Backend& backend_;
     std::unique_ptr<Model> model_;
     std::unique_ptr<Optimizer> optimizer_;

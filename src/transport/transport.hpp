@@ -33,6 +33,12 @@ struct Frames {
 class DeliveryError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+    // `gone`: the peer's connection is closed (its process ended), not merely slow to read.
+    DeliveryError(const std::string& what, bool gone) : std::runtime_error(what), gone_(gone) {}
+    bool gone() const { return gone_; }
+
+private:
+    bool gone_ = false;
 };
 
 class Channel {

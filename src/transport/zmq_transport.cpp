@@ -183,7 +183,7 @@ private:
                 !socket_.send(body, zmq::send_flags::none))
                 throw DeliveryError("worker is not reading: its queue stayed full for the send timeout");
         } catch (const zmq::error_t& e) {
-            if (e.num() == EHOSTUNREACH) throw DeliveryError("worker is gone (EHOSTUNREACH)");
+            if (e.num() == EHOSTUNREACH) throw DeliveryError("worker is gone (EHOSTUNREACH)", /*gone=*/true);
             if (e.num() == ETERM) throw TransportClosed("transport shut down");
             throw DeliveryError(std::string("send failed: ") + e.what());
         }

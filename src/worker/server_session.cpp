@@ -20,7 +20,19 @@ ServerSession::ServerSession(std::unique_ptr<Channel> channel, SessionOptions op
                   "cluster.reply_codec", /*refuse_non_finite=*/false),
       welcomes_in_({num_parameters, options_.chunk_elements}, "welcome", "", /*refuse_non_finite=*/false),
       buffers_out_({options_.buffer_count, options_.chunk_elements}),
-      buffers_in_({options_.buffer_count, options_.chunk_elements}, "buffers", "", /*refuse_non_finite=*/false) {}
+      buffers_in_({options_.buffer_count, options_.chunk_elements}, "buffers", "", /*refuse_non_finite=*/false),
+      outage_(options_.heartbeat_ms, options_.center_timeout_ms, options_.center_restart_ms) {}
+
+std::chrono::milliseconds ServerSession::silence() const {
+    if (!heard_from_server_) return std::chrono::milliseconds(0);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_heard_);
+}
+
+void ServerSession::heard() {
+    heard_from_server_ = true;
+    last_heard_ = Clock::now();
+    outage_.heard();
+}
 
 ServerSession::~ServerSession() {
     if (!said_bye_ && channel_) channel_->abandon();
@@ -72,7 +84,6 @@ bool ServerSession::receive(Frames& frames, int timeout_ms) {
 Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Payload& out, int timeout_ms,
                                      std::uint64_t sequence) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    const auto center_timeout = std::chrono::milliseconds(options_.center_timeout_ms);
     Frames frames;
     in.drop();  // what a wait given up on left
     auto last_note = Clock::now();
@@ -84,11 +95,19 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         const int slice = int(std::min<long long>(left, std::max(options_.heartbeat_ms, 10)));
         if (left <= 0 || !receive(frames, slice)) {
             const auto now = Clock::now();
-            if (heard_from_server_ && now - last_heard_ > center_timeout)
+            const auto silent = silence();
+            if (outage_.give_up(silent))
                 throw std::runtime_error("the server at " + options_.server_address + " has been silent for " +
-                                         std::to_string(options_.center_timeout_ms) +
-                                         " ms (cluster.worker_timeout_ms) while this worker waited for a " + to_string(type) +
-                                         ": it is gone or stalled");
+                                         std::to_string(outage_.give_up_after().count()) +
+                                         " ms (cluster.worker_timeout_ms, then cluster.center_restart_ms) while this worker "
+                                         "waited for a " + to_string(type) + ": it is gone or stalled");
+            if (outage_.note_due(silent))
+                std::fprintf(stderr,
+                             "worker %u: the server at %s has been silent for %lld ms (cluster.worker_timeout_ms %d); "
+                             "waiting up to %lld ms in all (cluster.center_restart_ms) for it to come back "
+                             "(tether server --resume)\n",
+                             unsigned(worker_id_), options_.server_address.c_str(), static_cast<long long>(silent.count()),
+                             options_.center_timeout_ms, static_cast<long long>(outage_.give_up_after().count()));
             if (left > 0) {
                 if (type == MessageType::welcome && now - last_note > std::chrono::seconds(5)) {
                     std::fprintf(stderr, "worker: still waiting for the server at %s to welcome us...\n",
@@ -103,8 +122,7 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
                                      options_.server_address + " within " + std::to_string(timeout_ms) +
                                      " ms; is the server running (and all cluster.workers started)?");
         }
-        heard_from_server_ = true;
-        last_heard_ = Clock::now();
+        heard();
         bytes_received_ += frames.header.size() + frames.payload.size();
         std::string reason;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
@@ -154,6 +172,7 @@ Welcome ServerSession::join_locked() {
     welcome.center.assign(center.floats(), center.floats() + num_parameters_);
     welcome.worker_id = h.worker_id;
     welcome.version = h.center_version;
+    welcome.trained = h.samples;
     if (options_.buffer_count > 0) {  // b~ follows the welcome
         Payload buffers;
         receive_vector(MessageType::buffers, buffers_in_, buffers, options_.join_timeout_ms, 0);
@@ -203,7 +222,7 @@ ServerReply ServerSession::receive_reply() {
 
 void ServerSession::heartbeat_locked() {
     flush_logs_locked();
-    if (Clock::now() - last_send_ < std::chrono::milliseconds(options_.heartbeat_ms)) return;
+    if (Clock::now() - last_send_ < outage_.probe_interval(silence())) return;
     send(base_header(MessageType::heartbeat), nullptr, 0);
 }
 
@@ -218,8 +237,7 @@ void ServerSession::heartbeat_if_idle() {
         std::string reason;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
         if (h && h->type == MessageType::heartbeat) {
-            heard_from_server_ = true;
-            last_heard_ = Clock::now();
+            heard();
             bytes_received_ += frames.header.size();
         } else {
             stash_.push_back(std::move(frames));

@@ -28,6 +28,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "transport/transport.hpp"
+#include "worker/center_outage.hpp"
 
 namespace tether {
 
@@ -39,6 +40,9 @@ struct SessionOptions {
     int heartbeat_ms = 2000;
     // Once the server has answered once, this much silence while waiting means it is gone.
     int center_timeout_ms = 10000;
+    // ... and past it, how long in all the worker keeps waiting for the server to come back
+    // (restarted with --resume, a stall, a link down) before it gives up (worker/center_outage.hpp).
+    int center_restart_ms = 60000;
     std::string agreed_settings;  // sent in the hello, so the center can name a setting that differs
     std::string server_address;   // for messages only
     // The codecs of exchanges (worker -> center) and replies, and what the strategy's vectors
@@ -56,6 +60,9 @@ struct Welcome {
     std::uint64_t version = 0;
     std::vector<float> center;  // x~ (of that server's range) at join time
     std::vector<float> buffers;  // b~, from a server that holds buffers (SessionOptions::buffer_count)
+    // The samples the worker's place (its id, its shard) has trained so far, as the center counts
+    // them: a worker that takes a place over trains the rest of it (WorkerNode::train).
+    std::uint64_t trained = 0;
 };
 
 // One server's answer to one exchange: the reply vector and the version after it, or, when the
@@ -150,6 +157,10 @@ private:
     bool said_bye_ = false, rejoining_ = false;
     bool heard_from_server_ = false;  // until then the join timeout bounds waits (startup races)
     Clock::time_point last_heard_;
+    CenterOutage outage_;
+    // The silence since the server was last heard from (0 before it ever was).
+    std::chrono::milliseconds silence() const;
+    void heard();
 
     std::mutex logs_mutex_;  // the queue alone: taken by log() without the channel's mutex
     std::deque<std::string> logs_;

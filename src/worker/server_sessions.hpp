@@ -48,6 +48,9 @@ public:
     ServerSessions(std::vector<ServerLink> links, const SessionOptions& options, std::size_t num_parameters);
 
     Welcome join();
+    // The worker id (place) the next hello to server 0 asks for; server 0 gives it when no live
+    // worker holds it.
+    void ask_for(std::uint32_t id) { sessions_.front()->set_worker_id(id); }
     // `buffers` (options.buffer_count floats) go to server 0, before its slice of the payload.
     ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr);
     void heartbeat_if_idle();

@@ -1,6 +1,7 @@
 #include "worker/worker_node.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "protocol/worker_log.hpp"
@@ -245,9 +246,16 @@ void WorkerNode::log(const std::vector<std::pair<std::string, double>>& scalars)
 WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
     start(trainer.backend(), trainer.parameters(), std::move(rule), welcome);
     const std::size_t total_steps = options_.epochs * trainer.steps_per_epoch();
+    if (welcome.trained > 0) {  // a place trained that far before (a restart, a lost worker's place): the rest of it
+        result_.samples = trainer.skip(std::size_t(welcome.trained));
+        result_.steps = trainer.steps_taken();
+        publish_progress();
+        std::fprintf(stderr, "worker %u: its place has trained %llu samples already; going on from step %zu of %zu\n",
+                     unsigned(welcome.worker_id), static_cast<unsigned long long>(welcome.trained), result_.steps, total_steps);
+    }
     const auto& delays = options_.step_delay_ms;
     const auto delay = std::chrono::milliseconds(welcome.worker_id < delays.size() ? delays[welcome.worker_id] : 0);
-    for (std::size_t step = 0; step < total_steps; ++step) {
+    while (trainer.steps_taken() < total_steps) {
         const std::size_t before = trainer.samples_seen();
         trainer.step();
         if (delay.count() > 0) std::this_thread::sleep_for(delay);

@@ -57,6 +57,9 @@ public:
     ~WorkerNode();
     // Says hello and waits for the welcome (its worker id picks the worker's shard).
     Welcome join();
+    // Before join(): the place (worker id) to ask for, e.g. a launcher rank's, so that a restarted
+    // rank takes its own place (and shard) back, with what that place trained (Welcome::trained).
+    void ask_for_place(std::uint32_t id) { session_.ask_for(id); }
     // Binds the worker's parameters (backend memory: one buffer, or several that the rule sees
     // as one vector, in order) and its rule, and sets the parameters to x~. `buffers`: the model
     // buffers the center averages (options.buffer_count elements in all, backend memory, never

@@ -146,6 +146,27 @@ inline std::string wait_for_line(const std::string& path, const std::string& pre
     return "";
 }
 
+// The address a `tether server` writing its stdout to `out` reports ("center listening at ...").
+inline std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
+    const std::string prefix = "center listening at ";
+    std::string line = wait_for_line(out, prefix, 20000, server);
+    CAPTURE(server.err());
+    REQUIRE_MESSAGE(!line.empty(), "the server never said where it listens");
+    line = line.substr(prefix.size());
+    (void)dir;
+    return line.substr(0, line.find(','));
+}
+
+// The center version recorded in a checkpoint.bin header (center/checkpoint.hpp).
+inline std::uint64_t checkpoint_version(const std::string& path) {
+    const std::string bytes = tether::testing::read_text(path);
+    REQUIRE(bytes.size() >= 28);
+    REQUIRE(bytes.compare(0, 8, "TETHCKPT") == 0);
+    std::uint64_t version = 0;
+    for (int i = 0; i < 8; ++i) version |= std::uint64_t(std::uint8_t(bytes[20 + i])) << (8 * i);
+    return version;
+}
+
 // Polls a run directory until its metrics.jsonl holds an evaluation after the one at t = 0 (the
 // center writes that one before any worker has joined): training is under way. False on timeout.
 inline bool wait_for_training(const std::string& run_directory, int timeout_ms, Process& process) {

@@ -256,7 +256,7 @@ def a_worker_whose_center_is_gone_raises_from_step_within_the_timeout():
     try:
         address = center.stdout.readline().strip()
         x = np.zeros(3, np.float32)
-        worker = tether.connect(address, x, worker_timeout_ms=1000, heartbeat_ms=250)
+        worker = tether.connect(address, x, worker_timeout_ms=1000, heartbeat_ms=250, center_restart_ms=0)
         x += 1.0
         assert worker.step(1)
     finally:

@@ -132,7 +132,7 @@ TEST_CASE("buffers messages are checked like every vector, refused when replayed
     CHECK(plain.center().checkpoint().buffers.empty());
 }
 
-TEST_CASE("the checkpoint keeps b~: written, read back, resumed, and sent after the next welcome") {
+TEST_CASE("the checkpoint keeps b~ and each place's samples: written, read back, resumed, and sent after the next welcome") {
     TempDir dir;
     const std::string path = dir.file("checkpoint.bin");
     tether::Checkpoint written;
@@ -141,11 +141,13 @@ TEST_CASE("the checkpoint keeps b~: written, read back, resumed, and sent after 
     written.total_samples = 640;
     written.x = {3.f, 4.f, 5.f};
     written.buffers = {0.25f, 8.f};
+    written.places = {{0, 512}, {3, 128}};  // worker ids and what each place trained
     tether::write_checkpoint(path, written);
     const tether::Checkpoint read = tether::read_checkpoint(path);
     CHECK(read.version == 7);
     CHECK(read.x == written.x);
     CHECK(read.buffers == written.buffers);
+    CHECK(read.places == written.places);
 
     ServedCenter served(kAeasgd, options_for(1), unique_inproc(), 2000, [&](tether::Center& c) {
         c.hold_buffers(kBuffers0);

@@ -5,6 +5,7 @@
 // have trained, and heartbeats alone add nothing that stays.
 #include <doctest/doctest.h>
 
+#include "center/checkpoint.hpp"
 #include "center_harness.hpp"
 
 using namespace tether::testing;
@@ -176,4 +177,35 @@ TEST_CASE("a worker coming back says what it trained before; its claims count fr
     REQUIRE(served.wait_until_done(5000));
     CHECK(served.center().stats().total_samples == 64);
     CHECK(served.center().stats().rejected.count("implausible samples") == 0);
+}
+
+TEST_CASE("a resumed center counts from each place's record: a returning worker adds its increment, a new holder is told the record") {
+    tether::Checkpoint saved;
+    saved.fingerprint = kFingerprint;
+    saved.version = 7;
+    saved.total_samples = 960;
+    saved.x = kInitial;
+    saved.places = {{0, 640}, {1, 320}};
+    CenterOptions options = options_for(2);
+    options.max_samples_per_worker = 10000;
+    ServedCenter served(kAeasgd, options, unique_inproc(), 2000, [&](tether::Center& c) { c.resume(saved); });
+    // A fresh worker (it trained nothing itself) takes place 0 and is told how far the place got.
+    auto fresh = served.connect("fresh");
+    send(*fresh, header(MessageType::hello, kInitial.size()), {});
+    Frames frames;
+    const Header welcome = receive(*fresh, MessageType::welcome, frames);
+    CHECK(welcome.worker_id == 0);
+    CHECK(welcome.samples == 640);
+    // The worker of place 1 comes back having trained 400: 80 beyond the checkpoint's record count, once.
+    auto back = served.connect("back");
+    Header hello = header(MessageType::hello, kInitial.size());
+    hello.worker_id = 1;
+    hello.samples = 400;
+    send(*back, hello, {});
+    CHECK(receive(*back, MessageType::welcome, frames).worker_id == 1);
+    // Their next claims count from there: the fresh holder's 640 + 64 adds 64, not 704.
+    send(*fresh, heartbeat_claiming(704), {});
+    receive(*fresh, MessageType::heartbeat, frames);
+    CHECK(served.center().stats_now().total_samples == 960 + 80 + 64);
+    CHECK(served.center().checkpoint().places == std::map<std::uint32_t, std::uint64_t>{{0, 704}, {1, 400}});
 }
