@@ -123,6 +123,10 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the server, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the server trains a different model or strategy (fingerprint mismatch)");
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
+        if (type == MessageType::token) {  // one message, not a vector: `in` has no part in it
+            out = std::move(frames.payload);
+            return *h;
+        }
         switch (in.add(*h, frames.payload)) {
             case ChunkAssembler::Result::partial: continue;
             case ChunkAssembler::Result::complete: out = in.take(); return *h;
@@ -147,7 +151,10 @@ Welcome ServerSession::join_locked() {
     Header hello = base_header(MessageType::hello);
     hello.element_count = num_parameters_;
     hello.dtype = Dtype::utf8;
-    send(hello, options_.agreed_settings.data(), options_.agreed_settings.size());
+    // To a server k > 0: server 0's token for the id asked for opens the payload.
+    const std::string payload = token_ + options_.agreed_settings;
+    if (!token_.empty()) hello.flags |= kFlagToken;
+    send(hello, payload.data(), payload.size());
     Payload center;
     const Header h = receive_vector(MessageType::welcome, welcomes_in_, center, options_.join_timeout_ms, 0);
     Welcome welcome;
@@ -158,6 +165,11 @@ Welcome ServerSession::join_locked() {
         Payload buffers;
         receive_vector(MessageType::buffers, buffers_in_, buffers, options_.join_timeout_ms, 0);
         welcome.buffers.assign(buffers.floats(), buffers.floats() + options_.buffer_count);
+    }
+    if (options_.token_follows_welcome) {
+        Payload token;
+        receive_vector(MessageType::token, welcomes_in_, token, options_.join_timeout_ms, 0);
+        welcome.token.assign(reinterpret_cast<const char*>(token.data()), token.size());
     }
     worker_id_ = h.worker_id;
     pull_version_ = h.center_version;

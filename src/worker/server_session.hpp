@@ -48,6 +48,9 @@ struct SessionOptions {
     // The model buffers this server averages (src/center/center_buffers.cpp): server 0's count
     // in a run with buffers, else 0. They travel float32, whatever the codecs.
     std::size_t buffer_count = 0;
+    // Server 0 of several: it sends a `token` after each welcome (and b~), which the worker shows
+    // in its hellos to the other servers (center/server_tokens.hpp).
+    bool token_follows_welcome = false;
 };
 
 // What the center (or one server of it) told a worker on joining.
@@ -56,6 +59,7 @@ struct Welcome {
     std::uint64_t version = 0;
     std::vector<float> center;  // x~ (of that server's range) at join time
     std::vector<float> buffers;  // b~, from a server that holds buffers (SessionOptions::buffer_count)
+    std::string token;           // server 0's token for this worker's id (empty: none; SessionOptions::token_follows_welcome)
 };
 
 // One server's answer to one exchange: the reply vector and the version after it, or, when the
@@ -112,6 +116,11 @@ public:
     std::uint32_t worker_id() const { return worker_id_; }
     // The id the next hello asks for (a follower server is told the one server 0 gave).
     void set_worker_id(std::uint32_t id) { worker_id_ = id; }
+    // What the next hello shows a server k > 0: server 0's token for that id (Welcome::token).
+    void set_token(std::string token) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        token_ = std::move(token);
+    }
     // The server's version at the last welcome or reply: sent with every exchange (staleness).
     std::uint64_t pull_version() const { return pull_version_; }
     // Called on every heartbeat slice of a wait, with this session's lock held: a worker of
@@ -139,6 +148,7 @@ private:
     SessionOptions options_;
     std::size_t num_parameters_;
     std::deque<Frames> stash_;  // what heartbeat_if_idle read that was not a heartbeat answer
+    std::string token_;         // shown in each hello (set_token)
     // Exchanges out and replies in (through the codecs, restarted by every welcome); welcomes in
     // (always float32).
     ChunkSender exchanges_out_;
