@@ -96,6 +96,10 @@ struct CenterStats {
     // Peers that said hello but went silent before their welcome: never the run's workers, so
     // not lost workers either (a flood of them must not fail a healthy run).
     int peers_dropped = 0;
+    // Workers welcomed but lost before their first accepted exchange: they moved nothing in x~,
+    // as a flooder that took a place and went quiet does. Not in workers_lost; where the plan is
+    // known, their untrained data shows in trained_share instead (record/run_verdict.hpp).
+    int workers_silent = 0;
     std::uint64_t bytes_received = 0, bytes_sent = 0;
     double staleness_sum = 0;
     std::uint64_t staleness_count = 0;
@@ -108,7 +112,7 @@ struct CenterStats {
     std::uint64_t replies_dropped = 0;
 
     std::uint64_t rejected_total() const;
-    int live_workers() const { return workers_joined - workers_finished - workers_lost - peers_dropped; }
+    int live_workers() const { return workers_joined - workers_finished - workers_lost - peers_dropped - workers_silent; }
     nlohmann::json to_json() const;
 };
 

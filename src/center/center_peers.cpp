@@ -167,9 +167,10 @@ void Center::lose(Worker& w, const std::string& why) {
         std::fprintf(stderr, "%s: peer %u dropped before its welcome: %s\n", options_.name.c_str(), w.id, why.c_str());
         return;
     }
-    ++stats_.workers_lost;
-    std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
-                 stats_.live_workers());
+    const bool exchanged = w.accepted_sequence > 0;
+    ++(exchanged ? stats_.workers_lost : stats_.workers_silent);
+    std::fprintf(stderr, "%s: worker %u lost%s: %s; continuing with %d live workers\n", options_.name.c_str(), w.id,
+                 exchanged ? "" : " before its first exchange", why.c_str(), stats_.live_workers());
     if (!round_.empty()) maybe_close_round(false);
 }
 

@@ -27,6 +27,7 @@ nlohmann::json CenterStats::to_json() const {
             {"workers_finished", workers_finished},
             {"workers_lost", workers_lost},
             {"peers_dropped", peers_dropped},
+            {"workers_silent", workers_silent},
             {"live_workers", live_workers()},
             {"bytes_received", bytes_received},
             {"bytes_sent", bytes_sent},
