@@ -15,10 +15,10 @@ bool Center::admits_id(const std::string& peer, const Header& hello, const Frame
         reason = "no token", detail = "a hello to this server needs the token server 0 sent after its welcome";
     else if (options_.tokens && !options_.tokens->admits_worker(hello.worker_id, frames.payload.data(), kServerTokenBytes))
         reason = "bad token", detail = "not server 0's token for worker id " + std::to_string(hello.worker_id);
-    // A live worker keeps its id: the peer asking for it is a stranger, or a copy of that worker
-    // (a restarted one comes back once this server has counted the old one lost).
+    // A live worker keeps its id: another peer asking for it is a stranger, or a worker server 0
+    // gave the id to after counting its holder lost, which asks again until this server has too.
     for (const auto& [other, w] : by_peer_)
-        if (reason.empty() && w->id == hello.worker_id &&
+        if (reason.empty() && other != peer && w->id == hello.worker_id &&
             (w->state == Worker::State::active || w->state == Worker::State::joining))
             reason = "id taken", detail = "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here";
     if (reason.empty()) return true;

@@ -133,6 +133,9 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     Welcome join_locked();
+    // Says hello and receives the welcome's x~ into `center`; asks again while a server k > 0
+    // answers `id taken`, until the join timeout.
+    Header hello_locked(Payload& center);
     Header base_header(MessageType type) const;
     void send(const Header& header, const void* payload, std::size_t bytes);
     void send(const Header& header, const Payload& payload);  // without copying

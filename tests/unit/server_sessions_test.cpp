@@ -164,3 +164,23 @@ TEST_CASE("while one server is slow to reply, the others hear the worker's heart
     CHECK(outcome.rejoined.empty());
     CHECK(outcome.version == 1);
 }
+
+TEST_CASE("a server k > 0 that answers `id taken` is asked again until it welcomes the worker") {
+    FakeCenter zero, one;
+    tether::WorkerOptions options;
+    options.join_timeout_ms = options.reply_timeout_ms = 5000;
+    options.heartbeat_ms = 20;
+    tether::WorkerNode node(links_to(zero, one, kFingerprint, "zero", "one"), options, 4);
+    auto joined = std::async(std::launch::async, [&] { return node.join(); });
+    auto hello = zero.receive();
+    zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 3);
+    zero.send_token(hello.peer, "", 3);
+    // Server 1 still holds id 3 for a worker server 0 has counted lost; a moment later it has too.
+    hello = one.receive();
+    one.send_error(hello.peer, "id taken: worker id 3 belongs to a live worker here");
+    do hello = one.receive();
+    while (hello.header.type != MessageType::hello);  // heartbeats may come between
+    CHECK(hello.header.worker_id == 3);
+    one.send(hello.peer, MessageType::welcome, 0, {3, 4}, 0, kFingerprint, 3);
+    CHECK(joined.get().worker_id == 3);
+}
