@@ -10,20 +10,23 @@
 namespace tether {
 
 bool Center::admits_id(const std::string& peer, const Header& hello, const Frames& frames) {
-    std::string reason, detail;
-    if (options_.tokens && (!(hello.flags & kFlagToken) || frames.payload.size() < kServerTokenBytes))
-        reason = "no token", detail = "a hello to this server needs the token server 0 sent after its welcome";
-    else if (options_.tokens && !options_.tokens->admits_worker(hello.worker_id, frames.payload.data(), kServerTokenBytes))
-        reason = "bad token", detail = "not server 0's token for worker id " + std::to_string(hello.worker_id);
+    const auto refuse = [&](const std::string& reason, const std::string& detail) {
+        reject(peer, 0, reason, detail);
+        return false;
+    };
+    if (options_.tokens) {
+        if (!(hello.flags & kFlagToken) || frames.payload.size() < kServerTokenBytes)
+            return refuse("no token", "a hello to this server needs the token server 0 sent after its welcome");
+        if (!options_.tokens->admits_worker(hello.worker_id, frames.payload.data(), kServerTokenBytes))
+            return refuse("bad token", "not server 0's token for worker id " + std::to_string(hello.worker_id));
+    }
     // A live worker keeps its id: another peer asking for it is a stranger, or a worker server 0
     // gave the id to after counting its holder lost, which asks again until this server has too.
     for (const auto& [other, w] : by_peer_)
-        if (reason.empty() && other != peer && w->id == hello.worker_id &&
+        if (other != peer && w->id == hello.worker_id &&
             (w->state == Worker::State::active || w->state == Worker::State::joining))
-            reason = "id taken", detail = "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here";
-    if (reason.empty()) return true;
-    reject(peer, 0, reason, detail);
-    return false;
+            return refuse("id taken", "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here");
+    return true;
 }
 
 bool Center::admits_final_request(const std::string& peer, const Header& request, const Frames& frames) {

@@ -14,6 +14,8 @@ namespace {
 // What a token vouches for: a worker id, or a request for the final x~ (never one for the other).
 constexpr std::uint8_t kWorkerPurpose = 'w', kFinalPurpose = 'f';
 constexpr std::size_t kNonceBytes = 8, kMacBytes = kServerTokenBytes - kNonceBytes;
+static_assert(ServerTokens::kKeyBytes == crypto_auth_KEYBYTES, "a token key is a crypto_auth key");
+static_assert(kMacBytes <= crypto_auth_BYTES, "a token holds a cut MAC");
 
 void require_sodium() {
     if (sodium_init() < 0) throw std::runtime_error("libsodium could not be initialised (sodium_init failed)");
