@@ -160,10 +160,7 @@ TEST_CASE("joined identities claiming samples by heartbeat move neither the summ
     const CenterFacts facts = center_facts(document);
     Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
                    dir.file("s.out"), dir.file("s.err"));
-    std::string line = wait_for_line(dir.file("s.out"), "center listening at ", 20000, server);
-    REQUIRE(!line.empty());
-    line = line.substr(std::string("center listening at ").size());
-    const std::string address = line.substr(0, line.find(','));
+    const std::string address = listening_addresses(server, dir.file("s.out"));
     MemoryWatch watch(server.pid());
     Process w0({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
     Process w1({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
@@ -211,10 +208,7 @@ TEST_CASE("welcomed identities that never exchange and go silent do not fail a h
     const CenterFacts facts = center_facts(document);
     Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
                    dir.file("s.out"), dir.file("s.err"));
-    std::string line = wait_for_line(dir.file("s.out"), "center listening at ", 20000, server);
-    REQUIRE(!line.empty());
-    line = line.substr(std::string("center listening at ").size());
-    const std::string address = line.substr(0, line.find(','));
+    const std::string address = listening_addresses(server, dir.file("s.out"));
     Process w0({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
     Process w1({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
     REQUIRE(wait_for_training(dir.file("run"), 30000, server));

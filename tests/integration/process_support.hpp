@@ -146,6 +146,17 @@ inline std::string wait_for_line(const std::string& path, const std::string& pre
     return "";
 }
 
+// The addresses a `tether server` says it listens at (all its servers', separated by ','), read
+// from its stdout file `out_path`; fails the test when it dies or says nothing within 20 s.
+inline std::string listening_addresses(Process& server, const std::string& out_path) {
+    const std::string prefix = "center listening at ";
+    const std::string line = wait_for_line(out_path, prefix, 20000, server);
+    CAPTURE(server.err());
+    REQUIRE_MESSAGE(!line.empty(), "a server never said where it listens");
+    const std::string rest = line.substr(prefix.size());
+    return rest.substr(0, rest.find(", waiting"));
+}
+
 // Polls a run directory until its metrics.jsonl holds an evaluation after the one at t = 0 (the
 // center writes that one before any worker has joined): training is under way. False on timeout.
 inline bool wait_for_training(const std::string& run_directory, int timeout_ms, Process& process) {

@@ -99,21 +99,13 @@ TEST_CASE("an insider's hello and final request to a --server 1/2 process neithe
     json document = trained_config("insider");
     document["security"] = keygen_security(dir);
     const std::string config = write_config(dir, "c.json", document);
-    const std::string prefix = "center listening at ";
-    auto start = [&](Process& server, const std::string& out) {
-        const std::string line = wait_for_line(out, prefix, 20000, server);
-        CAPTURE(server.err());
-        REQUIRE_MESSAGE(!line.empty(), "a server never said where it listens");
-        const std::string rest = line.substr(prefix.size());
-        return rest.substr(0, rest.find(", waiting"));
-    };
     Process second({"server", "--config", config, "--server", "1/2", "--bind", "tcp://127.0.0.1:*", "--out", dir.file("s1")},
                    dir.file("s1.out"), dir.file("s1.err"));
-    const std::string a1 = start(second, dir.file("s1.out"));
+    const std::string a1 = listening_addresses(second, dir.file("s1.out"));
     Process first({"server", "--config", config, "--server", "0/2", "--bind", "tcp://127.0.0.1:*", "--other-servers", a1,
                    "--out", dir.file("s0")},
                   dir.file("s0.out"), dir.file("s0.err"));
-    const std::string a0 = start(first, dir.file("s0.out"));
+    const std::string a0 = listening_addresses(first, dir.file("s0.out"));
     Process w0({"worker", "--config", config, "--connect", a0 + "," + a1}, dir.file("w0.out"), dir.file("w0.err"));
     Process w1({"worker", "--config", config, "--connect", a0 + "," + a1}, dir.file("w1.out"), dir.file("w1.err"));
     REQUIRE(wait_for_training(dir.file("s0"), 60000, first));
