@@ -9,6 +9,7 @@
 
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
+#include "center/server_tokens.hpp"
 #include "protocol/framing.hpp"
 
 namespace tether {
@@ -81,8 +82,9 @@ void Center::handle(const std::string& peer, Frames& frames) {
     if (header->fingerprint != options_.fingerprint) {
         std::string detail = "the worker trains a different model or strategy than this center";
         if (header->type == MessageType::hello && header->dtype == Dtype::utf8 && options_.explain_mismatch) {
+            const std::size_t settings = hello_settings_offset(header->flags, frames.payload.size());
             const std::string difference =
-                options_.explain_mismatch(std::string(frames.payload.begin(), frames.payload.end()));
+                options_.explain_mismatch(std::string(frames.payload.begin() + settings, frames.payload.end()));
             if (!difference.empty()) detail = "settings differ: " + difference;
         }
         return reject(peer, header->worker_id, "wrong fingerprint", detail);
@@ -94,13 +96,15 @@ void Center::handle(const std::string& peer, Frames& frames) {
         if (!options_.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
             return reject(peer, header->worker_id, "not joined",
                           "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
+        // A server that waits for the final request leaves once it is answered: only server 0's.
+        if ((header->flags & kFlagFinal) && !admits_final_request(peer, *header, frames)) return;
         return answer_snapshot(peer, *header);
     }
     if (header->type == MessageType::heartbeat && w && w->state == Worker::State::joining) {
         w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
         return answer_heartbeat(*w);
     }
-    if (header->type == MessageType::hello) return handle_hello(peer, *header);
+    if (header->type == MessageType::hello) return handle_hello(peer, *header, frames);
     if (!w || w->state == Worker::State::lost || w->state == Worker::State::finished)
         return reject(peer, header->worker_id, "unknown worker", "send hello first");
     if (w->state == Worker::State::joining)
@@ -147,6 +151,7 @@ void Center::welcome(Worker& w) {
     std::memcpy(center.data(), state_.x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
     send_buffers(w);  // b~ right after x~: the worker takes both before it trains
+    send_token(w);    // server 0 of several: what the other servers will ask the worker for
 }
 
 void Center::release_pending(Worker& w) {

@@ -30,6 +30,8 @@
 
 namespace tether {
 
+class ServerTokens;  // center/server_tokens.hpp
+
 struct CenterOptions {
     int expected_workers = 1;
     std::uint64_t fingerprint = 0;
@@ -81,8 +83,14 @@ struct CenterOptions {
     CodecOptions payload_codec, reply_codec;
     WireKinds wire_kinds;
     // Server k > 0 of several (cluster.servers): server 0 gives the worker ids, and a hello here
-    // asks for the one it gave; it is taken as it is (a peer still holding it is replaced).
+    // asks for the one it gave; it is taken when no live peer holds it (a hello never evicts a
+    // worker) and, with `tokens`, only with server 0's token for it (center_tokens.cpp).
     bool ids_from_hello = false;
+    // Server 0 of several: after each welcome it sends the worker its token for the others.
+    bool issues_tokens = false;
+    // The key the servers of the run share (center/server_tokens.hpp); null where they share
+    // none (several processes without CURVE): then a server k > 0 checks no token.
+    std::shared_ptr<const ServerTokens> tokens;
     // After the last worker left, stay until a `snapshot` request with kFlagFinal has been
     // answered (at most join_timeout_ms): a lead server in another process assembles the final
     // x~ from every server range.
@@ -106,6 +114,10 @@ struct CenterStats {
     // Lost workers whose place (worker id) a worker later took back (a restart, a rejoin after
     // an outage): the place's data was trained after all, so they fail nothing.
     int places_retaken = 0;
+    // Workers welcomed but lost before their first accepted exchange: they moved nothing in x~,
+    // as a flooder that took a place and went quiet does. Not in workers_lost; where the plan is
+    // known, their untrained data shows in trained_share instead (record/run_verdict.hpp).
+    int workers_silent = 0;
     std::uint64_t bytes_received = 0, bytes_sent = 0;
     double staleness_sum = 0;
     std::uint64_t staleness_count = 0;
@@ -118,7 +130,7 @@ struct CenterStats {
     std::uint64_t replies_dropped = 0;
 
     std::uint64_t rejected_total() const;
-    int live_workers() const { return workers_joined - workers_finished - workers_lost - peers_dropped; }
+    int live_workers() const { return workers_joined - workers_finished - workers_lost - peers_dropped - workers_silent; }
     nlohmann::json to_json() const;
 };
 
@@ -152,6 +164,8 @@ public:
     ~Center();
 
     std::string address() const { return endpoint_->address(); }
+    // What makes server 0's word checkable by the other servers (null: nothing).
+    const std::shared_ptr<const ServerTokens>& tokens() const { return options_.tokens; }
     // Serves until every worker that joined has finished or been lost, or stop() is called.
     // Throws when not all expected workers join within join_timeout_ms.
     void serve();
@@ -196,7 +210,7 @@ private:
     using Clock = std::chrono::steady_clock;
 
     void handle(const std::string& peer, Frames& frames);
-    void handle_hello(const std::string& peer, const Header& h);
+    void handle_hello(const std::string& peer, const Header& h, const Frames& frames);
     void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
     // An exchange's first chunk must be newer than the last exchange accepted from this worker
     // and pulled from a version this center has had; its other chunks carry its sequence.
@@ -240,6 +254,12 @@ private:
     void count_samples(Worker& w, std::uint64_t samples, bool exchange = false);
     void maybe_snapshot(bool final);
     Worker* find(const std::string& peer);
+    // center_tokens.cpp: server 0's word. Whether a hello to a server k > 0 may take the id it
+    // asks for, and whether a request for the final x~ is server 0's (each refuses, counted,
+    // when not); server 0's token to a worker after its welcome.
+    bool admits_id(const std::string& peer, const Header& hello, const Frames& frames);
+    bool admits_final_request(const std::string& peer, const Header& request, const Frames& frames);
+    void send_token(Worker& w);
     // center_peers.cpp: who may join, who is alive, and the answers that keep workers' waits short.
     std::uint32_t free_worker_id(std::uint32_t preferred) const;
     void answer_heartbeat(Worker& w);

@@ -10,17 +10,12 @@
 
 namespace tether {
 
-void Center::handle_hello(const std::string& peer, const Header& h) {
+void Center::handle_hello(const std::string& peer, const Header& h, const Frames& frames) {
     if (h.element_count != state_.x.size())
         return reject(peer, 0, "wrong count",
                       "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(state_.x.size()));
     if (find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
-    if (options_.ids_from_hello) {  // server 0 gave this id to the peer saying hello: it is no one else's
-        Worker* holder = nullptr;
-        for (const auto& [other, w] : by_peer_)
-            if (w->id == h.worker_id) holder = w;
-        if (holder) lose(*holder, "replaced by a new peer that server 0 gave its worker id");
-    }
+    if (options_.ids_from_hello && !admits_id(peer, h, frames)) return;  // center_tokens.cpp
     if (by_peer_.size() >= options_.max_peers)
         return reject(peer, 0, "too many peers",
                       "the center holds " + std::to_string(by_peer_.size()) + " peers (cluster.max_peers)");
@@ -220,10 +215,11 @@ void Center::lose(Worker& w, const std::string& why) {
         std::fprintf(stderr, "%s: peer %u dropped before its welcome: %s\n", options_.name.c_str(), w.id, why.c_str());
         return;
     }
-    ++stats_.workers_lost;
-    lost_places_.insert(w.id);
-    std::fprintf(stderr, "%s: worker %u lost: %s; continuing with %d live workers\n", options_.name.c_str(), w.id, why.c_str(),
-                 stats_.live_workers());
+    const bool exchanged = w.accepted_sequence > 0;
+    ++(exchanged ? stats_.workers_lost : stats_.workers_silent);
+    if (exchanged) lost_places_.insert(w.id);  // a silent worker was never counted lost: nothing to take back
+    std::fprintf(stderr, "%s: worker %u lost%s: %s; continuing with %d live workers\n", options_.name.c_str(), w.id,
+                 exchanged ? "" : " before its first exchange", why.c_str(), stats_.live_workers());
     if (stats_.live_workers() == 0 && options_.center_restart_ms > 0) {
         all_silent_since_ = Clock::now();
         std::fprintf(stderr, "%s: every worker went silent; waiting up to %d ms (cluster.center_restart_ms) for them to come "

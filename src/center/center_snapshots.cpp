@@ -28,6 +28,7 @@ nlohmann::json CenterStats::to_json() const {
             {"workers_lost", workers_lost},
             {"peers_dropped", peers_dropped},
             {"places_retaken", places_retaken},
+            {"workers_silent", workers_silent},
             {"live_workers", live_workers()},
             {"bytes_received", bytes_received},
             {"bytes_sent", bytes_sent},

@@ -4,14 +4,15 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "center/server_tokens.hpp"
 #include "protocol/header.hpp"
 #include "transport/peer_identity.hpp"
 
 namespace tether {
 
 RemoteRanges::RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
-                           std::size_t chunk_elements, int timeout_ms)
-    : servers_(std::move(servers)), timeout_ms_(timeout_ms) {
+                           std::size_t chunk_elements, int timeout_ms, std::shared_ptr<const ServerTokens> tokens)
+    : servers_(std::move(servers)), tokens_(std::move(tokens)), timeout_ms_(timeout_ms) {
     for (const auto& s : servers_) {
         channels_.push_back(transport.connect(s.address, unique_peer_identity("server-0-snapshots"), options));
         answers_.emplace_back(ChunkFormat{s.range.count, chunk_elements}, "snapshot", "", /*refuse_non_finite=*/false);
@@ -24,13 +25,15 @@ RemoteRanges::~RemoteRanges() {
 
 void RemoteRanges::fetch(float* x, bool final) {
     ++sequence_;
+    const std::string token = final && tokens_ ? tokens_->for_final(sequence_) : std::string();
     for (std::size_t i = 0; i < servers_.size(); ++i) {
         Header h;
         h.type = MessageType::snapshot;
         h.sequence = sequence_;
-        h.flags = final ? kFlagFinal : 0;
+        h.flags = (final ? kFlagFinal : 0) | (token.empty() ? 0 : kFlagToken);
+        h.element_count = token.size();
         h.fingerprint = servers_[i].fingerprint;
-        channels_[i]->send(encode(h), nullptr, 0);
+        channels_[i]->send(encode(h), token.data(), token.size());
     }
     for (std::size_t i = 0; i < servers_.size(); ++i) receive(i, x, timeout_ms_);
 }

@@ -1,7 +1,8 @@
 // The server ranges of x~ that other processes serve (`tether server --server K/S`, K > 0), as
 // server 0 fetches them to evaluate x~: one DEALER per server, a `snapshot` request to each
 // (all sent before any answer is awaited), answered with its range of x~ in float32 chunks.
-// A final fetch asks each server for x~ once its workers have all finished.
+// A final fetch asks each server for x~ once its workers have all finished; it carries server
+// 0's token (center/server_tokens.hpp), without which those servers do not leave on it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@
 
 namespace tether {
 
+class ServerTokens;  // center/server_tokens.hpp
+
 struct RemoteServer {
     std::size_t index = 0;  // server k of S
     ServerRange range;
@@ -24,8 +27,9 @@ struct RemoteServer {
 
 class RemoteRanges {
 public:
+    // `tokens`: server 0's (null: the servers share no key, and the final request carries none).
     RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
-                 std::size_t chunk_elements, int timeout_ms);
+                 std::size_t chunk_elements, int timeout_ms, std::shared_ptr<const ServerTokens> tokens);
     ~RemoteRanges();
     bool empty() const { return servers_.empty(); }
     // Writes every remote range into x (x~'s full size). `final`: each server answers once all
@@ -37,6 +41,7 @@ private:
     void receive(std::size_t i, float* x, int timeout_ms);
 
     std::vector<RemoteServer> servers_;
+    std::shared_ptr<const ServerTokens> tokens_;
     std::vector<std::unique_ptr<Channel>> channels_;
     std::vector<ChunkAssembler> answers_;  // one per server
     int timeout_ms_;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "center/server_group.hpp"
+#include "center/server_tokens.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
@@ -71,6 +72,24 @@ void check_unsecured(const ClusterSettings& k, const std::vector<std::string>& b
     }
 }
 
+// The key that lets servers 1..S-1 check server 0's word (center/server_tokens.hpp): derived
+// from the center's CURVE secret key, which every server holds; else, when this process serves
+// all S servers, a random one they share; else none, and the servers take hellos and the final
+// request on trust, as a warning says.
+std::shared_ptr<const ServerTokens> server_tokens(const ClusterSettings& k, std::size_t here, std::size_t first) {
+    const std::size_t servers = std::size_t(k.servers);
+    if (servers < 2) return nullptr;
+    if (k.security.enabled() && !k.security.center_secret_key.empty())
+        return ServerTokens::from_center_secret(read_curve_key(k.security.center_secret_key, k.security_key("center_secret_key")));
+    if (here == servers) return ServerTokens::random();
+    std::fprintf(stderr,
+                 "tether: WARNING: server %zu/%zu: without CURVE keys the servers of this run share no secret, so "
+                 "servers 1..%zu cannot check that server 0 gave a worker its id, nor that a request for the final x~ "
+                 "comes from server 0. Set security.* (tether keygen). See docs/architecture.md#security\n",
+                 first, servers, servers - 1);
+    return nullptr;
+}
+
 }  // namespace
 
 CenterOptions ClusterSettings::center_options(const ServerIdentity& server) const {
@@ -93,6 +112,7 @@ CenterOptions ClusterSettings::center_options(const ServerIdentity& server) cons
     o.reply_codec = reply_codec_options();
     o.wire_kinds = strategy->wire_kinds();
     o.ids_from_hello = server.index > 0;  // server 0 gives the worker ids
+    o.issues_tokens = server.index == 0 && servers > 1;  // and the tokens the others check (make_servers)
     if (servers > 1) o.name = "server " + std::to_string(server.index) + "/" + std::to_string(servers);
     return o;
 }
@@ -199,6 +219,7 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
         vector_messages = std::max(vector_messages, chunk_count(identities.at(first + i).range.count, std::size_t(chunk_elements)) +
                                                         (first + i == 0 ? chunk_count(buffers, std::size_t(chunk_elements)) : 0));
     const TransportOptions endpoint_options = center_transport(transport, bind, vector_messages);
+    const std::shared_ptr<const ServerTokens> tokens = server_tokens(*this, bind.size(), first);
     std::vector<GroupMember> members;
     for (std::size_t i = 0; i < bind.size(); ++i) {
         const ServerIdentity& server = identities.at(first + i);
@@ -206,6 +227,7 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
         // With CURVE every peer holds an allowed key (server 0 fetching this server's range holds
         // one); without, only a joined worker may read x~ (or anyone, when asked to be insecure).
         o.snapshots_for_any_peer = !endpoint_options.curve_server_secret.empty() || security.insecure;
+        o.tokens = tokens;
         if (adjust) adjust(o, server.index);
         const auto begin = x.begin() + std::ptrdiff_t(server.range.first);
         members.push_back({std::make_unique<Center>(transport.bind(bind[i], endpoint_options),

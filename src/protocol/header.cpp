@@ -15,6 +15,7 @@ const char* to_string(MessageType type) {
         case MessageType::buffers: return "buffers";
         case MessageType::log: return "log";
         case MessageType::settings: return "settings";
+        case MessageType::token: return "token";
     }
     return "unknown";
 }
@@ -104,7 +105,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::settings)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::token)) {
         reason = "unknown type";
         return std::nullopt;
     }

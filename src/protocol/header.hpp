@@ -26,6 +26,7 @@ enum class MessageType : std::uint8_t {
     buffers = 9,    // worker -> server 0: its model buffers, before an exchange; server 0 -> worker: b~, after a welcome
     log = 10,       // worker -> server 0: its own scalars for the run directory, UTF-8 JSON (protocol/worker_log.hpp)
     settings = 11,  // to a server: "what are the agreed settings?"; from it: them, as JSON (any fingerprint, no join)
+    token = 12,     // server 0 -> worker, after its welcome (several servers): the worker's token for the others (center/server_tokens.hpp)
 };
 const char* to_string(MessageType type);
 
@@ -41,6 +42,9 @@ constexpr std::uint32_t kFlagLastChunk = 1u << 0;
 constexpr std::uint32_t kFlagChangeFromCopy = 1u << 1;
 // On a snapshot request: answer once every worker has finished (the final x~), not now.
 constexpr std::uint32_t kFlagFinal = 1u << 2;
+// On a hello to a server k > 0, and on server 0's request for the final x~: the payload opens
+// with server 0's token (kServerTokenBytes, center/server_tokens.hpp); a hello's settings follow it.
+constexpr std::uint32_t kFlagToken = 1u << 3;
 
 struct Header {
     MessageType type = MessageType::heartbeat;

@@ -11,8 +11,13 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
     const int workers = int(cluster.workers);
     // In a `tether server` run the center's count of lost workers is all we know; in runs that
     // started the workers, each failure is also known by its process or thread.
-    // A lost worker whose place another took back (a restart, a rejoin after an outage) failed nothing.
-    const int lost = std::max(0, summary.value("workers_lost", 0) - summary.value("places_retaken", 0));
+    // A lost worker whose place another took back (a restart, a rejoin after an outage) failed
+    // nothing. Workers lost before their first exchange count where nothing else would notice
+    // them: a run with a plan sees their data untrained in trained_share, and a flood of welcomed
+    // peers that never exchange (an elastic run without keys) then fails nothing.
+    const bool plan_known = summary.value("samples_planned", std::uint64_t(0)) > 0;
+    const int lost = std::max(0, summary.value("workers_lost", 0) - summary.value("places_retaken", 0)) +
+                     (plan_known ? 0 : summary.value("workers_silent", 0));
     const int failed = std::min(workers, std::max(int(failures.size()), lost));
     int diverged = 0;
     nlohmann::json listed = nlohmann::json::array();

@@ -24,6 +24,7 @@ struct WorkerFailure {
 // when failed, failure_reason; trained_share where the summary holds samples_planned (runs tether
 // started know their data and epochs; the embedding API does not). Reads updates_applied,
 // workers_lost (welcomed workers only: peers that never joined are no worker of the run),
+// workers_silent (welcomed, lost before any exchange: failed only where there is no plan),
 // samples and samples_planned from the summary; a lost worker not already reported counts as failed.
 void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const std::vector<WorkerFailure>& failures);
 

@@ -131,7 +131,8 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         }
         // Server 0 talks to the other servers as a worker would (their allowlist holds its key).
         remote_ranges = std::make_unique<RemoteRanges>(transport, std::move(remote), k.worker_transport(s.plan.remote.front()),
-                                                       std::size_t(k.chunk_elements), int(k.join_timeout_ms));
+                                                       std::size_t(k.chunk_elements), int(k.join_timeout_ms),
+                                                       s.group->center(0).tokens());
     }
     s.evaluator = std::make_unique<SnapshotEvaluator>(config, data, s.recorder, s.progress, std::move(remote_ranges));
     s.group->center(0).on_snapshot = [&s](Snapshot&& snapshot) { s.push(s.assemble(std::move(snapshot), false)); };

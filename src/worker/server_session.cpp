@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 
 namespace tether {
@@ -11,6 +12,11 @@ namespace {
 // The server answered "unknown worker" to an exchange: it restarted (or counted this worker
 // lost); the worker joins again and goes on.
 struct ServerForgotThisWorker {};
+// A server k > 0 answered a hello `id taken`: a live worker there still holds the id server 0
+// gave this one (server 0 counted that worker lost a moment before this server will).
+struct IdTaken {
+    std::string text;
+};
 }  // namespace
 
 ServerSession::ServerSession(std::unique_ptr<Channel> channel, SessionOptions options, std::size_t num_parameters)
@@ -135,12 +141,17 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
                 // hello, which all arrive before the welcome.
                 if (type == MessageType::welcome && rejoining_) continue;
             }
+            if (type == MessageType::welcome && text.rfind("id taken", 0) == 0) throw IdTaken{text};
             throw std::runtime_error("the server rejected this worker: " + text);
         }
         if (h->type == MessageType::heartbeat) continue;  // the server's answer: alive
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the server, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the server trains a different model or strategy (fingerprint mismatch)");
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
+        if (type == MessageType::token) {  // one message, not a vector: `in` has no part in it
+            out = std::move(frames.payload);
+            return *h;
+        }
         switch (in.add(*h, frames.payload)) {
             case ChunkAssembler::Result::partial: continue;
             case ChunkAssembler::Result::complete: out = in.take(); return *h;
@@ -162,12 +173,8 @@ Welcome ServerSession::join() {
 }
 
 Welcome ServerSession::join_locked() {
-    Header hello = base_header(MessageType::hello);
-    hello.element_count = num_parameters_;
-    hello.dtype = Dtype::utf8;
-    send(hello, options_.agreed_settings.data(), options_.agreed_settings.size());
     Payload center;
-    const Header h = receive_vector(MessageType::welcome, welcomes_in_, center, options_.join_timeout_ms, 0);
+    const Header h = hello_locked(center);
     Welcome welcome;
     welcome.center.assign(center.floats(), center.floats() + num_parameters_);
     welcome.worker_id = h.worker_id;
@@ -178,12 +185,41 @@ Welcome ServerSession::join_locked() {
         receive_vector(MessageType::buffers, buffers_in_, buffers, options_.join_timeout_ms, 0);
         welcome.buffers.assign(buffers.floats(), buffers.floats() + options_.buffer_count);
     }
+    if (options_.token_follows_welcome) {
+        Payload token;
+        receive_vector(MessageType::token, welcomes_in_, token, options_.join_timeout_ms, 0);
+        welcome.token.assign(reinterpret_cast<const char*>(token.data()), token.size());
+    }
     worker_id_ = h.worker_id;
     pull_version_ = h.center_version;
     // Both ends of each compressed direction start again from this x~.
     exchanges_out_.reset(welcome.center.data());
     replies_in_.reset(welcome.center.data());
     return welcome;
+}
+
+Header ServerSession::hello_locked(Payload& center) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
+    while (true) {
+        Header hello = base_header(MessageType::hello);
+        hello.element_count = num_parameters_;
+        hello.dtype = Dtype::utf8;
+        // To a server k > 0: server 0's token for the id asked for opens the payload.
+        const std::string payload = token_ + options_.agreed_settings;
+        if (!token_.empty()) hello.flags |= kFlagToken;
+        send(hello, payload.data(), payload.size());
+        try {
+            return receive_vector(MessageType::welcome, welcomes_in_, center, options_.join_timeout_ms, 0);
+        } catch (const IdTaken& taken) {
+            // The holder is gone once this server's own timeout passes; a live one keeps its id,
+            // and this worker stops at the join timeout, naming why.
+            if (Clock::now() >= deadline) throw std::runtime_error("the server rejected this worker: " + taken.text);
+            for (int slice = 0; slice < 5; ++slice) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(std::max(options_.heartbeat_ms, 20)));
+                if (while_waiting) while_waiting();
+            }
+        }
+    }
 }
 
 void ServerSession::send_exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers) {

@@ -52,6 +52,9 @@ struct SessionOptions {
     // The model buffers this server averages (src/center/center_buffers.cpp): server 0's count
     // in a run with buffers, else 0. They travel float32, whatever the codecs.
     std::size_t buffer_count = 0;
+    // Server 0 of several: it sends a `token` after each welcome (and b~), which the worker shows
+    // in its hellos to the other servers (center/server_tokens.hpp).
+    bool token_follows_welcome = false;
 };
 
 // What the center (or one server of it) told a worker on joining.
@@ -63,6 +66,7 @@ struct Welcome {
     // The samples the worker's place (its id, its shard) has trained so far, as the center counts
     // them: a worker that takes a place over trains the rest of it (WorkerNode::train).
     std::uint64_t trained = 0;
+    std::string token;           // server 0's token for this worker's id (empty: none; SessionOptions::token_follows_welcome)
 };
 
 // One server's answer to one exchange: the reply vector and the version after it, or, when the
@@ -119,6 +123,11 @@ public:
     std::uint32_t worker_id() const { return worker_id_; }
     // The id the next hello asks for (a follower server is told the one server 0 gave).
     void set_worker_id(std::uint32_t id) { worker_id_ = id; }
+    // What the next hello shows a server k > 0: server 0's token for that id (Welcome::token).
+    void set_token(std::string token) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        token_ = std::move(token);
+    }
     // The server's version at the last welcome or reply: sent with every exchange (staleness).
     std::uint64_t pull_version() const { return pull_version_; }
     // Called on every heartbeat slice of a wait, with this session's lock held: a worker of
@@ -131,6 +140,9 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     Welcome join_locked();
+    // Says hello and receives the welcome's x~ into `center`; asks again while a server k > 0
+    // answers `id taken`, until the join timeout.
+    Header hello_locked(Payload& center);
     Header base_header(MessageType type) const;
     void send(const Header& header, const void* payload, std::size_t bytes);
     void send(const Header& header, const Payload& payload);  // without copying
@@ -146,6 +158,7 @@ private:
     SessionOptions options_;
     std::size_t num_parameters_;
     std::deque<Frames> stash_;  // what heartbeat_if_idle read that was not a heartbeat answer
+    std::string token_;         // shown in each hello (set_token)
     // Exchanges out and replies in (through the codecs, restarted by every welcome); welcomes in
     // (always float32).
     ChunkSender exchanges_out_;

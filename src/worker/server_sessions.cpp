@@ -17,6 +17,7 @@ ServerSessions::ServerSessions(std::vector<ServerLink> links, const SessionOptio
         o.agreed_settings = links[k].agreed_settings;
         o.server_address = links[k].address;
         o.buffer_count = k == 0 ? options.buffer_count : 0;
+        o.token_follows_welcome = k == 0 && links.size() > 1;
         ranges_.push_back(server_range(num_parameters, links.size(), k));
         addresses_.push_back(links[k].address);
         sessions_.push_back(std::make_unique<ServerSession>(std::move(links[k].channel), o, ranges_.back().count));
@@ -36,6 +37,7 @@ Welcome ServerSessions::join() {
     std::memcpy(center.data(), all.center.data(), ranges_[0].count * sizeof(float));
     for (std::size_t k = 1; k < sessions_.size(); ++k) {
         sessions_[k]->set_worker_id(all.worker_id);
+        sessions_[k]->set_token(all.token);
         const Welcome part = sessions_[k]->join();
         if (part.worker_id != all.worker_id)
             throw std::runtime_error("server " + std::to_string(k) + " at " + addresses_[k] + " welcomed this worker as id " +
@@ -70,6 +72,9 @@ void ServerSessions::collect(std::size_t k, ExchangeOutcome& out) {
                                      ": with several servers a worker keeps its id (another worker holds it now)");
         out.rejoined.push_back(ranges_[k]);
         if (k == 0) out.buffers = std::move(r.rejoined->buffers);
+        // Server 0 welcomed it again (it restarted): the others ask for its new token from now on.
+        if (k == 0)
+            for (std::size_t j = 1; j < sessions_.size(); ++j) sessions_[j]->set_token(r.rejoined->token);
         r.version = r.rejoined->version;
         r.reply = Payload::allocate(ranges_[k].count * sizeof(float));
         std::memcpy(r.reply.data(), r.rejoined->center.data(), r.reply.size());

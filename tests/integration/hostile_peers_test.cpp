@@ -160,10 +160,7 @@ TEST_CASE("joined identities claiming samples by heartbeat move neither the summ
     const CenterFacts facts = center_facts(document);
     Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
                    dir.file("s.out"), dir.file("s.err"));
-    std::string line = wait_for_line(dir.file("s.out"), "center listening at ", 20000, server);
-    REQUIRE(!line.empty());
-    line = line.substr(std::string("center listening at ").size());
-    const std::string address = line.substr(0, line.find(','));
+    const std::string address = listening_addresses(server, dir.file("s.out"));
     MemoryWatch watch(server.pid());
     Process w0({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
     Process w1({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
@@ -198,4 +195,42 @@ TEST_CASE("joined identities claiming samples by heartbeat move neither the summ
     CHECK(summary["samples"] == 2 * 600 * 10);  // exactly what the two workers trained
     CHECK(summary["rejected_by_reason"]["implausible samples"].get<int>() >= identities);
     CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
+}
+
+TEST_CASE("welcomed identities that never exchange and go silent do not fail a healthy elastic run") {
+    TempDir dir;
+    json document = cluster_config("silent", "adag", 2);
+    document["cluster"]["elastic"] = true;  // anyone who says hello is welcomed: the stranger's way in
+    document["security"]["insecure"] = true;
+    document["training"]["epochs"] = 20;
+    document["cluster"]["step_delay_ms"] = {2, 2};  // a few seconds of training: the flood lands meanwhile
+    const std::string config = write_config(dir, "c.json", document);
+    const CenterFacts facts = center_facts(document);
+    Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("run")},
+                   dir.file("s.out"), dir.file("s.err"));
+    const std::string address = listening_addresses(server, dir.file("s.out"));
+    Process w0({"worker", "--config", config, "--connect", address}, dir.file("w0.out"), dir.file("w0.err"));
+    Process w1({"worker", "--config", config, "--connect", address}, dir.file("w1.out"), dir.file("w1.err"));
+    REQUIRE(wait_for_training(dir.file("run"), 30000, server));
+    zmq::context_t context;
+    std::vector<std::unique_ptr<Stranger>> flood;
+    int welcomed = 0;
+    for (int i = 0; i < 20; ++i) {
+        flood.push_back(std::make_unique<Stranger>(context, address, "silent-" + std::to_string(i)));
+        flood.back()->hello(facts);
+        const auto answer = flood.back()->receive(5000);
+        welcomed += answer && answer->type == MessageType::welcome;
+    }
+    CHECK(welcomed == 20);  // taken in, as an elastic run without keys takes anyone; then silent
+    CHECK(w0.wait(120000) == std::optional<int>(0));
+    CHECK(w1.wait(30000) == std::optional<int>(0));
+    const auto server_exit = server.wait(60000);
+    CAPTURE(server.err());
+    const json summary = read_summary(dir.file("run"));
+    CAPTURE(summary.dump(2));
+    CHECK(server_exit == std::optional<int>(0));
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["workers_lost"] == 0);
+    CHECK(summary["workers_silent"] == 20);
+    CHECK(summary["trained_share"].get<double>() >= 0.99);
 }

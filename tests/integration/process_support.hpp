@@ -146,15 +146,22 @@ inline std::string wait_for_line(const std::string& path, const std::string& pre
     return "";
 }
 
-// The address a `tether server` writing its stdout to `out` reports ("center listening at ...").
-inline std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
+// The addresses a `tether server` says it listens at (all its servers', separated by ','), read
+// from its stdout file `out_path`; fails the test when it dies or says nothing within 20 s.
+inline std::string listening_addresses(Process& server, const std::string& out_path) {
     const std::string prefix = "center listening at ";
-    std::string line = wait_for_line(out, prefix, 20000, server);
+    const std::string line = wait_for_line(out_path, prefix, 20000, server);
     CAPTURE(server.err());
-    REQUIRE_MESSAGE(!line.empty(), "the server never said where it listens");
-    line = line.substr(prefix.size());
+    REQUIRE_MESSAGE(!line.empty(), "a server never said where it listens");
+    const std::string rest = line.substr(prefix.size());
+    return rest.substr(0, rest.find(", waiting"));
+}
+
+// The first address a `tether server` writing its stdout to `out` reports.
+inline std::string start_server(Process& server, const TempDir& dir, const std::string& out) {
     (void)dir;
-    return line.substr(0, line.find(','));
+    const std::string all = listening_addresses(server, out);
+    return all.substr(0, all.find(','));
 }
 
 // The center version recorded in a checkpoint.bin header (center/checkpoint.hpp).

@@ -139,21 +139,13 @@ TEST_CASE("tether server --server K/S: two server processes, server 0 evaluates 
     CHECK(contains(keyless.err(), "--other-servers: servers 1..1 give their ranges of x~ only to peers holding an allowed CURVE key"));
     document["security"] = keygen_security(dir);
     const std::string config = write_config(dir, "c.json", document);
-    const std::string prefix = "center listening at ";
-    auto start = [&](Process& server, const std::string& out) {
-        const std::string line = wait_for_line(out, prefix, 20000, server);
-        CAPTURE(server.err());
-        REQUIRE_MESSAGE(!line.empty(), "a server never said where it listens");
-        const std::string rest = line.substr(prefix.size());
-        return rest.substr(0, rest.find(", waiting"));
-    };
     Process second({"server", "--config", config, "--server", "1/2", "--bind", "tcp://127.0.0.1:*", "--out", dir.file("s1")},
                    dir.file("s1.out"), dir.file("s1.err"));
-    const std::string a1 = start(second, dir.file("s1.out"));
+    const std::string a1 = listening_addresses(second, dir.file("s1.out"));
     Process first({"server", "--config", config, "--server", "0/2", "--bind", "tcp://127.0.0.1:*", "--other-servers", a1,
                    "--out", dir.file("s0")},
                   dir.file("s0.out"), dir.file("s0.err"));
-    const std::string a0 = start(first, dir.file("s0.out"));
+    const std::string a0 = listening_addresses(first, dir.file("s0.out"));
     // A worker that lists the servers in the wrong order is refused, naming the setting.
     Process swapped({"worker", "--config", config, "--connect", a1 + "," + a0}, dir.file("x.out"), dir.file("x.err"));
     CHECK(swapped.wait(30000) == std::optional<int>(1));

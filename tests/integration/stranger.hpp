@@ -44,8 +44,16 @@ public:
     // a short reconnect interval makes it arrive within milliseconds of that.
     // `receive_queue`: messages its socket queues unread (1: a peer that does not read keeps
     // next to nothing of what it is sent; the rest waits in the kernel and at the sender).
-    Stranger(zmq::context_t& context, const std::string& address, const std::string& identity, int receive_queue = 1000)
+    // `curve`: the center's public key, then the stranger's public and secret keys (Z85), for a
+    // peer that holds an allowed key (an insider); empty: none.
+    Stranger(zmq::context_t& context, const std::string& address, const std::string& identity, int receive_queue = 1000,
+             const std::vector<std::string>& curve = {})
         : socket_(context, zmq::socket_type::dealer) {
+        if (curve.size() == 3) {
+            socket_.set(zmq::sockopt::curve_serverkey, curve[0]);
+            socket_.set(zmq::sockopt::curve_publickey, curve[1]);
+            socket_.set(zmq::sockopt::curve_secretkey, curve[2]);
+        }
         socket_.set(zmq::sockopt::linger, 0);
         socket_.set(zmq::sockopt::rcvhwm, receive_queue);
         socket_.set(zmq::sockopt::routing_id, identity);

@@ -1,23 +1,35 @@
-// What a center does as one server of several (cluster.servers): a server k > 0 takes the
-// worker id a hello asks for (the one server 0 gave) and replaces a peer still holding it; a
-// peer trusted with x~ (behind CURVE: any) may ask for it with a `snapshot` request, answered at
-// once or, with kFlagFinal, once every worker has finished, and a server waiting for that
-// request stays until it came. (Who else is refused: center_trust_test.cpp.)
+// What a center does as one server of several (cluster.servers): server 0 gives each worker a
+// token for its id after the welcome; a server k > 0 takes the worker id a hello asks for only
+// with server 0's token for it, and never from a live peer; a peer trusted with x~ (behind CURVE:
+// any) may ask for it with a `snapshot` request, answered at once or, with kFlagFinal, once every
+// worker has finished; a server waiting for that request leaves only on one carrying server 0's
+// token. (Who else is refused: center_trust_test.cpp.)
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <tuple>
 
+#include "center/server_tokens.hpp"
 #include "center_harness.hpp"
 #include "test_support.hpp"
 
 using namespace tether::testing;
+using tether::ServerTokens;
 
 namespace {
 
-Header hello_as(std::uint32_t id) {
-    Header h = header(MessageType::hello, 3);
+std::shared_ptr<const ServerTokens> test_tokens(std::uint8_t fill = 7, std::uint64_t nonce = 42) {
+    ServerTokens::Key key;
+    key.fill(fill);
+    return std::make_shared<const ServerTokens>(key, nonce);
+}
+
+// A hello asking for `id`, showing `token` (none when empty) before its (empty) settings.
+void hello_as(Channel& channel, std::uint32_t id, const std::string& token = {}) {
+    Header h = header(MessageType::hello, 3, Dtype::utf8);
     h.worker_id = id;
-    return h;
+    if (!token.empty()) h.flags |= tether::kFlagToken;
+    channel.send(tether::encode(h), token.data(), token.size());
 }
 
 Header snapshot_request(std::uint64_t sequence, bool final) {
@@ -25,6 +37,12 @@ Header snapshot_request(std::uint64_t sequence, bool final) {
     h.sequence = sequence;
     h.flags = final ? tether::kFlagFinal : 0;
     return h;
+}
+
+void send_with_token(Channel& channel, Header h, const std::string& token) {
+    h.flags |= tether::kFlagToken;
+    h.element_count = token.size();
+    channel.send(tether::encode(h), token.data(), token.size());
 }
 
 // Receives a snapshot answer: x~ and its version.
@@ -38,23 +56,99 @@ std::pair<Vec, std::uint64_t> receive_snapshot(Channel& channel, std::uint64_t s
 
 }  // namespace
 
-TEST_CASE("a server k > 0 takes the id server 0 gave, and replaces a peer still holding it") {
+TEST_CASE("server tokens: each vouches for one id or one final request, under one key") {
+    const auto tokens = test_tokens();
+    const std::string t5 = tokens->for_worker(5);
+    REQUIRE(t5.size() == tether::kServerTokenBytes);
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(t5.data());
+    CHECK(tokens->admits_worker(5, bytes, t5.size()));
+    CHECK_FALSE(tokens->admits_worker(6, bytes, t5.size()));
+    CHECK_FALSE(tokens->admits_final(5, bytes, t5.size()));  // a worker's token is no final request
+    CHECK_FALSE(tokens->admits_worker(5, bytes, t5.size() - 1));
+    CHECK_FALSE(test_tokens(8)->admits_worker(5, bytes, t5.size()));  // another key
+    // Another nonce (another run of the same key) makes another token, which checks as well.
+    const std::string other_run = test_tokens(7, 43)->for_worker(5);
+    CHECK(other_run != t5);
+    CHECK(tokens->admits_worker(5, reinterpret_cast<const std::uint8_t*>(other_run.data()), other_run.size()));
+    std::string forged = t5;
+    forged.back() ^= 1;
+    CHECK_FALSE(tokens->admits_worker(5, reinterpret_cast<const std::uint8_t*>(forged.data()), forged.size()));
+    const std::string f = tokens->for_final(3);
+    CHECK(tokens->admits_final(3, reinterpret_cast<const std::uint8_t*>(f.data()), f.size()));
+    CHECK_FALSE(tokens->admits_final(4, reinterpret_cast<const std::uint8_t*>(f.data()), f.size()));
+    // Every holder of the center's CURVE secret key derives the same key; another secret, another.
+    const std::string secret(40, 'a');
+    const std::string from_a = ServerTokens::from_center_secret(secret)->for_worker(1);
+    const auto* a = reinterpret_cast<const std::uint8_t*>(from_a.data());
+    CHECK(ServerTokens::from_center_secret(secret)->admits_worker(1, a, from_a.size()));
+    CHECK_FALSE(ServerTokens::from_center_secret(std::string(40, 'b'))->admits_worker(1, a, from_a.size()));
+    CHECK_FALSE(ServerTokens::random()->admits_worker(1, a, from_a.size()));
+}
+
+TEST_CASE("server 0 of several sends each worker its token right after the welcome") {
+    CenterOptions options = options_for(1);
+    options.issues_tokens = true;
+    options.tokens = test_tokens();
+    ServedCenter served(kAeasgd, options);
+    auto worker = served.connect("worker");
+    join(*worker, 0, kInitial);
+    Frames frames;
+    const Header h = receive(*worker, MessageType::token, frames);
+    CHECK(h.worker_id == 0);
+    CHECK(h.fingerprint == kFingerprint);
+    CHECK(frames.payload.size() == tether::kServerTokenBytes);
+    CHECK(options.tokens->admits_worker(0, frames.payload.data(), frames.payload.size()));
+}
+
+TEST_CASE("a server k > 0 takes the id server 0 gave only with its token, and never a live worker's") {
+    CenterOptions options = options_for(2);
+    options.ids_from_hello = true;
+    options.tokens = test_tokens();
+    ServedCenter served(kAeasgd, options);
+    auto a = served.connect("a"), b = served.connect("b"), c = served.connect("c");
+    hello_as(*c, 5);  // no token
+    CHECK(starts_with(receive_error(*c), "no token"));
+    hello_as(*c, 5, options.tokens->for_worker(1));  // a token for another id
+    CHECK(starts_with(receive_error(*c), "bad token"));
+    hello_as(*c, 5, test_tokens(9)->for_worker(5));  // made under another key
+    CHECK(starts_with(receive_error(*c), "bad token"));
+    hello_as(*a, 5, options.tokens->for_worker(5));
+    hello_as(*b, 1, options.tokens->for_worker(1));
+    Frames frames;
+    CHECK(receive(*a, MessageType::welcome, frames).worker_id == 5);
+    CHECK(receive(*b, MessageType::welcome, frames).worker_id == 1);
+    // Even server 0's own token does not take a live worker's place: a copy of it is refused.
+    hello_as(*c, 5, options.tokens->for_worker(5));
+    CHECK(starts_with(receive_error(*c), "id taken"));
+    send(*a, exchange_header(1), {2.f, 0.f, 5.f});
+    CHECK(receive(*a, MessageType::reply, frames).worker_id == 5);  // a kept its place
+    // Once a left, server 0 may give id 5 to a new peer, and its token takes the place here.
+    send(*a, header(MessageType::bye), {});
+    hello_as(*c, 5, options.tokens->for_worker(5));
+    CHECK(receive(*c, MessageType::welcome, frames).worker_id == 5);
+    served.finish();
+    CHECK(served.center().stats().workers_lost == 0);
+    CHECK(served.center().stats().workers_joined == 3);
+    CHECK(served.center().stats().rejected.at("bad token") == 2);
+    CHECK(served.center().stats().rejected.at("id taken") == 1);
+}
+
+TEST_CASE("without a shared key a server k > 0 checks no token, but still evicts no live worker") {
     CenterOptions options = options_for(2);
     options.ids_from_hello = true;
     ServedCenter served(kAeasgd, options);
     auto a = served.connect("a"), b = served.connect("b"), c = served.connect("c");
-    send(*a, hello_as(5), {});
-    send(*b, hello_as(1), {});
+    hello_as(*a, 5);
+    hello_as(*b, 1);
     Frames frames;
     CHECK(receive(*a, MessageType::welcome, frames).worker_id == 5);
     CHECK(receive(*b, MessageType::welcome, frames).worker_id == 1);
-    // Server 0 gave id 5 to a new peer (it counted a lost): here, too, the id is c's now.
-    send(*c, hello_as(5), {});
-    CHECK(receive(*c, MessageType::welcome, frames).worker_id == 5);
-    CHECK(starts_with(rejection(*a, tether::encode(exchange_header(1))), "unknown worker"));
+    hello_as(*c, 5);
+    CHECK(starts_with(receive_error(*c), "id taken"));
+    send(*a, exchange_header(1), {2.f, 0.f, 5.f});
+    CHECK(receive(*a, MessageType::reply, frames).worker_id == 5);
     served.finish();
-    CHECK(served.center().stats().workers_lost == 1);
-    CHECK(served.center().stats().workers_joined == 3);
+    CHECK(served.center().stats().workers_lost == 0);
 }
 
 TEST_CASE("snapshot requests: answered at once, or with kFlagFinal once every worker is done") {
@@ -96,4 +190,33 @@ TEST_CASE("a server waiting for the final request leaves after join_timeout_ms w
     StderrCapture captured(dir.file("stderr.txt"));
     CHECK(served.wait_until_done(5000));
     CHECK(contains(captured.text(), "no request for the final x~ within 400 ms"));
+}
+
+TEST_CASE("a server waiting for the final request leaves on server 0's token, not on a stranger's request") {
+    CenterOptions options = options_for(1);
+    options.await_final_snapshot = true;
+    options.snapshots_for_any_peer = true;  // as behind CURVE: the stranger holds an allowed key
+    options.ids_from_hello = true;
+    options.tokens = test_tokens();
+    ServedCenter served(kAeasgd, options);
+    auto stranger = served.connect("stranger"), lead = served.connect("server-0-snapshots");
+    auto worker = served.connect("worker");
+    hello_as(*worker, 0, options.tokens->for_worker(0));
+    Frames frames;
+    receive(*worker, MessageType::welcome, frames);
+    send(*stranger, snapshot_request(1, true), {});  // no token
+    CHECK(starts_with(receive_error(*stranger), "bad token"));
+    send_with_token(*stranger, snapshot_request(2, true), options.tokens->for_worker(0));  // a worker's token
+    CHECK(starts_with(receive_error(*stranger), "bad token"));
+    send_with_token(*stranger, snapshot_request(3, true), options.tokens->for_final(4));  // another request's
+    CHECK(starts_with(receive_error(*stranger), "bad token"));
+    send(*stranger, snapshot_request(5, false), {});  // x~ now: what any trusted peer may ask
+    receive_snapshot(*stranger, 5);
+    send(*worker, header(MessageType::bye), {});
+    // Done training: still there for server 0's request, answered, after which it leaves.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    send_with_token(*lead, snapshot_request(6, true), options.tokens->for_final(6));
+    receive_snapshot(*lead, 6);
+    CHECK(served.wait_until_done(5000));
+    CHECK(served.center().stats().rejected.at("bad token") == 3);
 }

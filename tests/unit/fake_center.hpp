@@ -58,6 +58,15 @@ struct FakeCenter {
         h.fingerprint = fingerprint;
         endpoint->send(peer, tether::encode(h), data.data(), data.size() * sizeof(float));
     }
+    // Server 0 of several: the token a worker shows the other servers, after the welcome.
+    void send_token(const std::string& peer, const std::string& token, std::uint32_t worker_id = 0) {
+        Header h;
+        h.type = MessageType::token;
+        h.worker_id = worker_id;
+        h.element_count = token.size();
+        h.fingerprint = kFingerprint;
+        endpoint->send(peer, tether::encode(h), token.data(), token.size());
+    }
     void send_error(const std::string& peer, const std::string& text) {
         Header h;
         h.type = MessageType::error;

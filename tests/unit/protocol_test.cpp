@@ -136,7 +136,9 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
         auto bytes = good;
         bytes[kTypeAt] = 0;
         CHECK(decode_reason(bytes) == "unknown type");
-        bytes[kTypeAt] = std::uint8_t(MessageType::settings) + 1;  // the last one known: settings
+        bytes[kTypeAt] = std::uint8_t(MessageType::token);  // the last one known: token
+        CHECK(decode_reason(bytes).empty());
+        bytes[kTypeAt] = std::uint8_t(MessageType::token) + 1;
         CHECK(decode_reason(bytes) == "unknown type");
         bytes[kTypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown type");

@@ -82,3 +82,47 @@ TEST_CASE("peers that said hello and went silent before their welcome are not lo
     CHECK(summary["failed_workers"] == 0);
     CHECK(summary["run_failed"] == false);
 }
+
+TEST_CASE("workers welcomed but lost before their first exchange fail a run only where there is no plan") {
+    CenterOptions options = options_for(1);
+    options.worker_timeout_ms = 300;
+    options.elastic = true;  // an elastic run: anyone who says hello is welcomed
+    ServedCenter served(kAeasgd, options);
+    auto worker = served.connect("worker");
+    join(*worker, 0, kInitial);
+    std::vector<std::unique_ptr<tether::Channel>> silent;
+    for (int i = 0; i < 3; ++i) {  // welcomed, then quiet
+        silent.push_back(served.connect("silent-" + std::to_string(i)));
+        send(*silent.back(), header(MessageType::hello, 3), {});
+        Frames frames;
+        receive(*silent.back(), MessageType::welcome, frames);
+    }
+    Frames frames;
+    for (std::uint64_t k = 1; k <= 8; ++k) {  // the real worker goes on past their timeout
+        send(*worker, exchange_header(k), {2.f, 0.f, 5.f});
+        receive(*worker, MessageType::reply, frames);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    send(*worker, header(MessageType::bye), {});
+    CHECK(served.wait_until_done(5000));
+    REQUIRE_FALSE(served.failure());
+    const auto& stats = served.center().stats();
+    CHECK(stats.workers_silent == 3);
+    CHECK(stats.workers_lost == 0);
+    CHECK(stats.workers_finished == 1);
+    CHECK(stats.live_workers() == 0);
+
+    tether::ClusterSettings one;
+    one.workers = 1;
+    nlohmann::json planned = stats.to_json();
+    planned["samples"] = 1000;
+    planned["samples_planned"] = 1000;
+    tether::judge_run(planned, one, {});
+    CHECK(planned["failed_workers"] == 0);
+    CHECK(planned["run_failed"] == false);
+    // Without a plan nothing else would notice a worker that died before exchanging: it fails.
+    nlohmann::json unplanned = stats.to_json();
+    tether::judge_run(unplanned, one, {});
+    CHECK(unplanned["failed_workers"] == 1);
+    CHECK(unplanned["run_failed"] == true);
+}

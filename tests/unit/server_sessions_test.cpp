@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "center/server_tokens.hpp"
 #include "config/config.hpp"
 #include "fake_center.hpp"
 #include "worker/worker_node.hpp"
@@ -50,11 +51,17 @@ TEST_CASE("two servers: ids agree, slices go out in parallel, versions are per s
     auto joined = std::async(std::launch::async, [&] { return node.join(); });
     auto hello = zero.receive();
     CHECK(hello.header.element_count == 3);
+    CHECK((hello.header.flags & tether::kFlagToken) == 0);  // server 0 takes no token
     zero.send(hello.peer, MessageType::welcome, 10, {1, 2, 3}, 0, kFingerprint, /*worker_id=*/4);
+    const std::string token(tether::kServerTokenBytes, 'T');  // opaque to the worker
+    zero.send_token(hello.peer, token, 4);
     hello = one.receive();
     CHECK(hello.header.element_count == 2);
     CHECK(hello.header.worker_id == 4);  // the id server 0 gave
     CHECK(hello.header.fingerprint == kFingerprint + 1);
+    // ... shown with server 0's token, ahead of the agreed settings.
+    CHECK((hello.header.flags & tether::kFlagToken) != 0);
+    CHECK(std::string(hello.frames.payload.begin(), hello.frames.payload.end()) == token + "{}");
     one.send(hello.peer, MessageType::welcome, 20, {4, 5}, 0, kFingerprint + 1, 4);
     const tether::Welcome welcome = joined.get();
     CHECK(welcome.worker_id == 4);
@@ -80,6 +87,7 @@ TEST_CASE("two servers: ids agree, slices go out in parallel, versions are per s
     hello = one.receive();
     CHECK(hello.header.type == MessageType::hello);
     CHECK(hello.header.worker_id == 4);
+    CHECK(std::string(hello.frames.payload.begin(), hello.frames.payload.end()) == token + "{}");  // the same token
     one.send(hello.peer, MessageType::welcome, 30, {40, 50}, 0, kFingerprint + 1, 4);
     CHECK(stepped.get());
     CHECK(x == std::vector<float>{10, 20, 30, 40, 50});  // the reply, and the welcome's x~ for the rejoined range
@@ -110,7 +118,9 @@ TEST_CASE("a server that welcomes the worker under another id than server 0 gave
     auto joined = std::async(std::launch::async, [&] { node.join(); });
     auto hello = zero.receive();
     zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 2);
+    zero.send_token(hello.peer, "", 2);  // servers that share no key: an empty token
     hello = one.receive();
+    CHECK((hello.header.flags & tether::kFlagToken) == 0);
     one.send(hello.peer, MessageType::welcome, 0, {3, 4}, 0, kFingerprint, 3);
     try {
         joined.get();
@@ -131,6 +141,7 @@ TEST_CASE("while one server is slow to reply, the others hear the worker's heart
     auto joined = std::async(std::launch::async, [&] { return session.join(); });
     auto hello = zero.receive();
     zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 0);
+    zero.send_token(hello.peer, "", 0);
     hello = one.receive();
     one.send(hello.peer, MessageType::welcome, 0, {3, 4}, 0, kFingerprint, 0);
     joined.get();
@@ -152,4 +163,24 @@ TEST_CASE("while one server is slow to reply, the others hear the worker's heart
     const tether::ExchangeOutcome outcome = exchanged.get();
     CHECK(outcome.rejoined.empty());
     CHECK(outcome.version == 1);
+}
+
+TEST_CASE("a server k > 0 that answers `id taken` is asked again until it welcomes the worker") {
+    FakeCenter zero, one;
+    tether::WorkerOptions options;
+    options.join_timeout_ms = options.reply_timeout_ms = 5000;
+    options.heartbeat_ms = 20;
+    tether::WorkerNode node(links_to(zero, one, kFingerprint, "zero", "one"), options, 4);
+    auto joined = std::async(std::launch::async, [&] { return node.join(); });
+    auto hello = zero.receive();
+    zero.send(hello.peer, MessageType::welcome, 0, {1, 2}, 0, kFingerprint, 3);
+    zero.send_token(hello.peer, "", 3);
+    // Server 1 still holds id 3 for a worker server 0 has counted lost; a moment later it has too.
+    hello = one.receive();
+    one.send_error(hello.peer, "id taken: worker id 3 belongs to a live worker here");
+    do hello = one.receive();
+    while (hello.header.type != MessageType::hello);  // heartbeats may come between
+    CHECK(hello.header.worker_id == 3);
+    one.send(hello.peer, MessageType::welcome, 0, {3, 4}, 0, kFingerprint, 3);
+    CHECK(joined.get().worker_id == 3);
 }
