@@ -38,7 +38,7 @@ for name in "${sweeps[@]}"; do
       cp "$out"/boundary.{csv,md,png} "$docs/" ;;
     goyal_scaling)
       $py experiments/goyal_scaling.py --out "$out" --jobs "$jobs" --tether "$tether"
-      cp "$out"/goyal.csv "$out"/base/tune.md "$docs/" ;;
+      cp "$out"/goyal.csv "$docs/"; cp "$out"/base/tune.md "$docs/base_tune.md" ;;
     *)
       "$tether" sweep "experiments/$name.json" --out "$out" --jobs "$jobs" || true  # failed runs are results
       $py experiments/plot.py "$out" --out "$docs" >/dev/null
