@@ -138,13 +138,7 @@ def main(argv=None):
     # the same rounds from the same tables, and tether sweep skips the runs already complete.
     while True:
         points = [dict(combo + [(args.key, v)]) for combo, values in zip(combos, tried) for v in values]
-        derived = {"name": name, "base": base, "points": points, "repeats": repeats}
-        sweep_path = out / "tune_sweep.json"
-        sweep_path.write_text(json.dumps(derived, indent=2) + "\n")
-        command = [args.tether, "sweep", str(sweep_path), "--out", str(out), "--jobs", str(args.jobs)]
-        for assignment in args.assignments:
-            command += ["--set", assignment]
-        run_sweep(command)
+        run_sweep(args, out / "tune_sweep.json", {"name": name, "base": base, "points": points, "repeats": repeats})
         table, more = [], False
         for i, combo in enumerate(combos):
             means = {}
@@ -165,17 +159,17 @@ def main(argv=None):
     winners = write_tables(out, args.key, args.metric, combos, tried, table)
     if args.final_repeats:
         points = [dict(combo + [(args.key, w)]) for combo, w in zip(combos, winners)]
-        final = {"name": name, "base": base, "points": points, "repeats": args.final_repeats}
-        final_path = out / "final_sweep.json"
-        final_path.write_text(json.dumps(final, indent=2) + "\n")
-        command = [args.tether, "sweep", str(final_path), "--out", str(out), "--jobs", str(args.jobs)]
-        for assignment in args.assignments:
-            command += ["--set", assignment]
-        run_sweep(command)
+        run_sweep(args, out / "final_sweep.json", {"name": name, "base": base, "points": points,
+                                                     "repeats": args.final_repeats})
     return 0
 
 
-def run_sweep(command):
+def run_sweep(args, path, sweep):
+    """Writes `sweep` to `path` and runs it with tether sweep into the directory beside it."""
+    path.write_text(json.dumps(sweep, indent=2) + "\n")
+    command = [args.tether, "sweep", str(path), "--out", str(path.parent), "--jobs", str(args.jobs)]
+    for assignment in args.assignments:
+        command += ["--set", assignment]
     print("tune:", " ".join(command), flush=True)
     # Exit 1: some runs failed (diverged at too large a rate, say): a result, scored 0 by
     # read_metric; any run without a summary.json is caught there. Anything else: an error.
