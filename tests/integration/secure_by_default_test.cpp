@@ -30,15 +30,6 @@ namespace {
 using namespace tether::testing;
 using nlohmann::json;
 
-std::string listening_address(Process& server, const std::string& out) {
-    const std::string prefix = "center listening at ";
-    const std::string line = wait_for_line(out, prefix, 20000, server);
-    CAPTURE(server.err());
-    REQUIRE_MESSAGE(!line.empty(), "the server never said where it listens");
-    const std::string rest = line.substr(prefix.size());
-    return rest.substr(0, rest.find(','));
-}
-
 json security_of(const tether::SecuritySettings& s) {
     return {{"center_public_key", s.center_public_key}, {"center_secret_key", s.center_secret_key},
             {"worker_public_key", s.worker_public_key}, {"worker_secret_key", s.worker_secret_key},
@@ -67,7 +58,7 @@ TEST_CASE("tether server beyond loopback without keys exits 2 naming the address
     // Loopback without keys: it serves, saying who else could join.
     Process server({"server", "--config", config, "--bind", "tcp://127.0.0.1:*", "--out", dir.file("s")}, dir.file("s.out"),
                    dir.file("s.err"));
-    const std::string address = listening_address(server, dir.file("s.out"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
     CHECK(contains(server.err(), "without CURVE keys: any user of this host can join and move x~"));
     Process worker({"worker", "--config", config, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
     CHECK(worker.wait(60000) == std::optional<int>(0));
@@ -186,7 +177,7 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
     Process server({"server", "--config", write_config(dir, "derived.json", document), "--bind", "tcp://127.0.0.1:*", "--out",
                     dir.file("s")},
                    dir.file("s.out"), dir.file("s.err"));
-    const std::string address = listening_address(server, dir.file("s.out"));
+    const std::string address = start_server(server, dir, dir.file("s.out"));
     Process rank1({"worker", "--config", plain, "--connect", address}, dir.file("w.out"), dir.file("w.err"),
                   {"SLURM_PROCID=1", "SLURM_NTASKS=2", "TETHER_SECRET=" + secret});
     CHECK(rank1.wait(60000) == std::optional<int>(0));
@@ -198,7 +189,7 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
     Process second({"server", "--config", write_config(dir, "written.json", document), "--bind", "tcp://127.0.0.1:*", "--out",
                     dir.file("t")},
                    dir.file("t.out"), dir.file("t.err"));
-    const std::string second_address = listening_address(second, dir.file("t.out"));
+    const std::string second_address = start_server(second, dir, dir.file("t.out"));
     Process reader({"worker", "--config", plain, "--connect", second_address}, dir.file("v.out"), dir.file("v.err"),
                    {"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=4242", "HOME=" + dir.path().string()});
     CHECK(reader.wait(60000) == std::optional<int>(0));
