@@ -29,6 +29,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
+
 WORKERS = [2, 4, 8, 16]
 OPTIMIZERS = [("sgd", 0.1), ("adam", 0.001)]
 WINDOWS = [1, 10]
@@ -49,14 +52,6 @@ def point(workers, optimizer, rate, window, beta):
     return {"cluster.workers": workers, "training.optimizer.name": optimizer,
             "training.optimizer.learning_rate": rate, "strategy.communication_window": window,
             "strategy.moving_rate": alpha(beta, workers)}
-
-
-def run_id(assignments, repeat):
-    """tether sweep's directory name for a run (src/sweep/sweep_plan.cpp: id_part)."""
-    def part(k, v):
-        text = v if isinstance(v, str) else json.dumps(v)
-        return "".join(c if c.isalnum() or c in ".=-_" else "_" for c in f"{k}={text}")
-    return ",".join(part(k, v) for k, v in assignments) + f",repeat={repeat}"
 
 
 def outcome(run_dir):
@@ -129,7 +124,7 @@ def main(argv=None):
         sweep(args.tether, "scan", points, 1, args.out, args.jobs, args.assignments)
         for (n, opt, rate, tau), bs in wanted.items():
             for b in bs:
-                result = outcome(args.out / run_id(list(point(n, opt, rate, tau, b).items()), 0))
+                result = outcome(args.out / tune.run_id(list(point(n, opt, rate, tau, b).items()), 0))
                 if result is None:
                     sys.exit(f"easgd_boundary: {args.out}: N={n} {opt} tau={tau} beta={b} left no summary.json")
                 scans[(n, opt, rate, tau)][b] = result
@@ -147,7 +142,7 @@ def main(argv=None):
         def seeds(beta):
             if beta is None:
                 return ""
-            runs = [outcome(args.out / run_id(list(point(n, opt, rate, tau, beta).items()), r))
+            runs = [outcome(args.out / tune.run_id(list(point(n, opt, rate, tau, beta).items()), r))
                     for r in range(args.seeds)]
             return f"{sum(1 for r in runs if r and r[0])}/{sum(1 for r in runs if r)}"
 
