@@ -123,6 +123,10 @@ struct ServiceOptions {
     // CenterService::wait() throws RunFailedError when more than this share of `workers`
     // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).
     double max_failed_share = 0.5;
+    // Dean et al.'s warmstart (cluster.warmstart_samples): the first worker to join trains
+    // alone until the center has counted this many samples; the others' join() waits until
+    // then and starts them from that x~. 0: all start together. Asynchronous strategies only.
+    std::int64_t warmstart_samples = 0;
 };
 
 // `options` with the CURVE keys of a launcher job's rank (torchrun, srun, mpirun; rank 0 hosts

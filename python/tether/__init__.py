@@ -190,6 +190,8 @@ class CenterService:
     key file or the Z85 key itself), authorized_workers (a file, or keys separated by ','),
     and insecure (True: a tcp:// address beyond loopback without keys; refused otherwise).
     max_failed_share (0.5: ``wait()`` raises RunFailedError when more workers than this share were lost).
+    warmstart_samples (0; Dean et al.'s warmstart: the first worker trains alone until the center
+    counted this many samples, the others' joins wait until then; asynchronous strategies only).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.

@@ -67,6 +67,7 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("authorized_workers", o.authorized_workers);
     visit("insecure", o.insecure);
     visit("max_failed_share", o.max_failed_share);
+    visit("warmstart_samples", o.warmstart_samples);
 }
 
 tether::ServiceOptions options_from(const std::string& strategy, int workers, const std::string& address,

@@ -7,6 +7,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include <tether/errors.hpp>
+
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
 #include "center/server_tokens.hpp"
@@ -20,6 +22,11 @@ Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> r
       float32_out_(ChunkFormat{initial.size(), options.chunk_elements}), checkpoints_(options.checkpoint_ms) {
     state_.x = std::move(initial);
     next_snapshot_samples_ = options_.samples_per_snapshot;
+    // Known only here, where the strategy's center rule is: a round waits for every worker.
+    if (options_.warmstart_samples > 0 && rule_->synchronous())
+        throw ConfigError("cluster.warmstart_samples: " + std::to_string(options_.warmstart_samples) +
+                          " with a synchronous strategy; its rounds wait for every worker, so worker 0 cannot train "
+                          "alone: use an asynchronous strategy (adag, downpour, dynsgd, aeasgd, ...) or 0");
 }
 
 Center::~Center() = default;
@@ -46,6 +53,7 @@ void Center::serve() {
                                      " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
         check_liveness();
         prune_departed();
+        release_held();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
         if (started_ && stats_.live_workers() == 0 && may_conclude(Clock::now())) {
             answer_final_snapshots();

@@ -99,6 +99,11 @@ struct CenterOptions {
     // Snapshot x~ once more when serve() ends (unless unchanged since the last one). Off where
     // the caller assembles the final x~ of several servers itself, once all are done.
     bool final_snapshot = true;
+    // Dean et al.'s warmstart (cluster.warmstart_samples): once the run starts, worker 0 trains
+    // alone; every other worker stays joining (its heartbeats answered with kFlagHeld) until
+    // the center has counted this many samples, then is welcomed with the x~ of that moment.
+    // 0: none. Asynchronous strategies only (a round would wait on the held workers).
+    std::uint64_t warmstart_samples = 0;
 };
 
 struct CenterStats {
@@ -229,6 +234,12 @@ private:
     void answer_final_snapshots();
     void release_pending(Worker& w);
     void welcome(Worker& w);
+    // center_peers.cpp: welcome(w), unless the warmstart holds it back (w stays joining).
+    void welcome_or_hold(Worker& w);
+    // Whether worker 0 still trains alone: a warmstart not yet reached while worker 0 is live.
+    bool warming_up() const;
+    // The warmstart is over (reached, or worker 0 gone): welcomes the workers it held.
+    void release_held();
     // center_buffers.cpp: a worker's buffers in (chunks checked, its contribution replaced when
     // complete), and b~ out after a welcome.
     void handle_buffers(Worker& w, const Header& h, const Frames& frames);
@@ -285,6 +296,7 @@ private:
     std::vector<Worker*> round_;  // contributors of the open synchronous round
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
+    int held_ = 0;  // workers the warmstart holds back (joining, Worker::held)
     CheckpointSchedule checkpoints_;
     PlaceRecords places_;  // what each worker id has trained, as counted
     Clock::time_point last_liveness_check_{};

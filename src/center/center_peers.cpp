@@ -50,13 +50,44 @@ void Center::handle_hello(const std::string& peer, const Header& h, const Frames
     all_silent_since_.reset();
     if (started_ || resumed_) {  // joining a run in progress, or coming back to a resumed center
         started_ = true;
-        return welcome(*workers_.back());
+        return welcome_or_hold(*workers_.back());
     }
     if (stats_.live_workers() < options_.expected_workers) return;
     started_ = true;
     if (on_start) on_start();
+    if (warming_up())
+        std::printf("%s: warmstart: worker 0 trains alone until %llu samples (cluster.warmstart_samples); the other "
+                    "workers wait\n", options_.name.c_str(), static_cast<unsigned long long>(options_.warmstart_samples));
     for (auto& worker : workers_)
-        if (worker->state == Worker::State::joining) welcome(*worker);
+        if (worker->state == Worker::State::joining) welcome_or_hold(*worker);
+}
+
+bool Center::warming_up() const {
+    if (options_.warmstart_samples == 0 || stats_.total_samples >= options_.warmstart_samples) return false;
+    for (const auto& [peer, w] : by_peer_)
+        if (w->id == 0 && (w->state == Worker::State::active || w->state == Worker::State::joining)) return true;
+    return false;
+}
+
+void Center::welcome_or_hold(Worker& w) {
+    if (w.id == 0 || !warming_up()) return welcome(w);
+    w.held = true;
+    ++held_;
+    answer_heartbeat(w);  // with kFlagHeld: the worker's wait for its welcome starts again
+}
+
+void Center::release_held() {
+    if (held_ == 0 || warming_up()) return;
+    std::printf("%s: warmstart over at %llu samples%s: welcoming the %d workers held back\n", options_.name.c_str(),
+                static_cast<unsigned long long>(stats_.total_samples),
+                stats_.total_samples >= options_.warmstart_samples ? "" : " (worker 0 left)", held_);
+    std::fflush(stdout);
+    held_ = 0;
+    for (auto& w : workers_)
+        if (w->held && w->state == Worker::State::joining) {
+            w->held = false;
+            welcome(*w);
+        }
 }
 
 std::uint32_t Center::free_worker_id(std::uint32_t preferred) const {
@@ -79,6 +110,7 @@ void Center::answer_heartbeat(Worker& w) {
     h.worker_id = w.id;
     h.center_version = state_.version;
     h.fingerprint = options_.fingerprint;
+    if (w.held) h.flags |= kFlagHeld;
     try {
         const auto header = encode(h);
         endpoint_->send(w.peer, header, nullptr, 0);
@@ -208,6 +240,10 @@ void Center::lose(Worker& w, const std::string& why) {
     if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     const bool welcomed = w.state == Worker::State::active;
     w.state = Worker::State::lost;
+    if (w.held) {
+        w.held = false;
+        --held_;
+    }
     rule_->on_leave(w.id);
     forget(w);
     if (!welcomed) {

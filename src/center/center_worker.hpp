@@ -24,6 +24,9 @@ struct Center::Worker {
     // A joiner beyond the places that hold shards (CenterOptions::places_hold_shards): it has no
     // data of its own, is told so in its welcome, and any sample it claims is implausible.
     bool placeless = false;
+    // Joined and held back by the warmstart (CenterOptions::warmstart_samples) until worker 0
+    // has trained alone for long enough.
+    bool held = false;
     // From its welcome until it leaves: its exchanges' chunks in (checked, reassembled or
     // decoded), its replies' chunks out (through the reply codec).
     std::unique_ptr<ChunkAssembler> from_worker;

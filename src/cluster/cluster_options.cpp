@@ -107,6 +107,7 @@ CenterOptions ClusterSettings::center_options(const ServerIdentity& server) cons
     o.max_message_bytes = max_message_bytes(*this);
     o.max_peers = std::size_t(max_peers);
     o.elastic = elastic;
+    o.warmstart_samples = std::uint64_t(warmstart_samples);
     o.checkpoint_ms = int(std::min<std::int64_t>(checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
     o.payload_codec = payload_codec();
     o.reply_codec = reply_codec_options();

@@ -87,6 +87,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.min_trained_share = r.number("min_trained_share", k.min_trained_share, 0.0, 1.0);
     k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
     k.elastic = r.boolean("elastic", k.elastic);
+    k.warmstart_samples = r.integer("warmstart_samples", k.warmstart_samples, 0, std::int64_t(1) << 50);
     k.overlap = r.boolean("overlap", k.overlap);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
     k.servers = r.integer("servers", k.servers, 1, 256);
@@ -115,6 +116,10 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
                           " \"" + k.strategy->name() + "\"; sequential training uses exactly 1 worker (pick a distributed "
                           "strategy such as \"adag\" or \"aeasgd\" for more)");
     check_codecs(k, r);
+    if (k.warmstart_samples > 0 && k.servers > 1)
+        throw ConfigError(r.path_of("warmstart_samples") + ": " + std::to_string(k.warmstart_samples) + " with " +
+                          r.path_of("servers") + " " + std::to_string(k.servers) + "; the warmstart is built for one "
+                          "server (give 1 server, or 0)");
     return k;
 }
 
@@ -143,7 +148,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"overlap", o.overlap_exchange}, {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
         {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
-        {"max_failed_share", o.max_failed_share}};
+        {"max_failed_share", o.max_failed_share}, {"warmstart_samples", o.warmstart_samples}};
     // The security fields, under their own names (ServiceOptions.insecure, not .security.insecure).
     nlohmann::json security = {{"insecure", o.insecure}};
     for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"center_public_key", &o.center_public_key},

@@ -78,6 +78,9 @@ struct ClusterSettings {
     // shard x training.epochs) exits 1: a lost worker never replaced leaves its data untrained.
     double min_trained_share = 0.9;
     std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
+    // Dean et al.'s warmstart: worker 0 trains alone until the center has counted this many
+    // samples, then the others start from that x~ (center/center.hpp). 0: all start together.
+    std::int64_t warmstart_samples = 0;
     bool elastic = false;                  // workers beyond cluster.workers may join mid-run
     // Each exchange runs on the worker's own thread while it trains the next window; its reply
     // lands one window late (worker/worker_node.hpp, docs/embedding.md).

@@ -45,6 +45,9 @@ constexpr std::uint32_t kFlagFinal = 1u << 2;
 // On a hello to a server k > 0, and on server 0's request for the final x~: the payload opens
 // with server 0's token (kServerTokenBytes, center/server_tokens.hpp); a hello's settings follow it.
 constexpr std::uint32_t kFlagToken = 1u << 3;
+// On the center's heartbeat answer to a worker waiting for its welcome: the center holds it back
+// on purpose (the warmstart: worker 0 trains alone first), so the worker's join timeout starts again.
+constexpr std::uint32_t kFlagHeld = 1u << 4;
 
 struct Header {
     MessageType type = MessageType::heartbeat;

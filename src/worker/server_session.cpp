@@ -89,10 +89,11 @@ bool ServerSession::receive(Frames& frames, int timeout_ms) {
 
 Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Payload& out, int timeout_ms,
                                      std::uint64_t sequence) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     Frames frames;
     in.drop();  // what a wait given up on left
     auto last_note = Clock::now();
+    bool held = false;  // the center said it holds this worker back (the warmstart)
     while (true) {
         if (closed_) throw SessionClosed{};
         // Rounded up: a deadline less than 1 ms away still waits, it does not spin. Waits are
@@ -116,8 +117,9 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
                              options_.center_timeout_ms, static_cast<long long>(outage_.give_up_after().count()));
             if (left > 0) {
                 if (type == MessageType::welcome && now - last_note > std::chrono::seconds(5)) {
-                    std::fprintf(stderr, "worker: still waiting for the server at %s to welcome us...\n",
-                                 options_.server_address.c_str());
+                    std::fprintf(stderr, "worker: still waiting for the server at %s to welcome us%s...\n",
+                                 options_.server_address.c_str(),
+                                 held ? " (worker 0 trains alone first: cluster.warmstart_samples)" : "");
                     last_note = now;
                 }
                 heartbeat_locked();
@@ -144,7 +146,14 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
             if (type == MessageType::welcome && text.rfind("id taken", 0) == 0) throw IdTaken{text};
             throw std::runtime_error("the server rejected this worker: " + text);
         }
-        if (h->type == MessageType::heartbeat) continue;  // the server's answer: alive
+        if (h->type == MessageType::heartbeat) {  // the server's answer: alive
+            // Held back on purpose: the wait is as long as the warmstart, not the join timeout.
+            if (type == MessageType::welcome && (h->flags & kFlagHeld)) {
+                held = true;
+                deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+            }
+            continue;
+        }
         if (h->type != type) throw std::runtime_error(std::string("expected ") + to_string(type) + " from the server, got " + to_string(h->type));
         if (h->fingerprint != options_.fingerprint) throw std::runtime_error("the server trains a different model or strategy (fingerprint mismatch)");
         if (type == MessageType::reply && h->sequence != sequence) throw std::runtime_error("reply to exchange " + std::to_string(h->sequence) + " while waiting for " + std::to_string(sequence));
