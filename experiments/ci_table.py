@@ -15,6 +15,7 @@ writes one row per cell (mean, half-width, sd, n, failed).
 """
 import argparse
 import csv
+import itertools
 import json
 import math
 import statistics
@@ -56,22 +57,41 @@ def cells_of(out, sweep, value):
     return cells
 
 
+def expanded(sweep):
+    """The sweep with its grid multiplied into its points, keys in the order tether sweep names
+    its runs by (the grid's in file order, then the point's), so run_id finds them."""
+    grid = sweep.get("grid")
+    if not grid:
+        return sweep
+    points = []
+    for values in itertools.product(*grid.values()):
+        for point in sweep.get("points") or [{}]:
+            points.append({**dict(zip(grid, values)), **point})
+    return {**sweep, "points": points}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--rows", required=True)
+    parser.add_argument("--rows", required=True, help="a key, or keys separated by ',' (one row per combination)")
     parser.add_argument("--cols", required=True)
     parser.add_argument("--value", default="final_test_accuracy")
     parser.add_argument("--percent", action="store_true", help="show accuracies in percent")
-    parser.add_argument("--sweep", default="final_sweep.json")
+    parser.add_argument("--sweep", default="final_sweep.json",
+                        help="the sweep file under OUT, or any path (a grid is multiplied into the points)")
     parser.add_argument("--csv", type=Path)
     args = parser.parse_args(argv)
-    sweep = json.loads((args.out / args.sweep).read_text())
+    sweep = expanded(json.loads((args.out / args.sweep).read_text()))
     cells = cells_of(args.out, sweep, args.value)
     scale = 100 if args.percent else 1
-    rows = sorted({dict(k)[args.rows] for k in cells}, key=lambda v: (str(type(v)), v))
+    row_keys = args.rows.split(",")  # several keys: a row per combination, labelled "a / b"
+
+    def row_of(point):
+        return " / ".join(str(dict(point)[k]) for k in row_keys) if len(row_keys) > 1 else dict(point)[args.rows]
+
+    rows = sorted({row_of(k) for k in cells}, key=lambda v: (str(type(v)), v))
     cols = sorted({dict(k)[args.cols] for k in cells}, key=lambda v: (str(type(v)), v))
-    table = {(dict(k)[args.rows], dict(k)[args.cols]): v for k, v in cells.items()}
+    table = {(row_of(k), dict(k)[args.cols]): v for k, v in cells.items()}
     lines = [f"| {args.rows} \\ {args.cols} | " + " | ".join(str(c) for c in cols) + " |",
              "|---|" + "---:|" * len(cols)]
     records = []

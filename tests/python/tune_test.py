@@ -13,6 +13,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -170,6 +171,21 @@ def test_real_sweep():
             assert (run / "summary.json").is_file(), run
         summary = read_csv(tmp / "out" / "summary.csv")
         assert len(summary) == 3 and all(r["status"] == "complete" for r in summary), summary
+
+        # A plain sweep of grid x points, tabled straight from its file (ci_table multiplies the
+        # grid into the points in the order tether sweep names runs), one row per two keys.
+        plain = {"name": "plain", "base": "base.json", "grid": {"training.epochs": [1, 2]},
+                 "points": [{"training.batch_size": 32, KEY: 0.01}, {"training.batch_size": 64, KEY: 0.03}],
+                 "repeats": 2}
+        (tmp / "plain.json").write_text(json.dumps(plain))
+        assert subprocess.run([binary, "sweep", str(tmp / "plain.json"), "--out", str(tmp / "plain")]).returncode == 0
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert ci_table.main([str(tmp / "plain"), "--sweep", str(tmp / "plain.json"), "--rows",
+                                  f"training.batch_size,{KEY}", "--cols", "training.epochs", "--percent"]) == 0
+        rows = [line for line in printed.getvalue().splitlines() if line.startswith("| 32 / 0.01 |")
+                or line.startswith("| 64 / 0.03 |")]
+        assert len(rows) == 2 and all(line.count("(n=2)") == 2 for line in rows), printed.getvalue()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""The time-to-accuracy table and figure of a testbed grid (specs/grid_tether.json,
+specs/grid_ddp.json): one row per configuration and link rate over its seeds, mean and 95%
+confidence half-width (Student's t), and the speed-up against DDP at the same rate.
+
+    grid_report.py RESULTS... [--figure PATH] [--csv PATH]
+
+RESULTS are testbed output directories (OUT/cells/NAME,rate_mbit=R,seed=S/result.json). A
+configuration is the cell name before its grid suffix. tether's time to target is read off the
+center's evaluations every second of wall time (run/summary.json's time_to_target, the
+workers' join included); DDP's off rank 0's evaluations every second of training (its
+evaluations excluded). A seed that did not reach the target counts as not reached, and the row
+says how many did.
+"""
+
+import argparse
+import collections
+import csv
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ci_table import interval  # noqa: E402
+
+# What each configuration is, for the table (the cell names of the specs).
+LABELS = {
+    "ddp": "PyTorch DDP (gloo), sync., every step",
+    "sync": "tether averaging τ=1 (sync. SGD)",
+    "adag5": "tether adag τ=5",
+    "adag5-int8": "tether adag τ=5, int8",
+    "aeasgd10": "tether aeasgd τ=10",
+    "diloco10": "tether diloco H=10",
+    "diloco50": "tether diloco H=50",
+    "diloco50-int8": "tether diloco H=50, int8",
+}
+
+
+def load(directories):
+    """[{config, rate, seed, ...}] of every finished cell."""
+    rows = []
+    for directory in directories:
+        for path in glob.glob(os.path.join(directory, "cells", "*", "result.json")):
+            with open(path) as f:
+                result = json.load(f)
+            name = result["cell"]["name"]
+            parts = dict(p.split("=", 1) for p in name.split(",")[1:])
+            collected = result.get("collected", {})
+            summary = collected.get("run/summary.json") or collected.get("ddp.json")
+            row = {"config": name.split(",")[0], "rate": float(parts["rate_mbit"]), "seed": int(parts["seed"]),
+                   "status": result.get("status"),
+                   "selfcheck": [c["relative_error"] for c in result.get("selfcheck", [])
+                                 if c.get("relative_error") is not None]}
+            if result.get("status") == "ok" and summary:
+                workers = [p["host"] for p in result["processes"] if p["host"].startswith("w")]
+                traffic = result.get("link_bytes", {})
+                row.update(time_to_target=summary.get("time_to_target"),
+                           seconds=summary.get("training_seconds") or summary.get("wall_seconds"),
+                           validation=summary.get("final_validation_accuracy"), test=summary.get("final_test_accuracy"),
+                           link_mb=sum(traffic[h]["sent"] + traffic[h]["received"] for h in workers) / len(workers) / 1e6,
+                           target=summary.get("target_accuracy") or summary.get("eval_target_accuracy"))
+            rows.append(row)
+    return rows
+
+
+def summarize(rows):
+    """{(config, rate): figures over its seeds}."""
+    groups = collections.defaultdict(list)
+    for r in rows:
+        groups[(r["config"], r["rate"])].append(r)
+    out = {}
+    for key, runs in groups.items():
+        ok = [r for r in runs if r["status"] == "ok"]
+        reached = [r["time_to_target"] for r in ok if r.get("time_to_target") is not None]
+        figures = {"runs": len(runs), "ok": len(ok), "reached": len(reached)}
+        for name, values in (("ttt", reached), ("seconds", [r["seconds"] for r in ok]),
+                             ("validation", [r["validation"] for r in ok]), ("test", [r["test"] for r in ok]),
+                             ("link_mb", [r["link_mb"] for r in ok])):
+            figures[name] = interval(values) if values else (math.nan, math.nan, math.nan)
+        out[key] = figures
+    return out
+
+
+def text(mean_half, digits, scale=1.0):
+    mean, half = mean_half[0] * scale, mean_half[1] * scale
+    if math.isnan(mean):
+        return "-"
+    return f"{mean:.{digits}f}" + ("" if math.isnan(half) else f" ± {half:.{digits}f}")
+
+
+def table(cells):
+    lines = ["| link per host | run | seeds reaching target | time to target (s) | vs DDP | run time (s) | "
+             "final val. acc. (%) | test acc. (%) | link MB/worker |", "|---|---|---|---|---|---|---|---|---|"]
+    for rate in sorted({r for _, r in cells}, reverse=True):
+        ddp = cells.get(("ddp", rate))
+        for config in LABELS:
+            c = cells.get((config, rate))
+            if not c:
+                continue
+            speedup = "-"
+            if ddp and c["reached"] and ddp["reached"]:
+                speedup = f"{ddp['ttt'][0] / c['ttt'][0]:.2f}x"
+            lines.append(f"| {rate:g} Mbit/s | {LABELS[config]} | {c['reached']} of {c['runs']} | {text(c['ttt'], 1)} | "
+                         f"{speedup} | {text(c['seconds'], 1)} | {text(c['validation'], 2, 100)} | "
+                         f"{text(c['test'], 2, 100)} | {text(c['link_mb'], 0)} |")
+    return "\n".join(lines)
+
+
+def selfcheck_text(rows):
+    """Per rate: how far the measured link rates were from the set ones, over every link
+    direction measured before every cell (the last attempt of each)."""
+    lines = []
+    for rate in sorted({r["rate"] for r in rows}, reverse=True):
+        errors = [e for r in rows if r["rate"] == rate for e in r["selfcheck"]]
+        if errors:
+            lines.append(f"- {rate:g} Mbit/s: {len(errors)} link directions over "
+                         f"{sum(1 for r in rows if r['rate'] == rate)} cells measured "
+                         f"{min(errors):+.1%} .. {max(errors):+.1%} of the set rate")
+    return "\n".join(lines)
+
+
+def figure(cells, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for config, label in LABELS.items():
+        points = sorted((rate, c["ttt"]) for (name, rate), c in cells.items() if name == config and c["reached"])
+        if not points:
+            continue
+        rates = [p[0] for p in points]
+        means = [p[1][0] for p in points]
+        halves = [0 if math.isnan(p[1][1]) else p[1][1] for p in points]
+        ax.errorbar(rates, means, yerr=halves, marker="o", capsize=3,
+                    linestyle="--" if config == "ddp" else "-", color="black" if config == "ddp" else None, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("link rate per host (Mbit/s)")
+    ax.set_ylabel("time to target validation accuracy (s)")
+    ax.set_title("Fashion-MNIST MLP, 4 workers + center on shaped links (mean, 95% CI)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+")
+    parser.add_argument("--figure")
+    parser.add_argument("--csv")
+    args = parser.parse_args(argv)
+    rows = load(args.results)
+    cells = summarize(rows)
+    print(table(cells))
+    print()
+    print("Self-check of the shaped links:")
+    print(selfcheck_text(rows))
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["config", "rate_mbit", "runs", "reached", "time_to_target_mean", "time_to_target_ci95",
+                        "run_seconds_mean", "final_validation_mean", "final_validation_ci95", "test_mean", "test_ci95",
+                        "link_mb_per_worker"])
+            for (config, rate), c in sorted(cells.items()):
+                w.writerow([config, rate, c["runs"], c["reached"], *c["ttt"][:2], c["seconds"][0], *c["validation"][:2],
+                            *c["test"][:2], c["link_mb"][0]])
+    if args.figure:
+        figure(cells, args.figure)
+
+
+if __name__ == "__main__":
+    main()
