@@ -282,7 +282,8 @@ class Worker(tether.WorkerClient):
         self.model_state.take_shadow()  # joined: the counters of b~ too
 
     @classmethod
-    def from_env(cls, model, strategy=None, workers=None, center_trains=True, connect_timeout_ms=None, **options):
+    def from_env(cls, model, strategy=None, workers=None, center_trains=True, connect_timeout_ms=None, replica_size=1,
+                 **options):
         """This process's worker in a launcher's job (torchrun, srun, mpirun: read by
         tether.read_launcher(), the C++ reader the ``tether`` command uses). Rank 0 hosts the
         center (``worker.center``, a tether.torch.CenterService on its own thread, bound to
@@ -295,7 +296,19 @@ class Worker(tether.WorkerClient):
         raises at once, naming both. ``strategy`` is needed on rank 0 (the others take the
         center's unless given). Options as CenterService's. Outside a launcher: one process, the
         center private to it and this its only worker. The worker has ``rank``,
-        ``world_size``, ``local_rank``, ``launcher`` and ``shard(dataset)``: this rank's part."""
+        ``world_size``, ``local_rank``, ``launcher`` and ``shard(dataset)``: this rank's part.
+
+        ``replica_size=R`` > 1: replica groups. Ranks r // R form a group of R processes that
+        train one replica together with the user's own data parallelism (wrap the model in
+        ``DistributedDataParallel(model, process_group=worker.replica_group)``); only the
+        group's leader (rank r with r % R == 0) is a tether worker, the center counts groups
+        (``workers`` = world size / R), and after each of the leader's exchanges (and after
+        ``finish()``) it broadcasts the parameters and buffers to its group. torch.distributed is
+        initialized here if it is not (gloo, or nccl for a CUDA model, from the launcher's
+        MASTER_ADDR / MASTER_PORT); every rank must call from_env with the same R."""
+        if int(replica_size) > 1:
+            return cls._replica_group_from_env(model, strategy, workers, center_trains, connect_timeout_ms,
+                                               int(replica_size), options)
         launcher = tether.read_launcher()
         if launcher is not None and connect_timeout_ms is not None:
             launcher.connect_timeout_ms = int(connect_timeout_ms)
@@ -344,6 +357,108 @@ class Worker(tether.WorkerClient):
         self.shard_index = rank - (0 if center_trains else 1)
         return self
 
+    # Replica groups (from_env(replica_size=R)): this rank's group, its leader's global rank, and
+    # whether this rank is it. None / self.rank / True for a worker of its own.
+    replica_group, replica_size, leader = None, 1, None
+
+    @classmethod
+    def _replica_group_from_env(cls, model, strategy, workers, center_trains, connect_timeout_ms, size, options):
+        import torch.distributed as dist
+        launcher = tether.read_launcher()
+        if launcher is None:
+            raise ValueError(f"Worker.from_env(replica_size={size}): replica groups need a launcher's ranks (RANK and "
+                             "WORLD_SIZE, SLURM_PROCID, ...); none is set")
+        rank, world = launcher.rank, launcher.world_size
+        if world % size:
+            raise ValueError(f"Worker.from_env(replica_size={size}): the world size {world} is not a multiple of it; "
+                             "every group needs R ranks")
+        if not center_trains:
+            raise ValueError(f"Worker.from_env(replica_size={size}, center_trains=False): rank 0 leads group 0; "
+                             "replica groups need it to train")
+        groups = world // size
+        if workers not in (None, groups):
+            raise ValueError(f"Worker.from_env(workers={workers}, replica_size={size}): the center counts groups, "
+                             f"and {world} ranks make {groups}")
+        if not dist.is_initialized():
+            on_cuda = any(t.is_cuda for t in ModelState(model).parameters)
+            dist.init_process_group("nccl" if on_cuda else "gloo", rank=rank, world_size=world)
+        elif dist.get_world_size() != world or dist.get_rank() != rank:
+            raise ValueError(f"Worker.from_env(replica_size={size}): torch.distributed has rank {dist.get_rank()} of "
+                             f"{dist.get_world_size()}, the launcher {rank} of {world}")
+        # Every rank makes every group, in the same order (torch.distributed requires it).
+        replica_group = None
+        for g in range(groups):
+            members = list(range(g * size, (g + 1) * size))
+            made = dist.new_group(members)
+            if rank in members:
+                replica_group = made
+        leader = rank - rank % size
+        if rank == leader:
+            # A leader is a worker of a center of `groups` workers; the launcher's own check
+            # (workers = world size) does not apply, so the center and the join are made here.
+            derived_keys = not options.get("insecure") and not options.get("center_public_key")
+            if derived_keys:
+                options = {**tether.launcher_keys(rank, launcher.job_id,
+                                                  join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+            servers = int(options.get("servers", 1))
+            center = None
+            if rank == 0:
+                if strategy is None:
+                    raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"diloco\"); "
+                                     "the other ranks take the center's")
+                center = CenterService(model, strategy=strategy, workers=groups, address=launcher.bind_address(servers),
+                                       **options)
+                if derived_keys:
+                    center.launcher_secret = (rank, launcher.job_id)
+                self = cls(model, center=center)
+            else:
+                if connect_timeout_ms is not None:
+                    launcher.connect_timeout_ms = int(connect_timeout_ms)
+                address = launcher.center_address(servers)
+                launcher.wait_for_center(address)
+                self = cls(model, address, strategy=strategy, workers=groups, **options)
+            self.center = center
+        else:
+            self = cls.__new__(cls)
+            self._client = None
+            self.model_state = ModelState(model)
+            self.parameters = self.model_state.parameters
+            self.center = None
+        self.launcher, self.rank, self.world_size = launcher, rank, world
+        self.local_rank = launcher.local_rank
+        self.trains, self.shards, self.shard_index = True, world, rank  # group g: a contiguous 1/groups
+        self.replica_group, self.replica_size, self.leader = replica_group, size, leader
+        self._broadcast_state()  # the leader's welcome (x~, b~) to its group
+        return self
+
+    def _broadcast_state(self):
+        """The leader's parameters and buffers to every rank of its group, in place."""
+        import torch.distributed as dist
+        state = self.model_state
+        floats = [t.data for t in state.parameters] + [t.data for t in state.float_buffers]
+        flat = torch.cat([t.reshape(-1) for t in floats])  # float32 throughout (ModelState checks)
+        dist.broadcast(flat, src=self.leader, group=self.replica_group)
+        for t in state.int_buffers:  # BatchNorm's counters, as they are
+            dist.broadcast(t.data, src=self.leader, group=self.replica_group)
+        if self.rank != self.leader:
+            offset = 0
+            for t in floats:
+                n = t.numel()
+                t.copy_(flat[offset:offset + n].view_as(t))
+                offset += n
+
+    def _group_exchanged(self, exchanged):
+        """Whether the leader exchanged, told to its whole group (one small broadcast a step);
+        if so, its new state follows."""
+        import torch.distributed as dist
+        flag = torch.tensor([1 if exchanged else 0], dtype=torch.int32,
+                            device=self.parameters[0].device if dist.get_backend(self.replica_group) == "nccl" else "cpu")
+        dist.broadcast(flag, src=self.leader, group=self.replica_group)
+        if int(flag.item()):
+            self._broadcast_state()
+            return True
+        return False
+
     def shard_indices(self, size):
         """The indices of this rank's part of a data set of ``size`` samples: a contiguous
         1/workers of it, as the ``tether`` command's workers take theirs (none for a rank 0
@@ -362,6 +477,13 @@ class Worker(tether.WorkerClient):
         return -1 if self._client is None else super().id
 
     def step(self, samples=0):
+        if self.replica_group is not None:
+            # The group trains one replica: the leader counts its R ranks' samples.
+            exchanged = self._client is not None and self._worker_step(samples * self.replica_size)
+            return self._group_exchanged(exchanged)
+        return self._worker_step(samples)
+
+    def _worker_step(self, samples):
         if self._client is None:
             raise tether.TetherError("Worker.step: rank 0 hosts the center only (from_env(center_trains=False)); it "
                                      "has no worker to step: wait on worker.center")
@@ -373,8 +495,12 @@ class Worker(tether.WorkerClient):
         return exchanged
 
     def finish(self):
-        """The final exchange and goodbye (nothing on a rank 0 that only hosts the center)."""
-        if self._client is None:
-            return None
-        self.model_state.refresh_shadow()
-        return super().finish()
+        """The final exchange and goodbye (nothing on a rank 0 that only hosts the center). In a
+        replica group the leader's final state then goes to the whole group."""
+        report = None
+        if self._client is not None:
+            self.model_state.refresh_shadow()
+            report = super().finish()
+        if self.replica_group is not None:
+            self._broadcast_state()
+        return report

@@ -326,5 +326,58 @@ def a_cpp_strategy_plugin_loads_from_python_and_runs_two_workers():
         raise AssertionError("a missing plugin loaded")
 
 
+REPLICA_SCRIPT = str(Path(__file__).with_name("replica_rank.py"))
+
+
+def replica_group_job(world, size, strategy):
+    """`world` ranks in groups of `size` (replica_rank.py): DDP inside a group, tether across."""
+    envs = []
+    store_port, center_port = free_port(), free_port()
+    for rank in range(world):
+        env = torchrun_env(rank, world, center_port, TETHER_PORT=str(center_port))
+        env["MASTER_PORT"] = str(store_port)  # torch.distributed's store; the center has TETHER_PORT
+        envs.append(env)
+    processes = [subprocess.Popen([sys.executable, REPLICA_SCRIPT, strategy if rank == 0 else "-", str(size)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for rank, env in enumerate(envs)]
+    outputs = [p.communicate(timeout=180) for p in processes]
+    return [(p.returncode, stdout, stderr) for p, (stdout, stderr) in zip(processes, outputs)]
+
+
+@case
+def replica_groups_ddp_inside_tether_across_the_center_counts_groups_and_each_group_stays_equal():
+    out = {}
+    for code, stdout, stderr in replica_group_job(4, 2, "adag"):
+        assert code == 0 and stdout.strip(), f"a rank exited {code}; stderr: {stderr[-2000:]}"
+        result = json.loads(stdout.strip().splitlines()[-1])
+        out[result["rank"]] = result
+    # Ranks 0 and 2 lead groups {0, 1} and {2, 3}; only they are tether workers.
+    assert [out[r]["leader"] for r in range(4)] == [0, 0, 2, 2], out
+    assert [out[r]["id"] >= 0 for r in range(4)] == [True, False, True, False], out
+    stats = out[0]["stats"]
+    assert stats["workers_joined"] == 2 and stats["workers_finished"] == 2 and stats["workers_lost"] == 0, stats
+    # Every sample in exactly one rank's part; a group's parts are one contiguous half.
+    assert sorted(i for r in range(4) for i in out[r]["indices"]) == list(range(160)), out
+    assert out[0]["indices"] + out[1]["indices"] == list(range(80)), out
+    for leader, member in ((0, 1), (2, 3)):
+        a, b = out[leader], out[member]
+        # The welcome (x~, b~) reached the whole group although each rank started elsewhere;
+        # both saw the leader's exchanges (adag, window 5: after steps 5 and 10 of 10) and were
+        # equal after each, and ended equal, BatchNorm's running statistics and counter included.
+        assert a["joined_equal"] and b["joined_equal"], (a, b)
+        assert a["exchanges"] == b["exchanges"] == 2, (a, b)
+        assert a["equal_after_exchanges"] == b["equal_after_exchanges"] == [True, True], (a, b)
+        assert a["final"] == b["final"], (a, b)
+    # The two groups trained different halves: they differ, and the center is neither.
+    assert out[0]["final"] != out[2]["final"], out
+    assert out[0]["center_final"] not in (out[0]["final"], out[2]["final"]), out
+
+
+@case
+def replica_groups_refuse_a_world_size_that_is_not_a_multiple_of_the_group_size():
+    for code, stdout, stderr in replica_group_job(3, 2, "adag"):
+        assert code != 0 and "the world size 3 is not a multiple of it" in stderr, stderr[-2000:]
+
+
 if __name__ == "__main__":
     sys.exit(main())
