@@ -304,8 +304,9 @@ class Worker(tether.WorkerClient):
         group's leader (rank r with r % R == 0) is a tether worker, the center counts groups
         (``workers`` = world size / R), and after each of the leader's exchanges (and after
         ``finish()``) it broadcasts the parameters and buffers to its group. torch.distributed is
-        initialized here if it is not (gloo, or nccl for a CUDA model, from the launcher's
-        MASTER_ADDR / MASTER_PORT); every rank must call from_env with the same R."""
+        initialized here if it is not (gloo, or nccl for a CUDA model; its store at MASTER_ADDR /
+        MASTER_PORT, else at rank 0's host and the port after the center's); every rank must
+        call from_env with the same R."""
         if int(replica_size) > 1:
             return cls._replica_group_from_env(model, strategy, workers, center_trains, connect_timeout_ms,
                                                int(replica_size), options)
@@ -380,6 +381,13 @@ class Worker(tether.WorkerClient):
             raise ValueError(f"Worker.from_env(workers={workers}, replica_size={size}): the center counts groups, "
                              f"and {world} ranks make {groups}")
         if not dist.is_initialized():
+            # torch.distributed's store: torchrun's MASTER_ADDR / MASTER_PORT; under srun or
+            # mpirun (which set neither) rank 0's host and the port after the center's.
+            import os
+            servers = int(options.get("servers", 1))
+            host, port = launcher.center_address(servers).split(",")[0][len("tcp://"):].rsplit(":", 1)
+            os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
+            os.environ.setdefault("MASTER_PORT", str(int(port) + servers))
             on_cuda = any(t.is_cuda for t in ModelState(model).parameters)
             dist.init_process_group("nccl" if on_cuda else "gloo", rank=rank, world_size=world)
         elif dist.get_world_size() != world or dist.get_rank() != rank:

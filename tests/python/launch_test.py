@@ -329,13 +329,20 @@ def a_cpp_strategy_plugin_loads_from_python_and_runs_two_workers():
 REPLICA_SCRIPT = str(Path(__file__).with_name("replica_rank.py"))
 
 
-def replica_group_job(world, size, strategy):
-    """`world` ranks in groups of `size` (replica_rank.py): DDP inside a group, tether across."""
+def replica_group_job(world, size, strategy, slurm=False):
+    """`world` ranks in groups of `size` (replica_rank.py): DDP inside a group, tether across.
+    Under torchrun's variables, or srun's (no MASTER_ADDR / MASTER_PORT: torch.distributed's
+    store then goes after the center's port)."""
     envs = []
     store_port, center_port = free_port(), free_port()
     for rank in range(world):
-        env = torchrun_env(rank, world, center_port, TETHER_PORT=str(center_port))
-        env["MASTER_PORT"] = str(store_port)  # torch.distributed's store; the center has TETHER_PORT
+        if slurm:
+            env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+            env.update(SLURM_PROCID=str(rank), SLURM_NTASKS=str(world), SLURM_LOCALID=str(rank),
+                       SLURM_NTASKS_PER_NODE=str(world), TETHER_CENTER=f"127.0.0.1:{center_port}", TETHER_SECRET=SECRET)
+        else:
+            env = torchrun_env(rank, world, center_port, TETHER_PORT=str(center_port))
+            env["MASTER_PORT"] = str(store_port)  # torch.distributed's store; the center has TETHER_PORT
         envs.append(env)
     processes = [subprocess.Popen([sys.executable, REPLICA_SCRIPT, strategy if rank == 0 else "-", str(size)], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -346,8 +353,17 @@ def replica_group_job(world, size, strategy):
 
 @case
 def replica_groups_ddp_inside_tether_across_the_center_counts_groups_and_each_group_stays_equal():
+    check_replica_groups(replica_group_job(4, 2, "adag"))
+
+
+@case
+def replica_groups_under_srun_put_torch_distributed_after_the_centers_port():
+    check_replica_groups(replica_group_job(4, 2, "adag", slurm=True))
+
+
+def check_replica_groups(job):
     out = {}
-    for code, stdout, stderr in replica_group_job(4, 2, "adag"):
+    for code, stdout, stderr in job:
         assert code == 0 and stdout.strip(), f"a rank exited {code}; stderr: {stderr[-2000:]}"
         result = json.loads(stdout.strip().splitlines()[-1])
         out[result["rank"]] = result

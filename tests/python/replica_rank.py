@@ -24,7 +24,7 @@ def checksum(model):
 
 strategy = None if sys.argv[1] == "-" else sys.argv[1]
 size = int(sys.argv[2])
-torch.manual_seed(int(os.environ["RANK"]))  # each rank starts elsewhere: the welcome must make a group equal
+torch.manual_seed(int(os.environ.get("RANK") or os.environ["SLURM_PROCID"]))  # each rank starts elsewhere: the welcome must make a group equal
 model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
 worker = tether.torch.Worker.from_env(model, strategy=strategy, replica_size=size, worker_timeout_ms=8000,
                                       heartbeat_ms=500)
