@@ -55,6 +55,7 @@ def load(directories):
                    "selfcheck": [c["relative_error"] for c in result.get("selfcheck", [])
                                  if c.get("relative_error") is not None]}
             if result.get("status") == "ok" and summary:
+                row["curve"] = curve_of(os.path.dirname(path), summary)
                 workers = [p["host"] for p in result["processes"] if p["host"].startswith("w")]
                 traffic = result.get("link_bytes", {})
                 row.update(time_to_target=summary.get("time_to_target"),
@@ -64,6 +65,31 @@ def load(directories):
                            target=summary.get("target_accuracy") or summary.get("eval_target_accuracy"))
             rows.append(row)
     return rows
+
+
+# The wall-clock budget per link rate for "accuracy at a fixed budget": about half DDP's time to
+# the target there, so that the budget separates the configurations.
+BUDGETS = {1000: 5.0, 100: 20.0, 10: 150.0}
+
+
+def curve_of(cell_dir, summary):
+    """[(seconds, validation accuracy)] of a run: the center's evaluations (metrics.jsonl,
+    training_seconds: wall time since the workers started) or DDP rank 0's (training time)."""
+    if "curve" in summary:
+        return [(c["seconds"], c["validation_accuracy"]) for c in summary["curve"]]
+    rows = []
+    with open(os.path.join(cell_dir, "run", "metrics.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("validation_accuracy") is not None:
+                rows.append((r["training_seconds"], r["validation_accuracy"]))
+    return rows
+
+
+def at_budget(curve, budget):
+    """The validation accuracy of the last evaluation at or before `budget` seconds."""
+    seen = [a for t, a in curve if t <= budget]
+    return seen[-1] if seen else None
 
 
 def summarize(rows):
@@ -78,7 +104,9 @@ def summarize(rows):
         figures = {"runs": len(runs), "ok": len(ok), "reached": len(reached)}
         for name, values in (("ttt", reached), ("seconds", [r["seconds"] for r in ok]),
                              ("validation", [r["validation"] for r in ok]), ("test", [r["test"] for r in ok]),
-                             ("link_mb", [r["link_mb"] for r in ok])):
+                             ("link_mb", [r["link_mb"] for r in ok]),
+                             ("budget", [at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf)) for r in ok
+                                         if at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf)) is not None])):
             figures[name] = interval(values) if values else (math.nan, math.nan, math.nan)
         out[key] = figures
     return out
@@ -93,7 +121,8 @@ def text(mean_half, digits, scale=1.0):
 
 def table(cells):
     lines = ["| link per host | run | seeds reaching target | time to target (s) | vs DDP | run time (s) | "
-             "final val. acc. (%) | test acc. (%) | link MB/worker |", "|---|---|---|---|---|---|---|---|---|"]
+             "val. acc. at budget (%) | final val. acc. (%) | test acc. (%) | link MB/worker | fewer bytes than DDP |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted({r for _, r in cells}, reverse=True):
         ddp = cells.get(("ddp", rate))
         for config in LABELS:
@@ -103,9 +132,12 @@ def table(cells):
             speedup = "-"
             if ddp and c["reached"] and ddp["reached"]:
                 speedup = f"{ddp['ttt'][0] / c['ttt'][0]:.2f}x"
+            fewer = f"{ddp['link_mb'][0] / c['link_mb'][0]:.0f}x" if ddp and config != "ddp" else "-"
+            budget = BUDGETS.get(int(rate))
             lines.append(f"| {rate:g} Mbit/s | {LABELS[config]} | {c['reached']} of {c['runs']} | {text(c['ttt'], 1)} | "
-                         f"{speedup} | {text(c['seconds'], 1)} | {text(c['validation'], 2, 100)} | "
-                         f"{text(c['test'], 2, 100)} | {text(c['link_mb'], 0)} |")
+                         f"{speedup} | {text(c['seconds'], 1)} | "
+                         f"{text(c['budget'], 2, 100) + (f' ({budget:g} s)' if budget else '')} | "
+                         f"{text(c['validation'], 2, 100)} | {text(c['test'], 2, 100)} | {text(c['link_mb'], 0)} | {fewer} |")
     return "\n".join(lines)
 
 
