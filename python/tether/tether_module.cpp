@@ -138,7 +138,9 @@ PYBIND11_MODULE(_tether, m) {
     static py::exception<std::runtime_error> tether_error(m, "TetherError", PyExc_RuntimeError);
     // CenterService::wait() on a failed run: a TetherError too.
     static py::exception<tether::RunFailedError> run_failed(m, "RunFailedError", tether_error.ptr());
-    py::register_exception_translator([](std::exception_ptr failure) {
+    // Local to this module: a global translator would also turn other pybind11 modules'
+    // std::runtime_errors (torch.distributed's gloo errors under DDP) into TetherError.
+    py::register_local_exception_translator([](std::exception_ptr failure) {
         try {
             if (failure) std::rethrow_exception(failure);
         } catch (const py::builtin_exception&) {

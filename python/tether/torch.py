@@ -461,11 +461,19 @@ class Worker(tether.WorkerClient):
         import torch.distributed as dist
         flag = torch.tensor([1 if exchanged else 0], dtype=torch.int32,
                             device=self.parameters[0].device if dist.get_backend(self.replica_group) == "nccl" else "cpu")
-        dist.broadcast(flag, src=self.leader, group=self.replica_group)
-        if int(flag.item()):
-            self._broadcast_state()
-            return True
-        return False
+        try:
+            dist.broadcast(flag, src=self.leader, group=self.replica_group)
+            if int(flag.item()):
+                self._broadcast_state()
+                return True
+            return False
+        except RuntimeError as e:
+            # A rank of the group is gone: the group cannot go on as one replica. This process
+            # ends with the error; the leader's connection closes without a goodbye, so the
+            # center counts the group's place lost (and a relaunched group may take it back).
+            raise tether.TetherError(
+                f"replica group of ranks {self.leader}..{self.leader + self.replica_size - 1} (this is rank {self.rank}): "
+                f"a rank of the group failed ({e}); the group gives up its place") from e
 
     def shard_indices(self, size):
         """The indices of this rank's part of a data set of ``size`` samples: a contiguous

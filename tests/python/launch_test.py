@@ -329,7 +329,7 @@ def a_cpp_strategy_plugin_loads_from_python_and_runs_two_workers():
 REPLICA_SCRIPT = str(Path(__file__).with_name("replica_rank.py"))
 
 
-def replica_group_job(world, size, strategy, slurm=False):
+def replica_group_job(world, size, strategy, slurm=False, dies=None):
     """`world` ranks in groups of `size` (replica_rank.py): DDP inside a group, tether across.
     Under torchrun's variables, or srun's (no MASTER_ADDR / MASTER_PORT: torch.distributed's
     store then goes after the center's port)."""
@@ -344,7 +344,8 @@ def replica_group_job(world, size, strategy, slurm=False):
             env = torchrun_env(rank, world, center_port, TETHER_PORT=str(center_port))
             env["MASTER_PORT"] = str(store_port)  # torch.distributed's store; the center has TETHER_PORT
         envs.append(env)
-    processes = [subprocess.Popen([sys.executable, REPLICA_SCRIPT, strategy if rank == 0 else "-", str(size)], env=env,
+    processes = [subprocess.Popen([sys.executable, REPLICA_SCRIPT, strategy if rank == 0 else "-", str(size)] +
+                                  ([dies] if dies else []), env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for rank, env in enumerate(envs)]
     outputs = [p.communicate(timeout=180) for p in processes]
@@ -387,6 +388,27 @@ def check_replica_groups(job):
     # The two groups trained different halves: they differ, and the center is neither.
     assert out[0]["final"] != out[2]["final"], out
     assert out[0]["center_final"] not in (out[0]["final"], out[2]["final"]), out
+
+
+@case
+def a_rank_that_dies_costs_its_group_its_place_and_the_other_group_finishes():
+    # Rank 3 (of group {2, 3}) dies after 7 of its 10 steps, after its leader's first exchange.
+    job = replica_group_job(4, 2, "adag", dies="3:7")
+    codes = [code for code, _, _ in job]
+    assert codes[3] == 3 and codes[2] != 0, [(c, e[-600:]) for c, _, e in job]
+    # The leader fails with the group's own error: torch's (DDP's collective) stays torch's
+    # RuntimeError, not a TetherError; tether's says which group gave up its place.
+    assert "TetherError: [" not in job[2][2] and ("RuntimeError" in job[2][2] or "gives up its place" in job[2][2]), \
+        job[2][2][-2000:]
+    out = {}
+    for rank in (0, 1):
+        code, stdout, stderr = job[rank]
+        assert code == 0, stderr[-2000:]
+        out[rank] = json.loads(stdout.strip().splitlines()[-1])
+    stats = out[0]["stats"]
+    # The leader of the broken group is lost (no goodbye); the other group finished, equal.
+    assert stats["workers_lost"] == 1 and stats["workers_finished"] == 1, stats
+    assert out[0]["final"] == out[1]["final"] and out[0]["equal_after_exchanges"] == [True, True], out
 
 
 @case

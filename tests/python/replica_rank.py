@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """One rank of launch_test.py's replica-group job (torchrun's variables set by the test): a
 model with BatchNorm, the user's own DDP inside a group of R ranks, tether across the groups.
-argv: strategy ('-' on ranks > 0), R. Prints one JSON line: rank, leader, shard, exchanges
+argv: strategy ('-' on ranks > 0), R, and optionally RANK:STEP (that rank's process dies
+after that many steps, as a crashed rank does). Prints one JSON line: rank, leader, shard, exchanges
 seen, whether the group was equal after each, a checksum of the final state (parameters and
 buffers), and on rank 0 the center's counters."""
 import hashlib
@@ -24,6 +25,7 @@ def checksum(model):
 
 strategy = None if sys.argv[1] == "-" else sys.argv[1]
 size = int(sys.argv[2])
+dies = tuple(int(v) for v in sys.argv[3].split(":")) if len(sys.argv) > 3 else (-1, 0)
 torch.manual_seed(int(os.environ.get("RANK") or os.environ["SLURM_PROCID"]))  # each rank starts elsewhere: the welcome must make a group equal
 model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
 worker = tether.torch.Worker.from_env(model, strategy=strategy, replica_size=size, worker_timeout_ms=8000,
@@ -37,7 +39,9 @@ data = torch.utils.data.TensorDataset(torch.randn(160, 4, generator=generator), 
 shard = worker.shard(data)
 optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
 exchanges, equal_after = 0, []
-for x, y in torch.utils.data.DataLoader(shard, batch_size=4):
+for step, (x, y) in enumerate(torch.utils.data.DataLoader(shard, batch_size=4)):
+    if (worker.rank, step) == dies:
+        os._exit(3)
     torch.nn.functional.mse_loss(ddp(x), y).backward()
     optimizer.step()
     optimizer.zero_grad()
