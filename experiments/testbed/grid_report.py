@@ -58,6 +58,9 @@ def load(directories):
                 row["curve"] = curve_of(os.path.dirname(path), summary)
                 workers = [p["host"] for p in result["processes"] if p["host"].startswith("w")]
                 traffic = result.get("link_bytes", {})
+                shares = [(max(t["sent"], t["received"]) * 8 / (result["cell"]["links"][h]["rate_mbit"] * 1e6 * result["seconds"]), h)
+                          for h, t in traffic.items() if result["cell"]["links"][h]["rate_mbit"] and result.get("seconds")]
+                row["busiest"] = max(shares) if shares else (math.nan, "-")
                 row.update(time_to_target=summary.get("time_to_target"),
                            seconds=summary.get("training_seconds") or summary.get("wall_seconds"),
                            validation=summary.get("final_validation_accuracy"), test=summary.get("final_test_accuracy"),
@@ -105,9 +108,11 @@ def summarize(rows):
         for name, values in (("ttt", reached), ("seconds", [r["seconds"] for r in ok]),
                              ("validation", [r["validation"] for r in ok]), ("test", [r["test"] for r in ok]),
                              ("link_mb", [r["link_mb"] for r in ok]),
+                             ("busiest", [r["busiest"][0] for r in ok]),
                              ("budget", [at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf)) for r in ok
                                          if at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf)) is not None])):
             figures[name] = interval(values) if values else (math.nan, math.nan, math.nan)
+        figures["busiest_host"] = collections.Counter(r["busiest"][1] for r in ok).most_common(1)[0][0] if ok else "-"
         out[key] = figures
     return out
 
@@ -121,8 +126,8 @@ def text(mean_half, digits, scale=1.0):
 
 def table(cells):
     lines = ["| link per host | run | seeds reaching target | time to target (s) | vs DDP | run time (s) | "
-             "val. acc. at budget (%) | final val. acc. (%) | test acc. (%) | link MB/worker | fewer bytes than DDP |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "val. acc. at budget (%) | final val. acc. (%) | test acc. (%) | link MB/worker | fewer bytes than DDP | "
+             "busiest link (share of its rate) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted({r for _, r in cells}, reverse=True):
         ddp = cells.get(("ddp", rate))
         for config in LABELS:
@@ -137,7 +142,8 @@ def table(cells):
             lines.append(f"| {rate:g} Mbit/s | {LABELS[config]} | {c['reached']} of {c['runs']} | {text(c['ttt'], 1)} | "
                          f"{speedup} | {text(c['seconds'], 1)} | "
                          f"{text(c['budget'], 2, 100) + (f' ({budget:g} s)' if budget else '')} | "
-                         f"{text(c['validation'], 2, 100)} | {text(c['test'], 2, 100)} | {text(c['link_mb'], 0)} | {fewer} |")
+                         f"{text(c['validation'], 2, 100)} | {text(c['test'], 2, 100)} | {text(c['link_mb'], 0)} | {fewer} | "
+                         f"{c['busiest_host']} {text(c['busiest'], 0, 100)}% |")
     return "\n".join(lines)
 
 
@@ -158,7 +164,7 @@ def figure(cells, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     for config, label in LABELS.items():
         points = sorted((rate, c["ttt"]) for (name, rate), c in cells.items() if name == config and c["reached"])
         if not points:
@@ -174,7 +180,7 @@ def figure(cells, path):
     ax.set_ylabel("time to target validation accuracy (s)")
     ax.set_title("Fashion-MNIST MLP, 4 workers + center on shaped links (mean, 95% CI)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
