@@ -77,6 +77,34 @@ def loss_rules(links):
     return "\n".join(lines) + "\n"
 
 
+def cut_table(port):
+    return f"tbed_cut_{port}"
+
+
+def cut(bridge_ns, port):
+    """An outage: every IPv4 frame crossing the host's port is dropped, both ways, counted, in
+    the bridge, so neither end sees an error: a pulled cable or a dead path, not a link set
+    down (which the host's stack would report at once)."""
+    table = cut_table(port)
+    rules = [f"table bridge {table} {{"]
+    for hook in ("forward", "input", "output"):
+        rules.append(f"  chain {hook} {{ type filter hook {hook} priority -10; policy accept;")
+        for side in (["iifname"] if hook == "input" else ["oifname"] if hook == "output" else ["iifname", "oifname"]):
+            rules.append(f'    {side} "{port}" meta protocol ip counter drop')
+        rules.append("  }")
+    rules.append("}")
+    sh(["ip", "netns", "exec", bridge_ns, "nft", "-f", "-"], input="\n".join(rules) + "\n")
+
+
+def restore(bridge_ns, port):
+    """Ends an outage; returns the frames it dropped."""
+    table = cut_table(port)
+    out = sh(["ip", "netns", "exec", bridge_ns, "nft", "list", "table", "bridge", table], check=False).stdout
+    dropped = sum(int(line.split()[line.split().index("packets") + 1]) for line in out.splitlines() if "packets" in line)
+    sh(["ip", "netns", "exec", bridge_ns, "nft", "delete", "table", "bridge", table])
+    return dropped
+
+
 def add_loss(bridge_ns, links):
     if links:
         sh(["ip", "netns", "exec", bridge_ns, "nft", "-f", "-"], input=loss_rules(links))

@@ -15,8 +15,9 @@ from hosts import TestbedError
 
 LINK_KEYS = {"rate_mbit", "delay_ms", "loss_percent"}
 TOP_KEYS = {"name", "hosts", "link", "host_links", "cpu_quota", "timeout_s", "vars", "env", "programs", "collect",
-            "cells", "grid", "description"}
-CELL_KEYS = {"name", "link", "host_links", "cpu_quota", "timeout_s", "vars"}
+            "cells", "grid", "description", "outages"}
+CELL_KEYS = {"name", "link", "host_links", "cpu_quota", "timeout_s", "vars", "outages"}
+OUTAGE_KEYS = {"host", "at_s", "for_s"}
 PROGRAM_KEYS = {"name", "hosts", "argv", "env", "wait"}
 NAME = re.compile(r"^[A-Za-z0-9._=+-]+$")
 
@@ -31,6 +32,9 @@ class Cell:
         self.programs = spec["programs"]
         self.collect = spec.get("collect", [])
         self.cpu_quota = spec.get("cpu_quota", {})
+        # [{host, at_s, for_s}]: the host's link drops everything from at_s to at_s + for_s
+        # after the programs start (a cable pulled, not a link set down: no end sees an error).
+        self.outages = spec.get("outages", [])
         self.links = {}
         for h in self.hosts:
             link = dict(spec.get("link", {}))
@@ -39,8 +43,11 @@ class Cell:
                              "loss_percent": float(link.get("loss_percent") or 0)}
 
     def describe(self):
-        return {"name": self.name, "hosts": self.hosts, "links": self.links, "cpu_quota": self.cpu_quota,
-                "vars": self.vars, "env": self.env, "programs": self.programs, "timeout_s": self.timeout_s}
+        described = {"name": self.name, "hosts": self.hosts, "links": self.links, "cpu_quota": self.cpu_quota,
+                     "vars": self.vars, "env": self.env, "programs": self.programs, "timeout_s": self.timeout_s}
+        if self.outages:  # only where there are some: cells of specs without them stay as they were
+            described["outages"] = self.outages
+        return described
 
 
 def _fail(path, key, message):
@@ -57,6 +64,19 @@ def _check_link(path, where, link):
             _fail(path, f"{where}.{k}", f"{json.dumps(v)}; expected a number >= 0 (null: unshaped), loss at most 100")
 
 
+def _check_outages(path, where, outages, hosts):
+    if not isinstance(outages, list):
+        _fail(path, where, f"{json.dumps(outages)}; expected a list of {{host, at_s, for_s}}")
+    for k, o in enumerate(outages):
+        if not isinstance(o, dict) or set(o) != OUTAGE_KEYS:
+            _fail(path, f"{where}[{k}]", f"{json.dumps(o)}; expected exactly the keys {sorted(OUTAGE_KEYS)}")
+        if o["host"] not in hosts:
+            _fail(path, f"{where}[{k}].host", f"{json.dumps(o['host'])}: no such host; hosts are {hosts}")
+        for key in ("at_s", "for_s"):
+            if not isinstance(o[key], (int, float)) or o[key] < 0 or (key == "for_s" and o[key] == 0):
+                _fail(path, f"{where}[{k}].{key}", f"{json.dumps(o[key])}; expected seconds, at_s >= 0 and for_s > 0")
+
+
 def _overlay(base, cell):
     merged = copy.deepcopy(base)
     for key in ("link", "vars"):
@@ -65,7 +85,7 @@ def _overlay(base, cell):
     for h, link in cell.get("host_links", {}).items():
         host_links[h] = {**host_links.get(h, {}), **link}
     merged["host_links"] = host_links
-    for key in ("cpu_quota", "timeout_s"):
+    for key in ("cpu_quota", "timeout_s", "outages"):
         if key in cell:
             merged[key] = cell[key]
     return merged
@@ -149,6 +169,7 @@ def load(path):
         for h in merged.get("cpu_quota", {}):
             if h not in spec["hosts"]:
                 _fail(path, f"cpu_quota.{h}", f"no such host; hosts are {spec['hosts']}")
+        _check_outages(path, f"cells[{c['name']}].outages", merged.get("outages", []), spec["hosts"])
         out.append(Cell(c["name"], merged))
     return spec.get("name", "testbed"), out
 

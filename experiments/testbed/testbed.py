@@ -142,9 +142,24 @@ def run_cell(cell, cell_dir, tag, netem, options):
         processes += start_programs(launcher, cell, net, quotas, v)
         waited = [p for p in processes if p.waited]
         deadline = t0 + cell.timeout_s
+        # Outages as (time, what, index): cut at at_s, restored for_s later, in time order.
+        events = sorted([(t0 + o["at_s"], "cut", k) for k, o in enumerate(cell.outages)] +
+                        [(t0 + o["at_s"] + o["for_s"], "restore", k) for k, o in enumerate(cell.outages)])
+        outages = result["outages"] = [dict(o) for o in cell.outages]
         # A process that fails ends the cell: the others (a center waiting for a dead worker)
         # would otherwise sit until the deadline.
-        while not launcher.wait(waited, min(deadline, time.monotonic() + 0.5)):
+        while not launcher.wait(waited, min(deadline, time.monotonic() + 0.1 if events else time.monotonic() + 0.5)):
+            while events and time.monotonic() >= events[0][0]:
+                _, what, k = events.pop(0)
+                port = net.hosts[cell.outages[k]["host"]].port
+                if what == "cut":
+                    shaping.cut(net.bridge_ns, port)
+                    outages[k]["cut_at_s"] = round(time.monotonic() - t0, 3)
+                else:
+                    outages[k]["dropped_frames"] = shaping.restore(net.bridge_ns, port)
+                    outages[k]["restored_at_s"] = round(time.monotonic() - t0, 3)
+                print(f"[{cell.name}] {cell.outages[k]['host']}'s link {'cut' if what == 'cut' else 'restored'} "
+                      f"at {time.monotonic() - t0:.1f} s", flush=True)
             if time.monotonic() >= deadline or launcher.first_failure(processes):
                 break
         timed_out = any(p.popen.poll() is None for p in waited) and time.monotonic() >= deadline

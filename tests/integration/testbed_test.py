@@ -1,6 +1,6 @@
 """experiments/testbed: a center and two workers, each in its own network namespace at
 50 Mbit/s, run tether to the end; the self-check measures every link within 10% of the set
-rate; and the testbed leaves no namespace, link, cgroup or marker behind, neither after the
+rate; the same run with the center's link cut for 12 s ends complete; and the testbed leaves no namespace, link, cgroup or marker behind, neither after the
 run nor when stopped by SIGTERM in the middle of one. Exit 77 without root, ip netns or tc.
 
 Run by meson with Debian's python3; TETHER_BIN and TETHER_SOURCE_DIR come from the suite."""
@@ -113,6 +113,41 @@ def full_run(work, before):
     print(f"center: {seconds:.2f} s; {max(center['sent'], center['received']) / 1e6:.1f} MB need {least:.2f} s at {RATE} Mbit/s")
 
 
+def outage_run(work, before):
+    """The center's link cut for 12 s in the middle of a run (every frame dropped in the bridge,
+    longer than cluster.worker_timeout_ms, 10 s): the workers wait for the center and the center
+    for them, they take their places back when the link returns, and the run ends complete."""
+    config = json.loads(json.dumps(CONFIG))
+    config["training"]["epochs"] = 3
+    config_path = os.path.join(work, "outage.json")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    s = spec(TETHER_PROGRAMS)
+    s["vars"], s["outages"] = {"config": config_path}, [{"host": "center", "at_s": 3, "for_s": 12}]
+    spec_path = os.path.join(work, "outage-spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(s, f)
+    out = os.path.join(work, "outage")
+    done = subprocess.run([sys.executable, TESTBED, "run", spec_path, "--out", out, "--no-check", "--tether", TETHER],
+                          capture_output=True, text=True, timeout=150)
+    print(done.stdout, done.stderr, sep="\n")
+    check_left_nothing(before, tag_of(done.stdout), "after the outage")
+    result = json.load(open(os.path.join(out, "cells", "cell", "result.json")))
+    logs = {name: open(os.path.join(out, "cells", "cell", "logs", name + ".log")).read()
+            for name in ("center", "worker0", "worker1") if os.path.exists(os.path.join(out, "cells", "cell", "logs", name + ".log"))}
+    assert done.returncode == 0 and result["status"] == "ok", (result.get("status"), {k: v[-1500:] for k, v in logs.items()})
+    outage = result["outages"][0]
+    assert outage["dropped_frames"] > 0 and 11.5 <= outage["restored_at_s"] - outage["cut_at_s"] <= 13, outage
+    summary = result["collected"]["run/summary.json"]
+    # Nothing lost: both workers finished and every planned sample was trained once.
+    assert not summary.get("run_failed") and summary.get("workers_finished") == 2, summary
+    assert summary.get("trained_share") == 1.0, summary
+    # The outage was long enough to be one: the run outlasted it.
+    seconds = next(p["seconds"] for p in result["processes"] if p["name"] == "center")
+    assert seconds > outage["restored_at_s"], (seconds, outage)
+    print(f"outage: {outage}; the run took {seconds:.1f} s; trained_share {summary['trained_share']}")
+
+
 def stopped_run(work, before):
     """SIGTERM while the programs run: exit 130, and everything made is gone."""
     s = spec([{"name": "sleeper", "hosts": ["center", "w0", "w1"], "argv": ["sleep", "300"]}])
@@ -154,6 +189,7 @@ def main():
     before = state()
     with tempfile.TemporaryDirectory(prefix="testbed-test-") as work:
         full_run(work, before)
+        outage_run(work, before)
         stopped_run(work, before)
     print("ok")
     return 0

@@ -40,14 +40,23 @@ bool held(Channel& worker) {
     return (h.flags & tether::kFlagHeld) != 0;
 }
 
+// Two hellos on two connections may arrive in either order; the center's answer to a heartbeat
+// of the first says its hello was taken (id 0) before the second is sent.
+void hello_in_order(Channel& first, Channel& second) {
+    send(first, header(MessageType::hello, 3), {});
+    send(first, header(MessageType::heartbeat), {});
+    Frames frames;
+    receive(first, MessageType::heartbeat, frames);
+    send(second, header(MessageType::hello, 3), {});
+}
+
 }  // namespace
 
 TEST_CASE("warmstart: the others are held, told so, and welcomed with the x~ worker 0 trained") {
     ServedCenter served(kAeasgd, warmstart_options(100));
     auto first = served.connect("worker-a");
     auto second = served.connect("worker-b");
-    send(*first, header(MessageType::hello, 3), {});
-    send(*second, header(MessageType::hello, 3), {});
+    hello_in_order(*first, *second);
     Frames frames;
     const Header welcome_a = receive(*first, MessageType::welcome, frames);
     CHECK(welcome_a.worker_id == 0);
@@ -82,8 +91,7 @@ TEST_CASE("warmstart: when worker 0 is lost before the warmstart ends, the held 
     ServedCenter served(kAeasgd, options);
     auto first = served.connect("worker-a");
     auto second = served.connect("worker-b");
-    send(*first, header(MessageType::hello, 3), {});
-    send(*second, header(MessageType::hello, 3), {});
+    hello_in_order(*first, *second);
     Frames frames;
     receive(*first, MessageType::welcome, frames);
     receive(*second, MessageType::heartbeat, frames);
@@ -128,37 +136,39 @@ TEST_CASE("warmstart through the embedding API: a held worker's join outlasts it
     o.heartbeat_ms = 50;
     o.worker_timeout_ms = 5000;
     auto center = tether::CenterService::start({0.f, 0.f}, o);
-    std::vector<float> x0(2, 0.f), x1(2, 0.f);
-    std::string first_error;
-    std::thread first([&] {
-        try {
-            auto worker = center->connect_worker({{x0.data(), 2}});
-            for (int step = 0; step < 20; ++step) {  // 20 steps of one sample, 40 ms each: 0.8 s alone
-                std::this_thread::sleep_for(std::chrono::milliseconds(40));
-                for (float& v : x0) v += 1.f;
-                worker->step(1);
+    // Two workers join at once; whichever gets id 0 trains alone: 20 steps of one sample, 40 ms
+    // each (0.8 s, each adding 1 to x~ through downpour's update); the other is held meanwhile.
+    std::vector<std::vector<float>> x(2, std::vector<float>(2, 0.f));
+    std::vector<double> joined_after(2, 0), x_at_join(2, 0);
+    std::vector<unsigned> id(2, 0);
+    std::vector<std::string> error(2);
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 2; ++k)
+        threads.emplace_back([&, k] {
+            try {
+                const auto t0 = std::chrono::steady_clock::now();
+                auto worker = center->connect_worker({{x[k].data(), 2}});
+                joined_after[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                x_at_join[k] = x[k][0];
+                id[k] = worker->id();
+                for (int step = 0; id[k] == 0 && step < 20; ++step) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+                    for (float& v : x[k]) v += 1.f;
+                    worker->step(1);
+                }
+                worker->finish();
+            } catch (const std::exception& e) {
+                error[k] = e.what();
             }
-            worker->finish();
-        } catch (const std::exception& e) {
-            first_error = e.what();
-        }
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the first hello takes id 0
-    const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<tether::WorkerClient> second;
-    try {
-        second = center->connect_worker({{x1.data(), 2}});
-    } catch (...) {
-        first.join();
-        MESSAGE(first_error);
-        throw;
-    }
-    const double held_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // Welcomed after worker 0's 20 one-sample steps (each added 1 to x~ through downpour's update).
-    CHECK(held_seconds > 0.5);
-    CHECK(x1[0] >= 19.f);
-    second->finish();
-    first.join();
-    CHECK_MESSAGE(first_error.empty(), first_error);
+        });
+    for (auto& t : threads) t.join();
+    for (const auto& e : error) CHECK_MESSAGE(e.empty(), e);
+    const int held = id[0] == 0 ? 1 : 0;
+    CHECK(id[held] == 1);
+    // The held worker waited through the warmstart (past its 300 ms join timeout) and started
+    // from the x~ worker 0 had trained, not from x~(0).
+    CHECK(joined_after[held] > 0.5);
+    CHECK(x_at_join[held] >= 19.0);
+    CHECK(x_at_join[1 - held] == 0.0);
     center->wait();
 }
