@@ -277,6 +277,8 @@ private:
     void answer_settings(const std::string& peer, const Header& request);
     // `h` with `text` as its UTF-8 payload to `peer`; a failed delivery is counted, not retried.
     void send_text(const std::string& peer, Header h, const std::string& text);
+    // Whether an "unknown worker" rejection is answered to `peer` now (one per 500 ms).
+    bool first_unknown_answer(const std::string& peer);
     void forget(Worker& w);
     void prune_departed();
 
@@ -297,6 +299,7 @@ private:
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
     int held_ = 0;  // workers the warmstart holds back (joining, Worker::held)
+    std::map<std::string, Clock::time_point> unknown_answered_;  // peer -> last "unknown worker" answer
     CheckpointSchedule checkpoints_;
     PlaceRecords places_;  // what each worker id has trained, as counted
     Clock::time_point last_liveness_check_{};

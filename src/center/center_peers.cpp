@@ -127,6 +127,23 @@ void Center::answer_settings(const std::string& peer, const Header& request) {
     send_text(peer, h, options_.agreed_settings);  // dropped: the asker times out, naming the server
 }
 
+bool Center::first_unknown_answer(const std::string& peer) {
+    // A worker that waited out a center's restart has queued heartbeats from the outage; they
+    // all arrive at once and are all "unknown worker". One answer tells it to join again; more
+    // would fill its small-message queue (cluster_options.cpp: kSmallMessages) ahead of its
+    // welcome, which then could not be queued and cost it its place. So: one answer per peer
+    // per 500 ms. The map holds recent askers only (older entries go once it grows).
+    const auto now = Clock::now();
+    const auto window = std::chrono::milliseconds(500);
+    if (unknown_answered_.size() > 4 * options_.max_peers)
+        for (auto it = unknown_answered_.begin(); it != unknown_answered_.end();)
+            it = now - it->second > window ? unknown_answered_.erase(it) : std::next(it);
+    const auto it = unknown_answered_.find(peer);
+    if (it != unknown_answered_.end() && now - it->second <= window) return false;
+    unknown_answered_[peer] = now;
+    return true;
+}
+
 void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
                     const std::string& detail) {
     ++stats_.rejected[reason];
@@ -135,6 +152,7 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
         if (w->from_worker) w->from_worker->drop();
         if (w->buffers_from) w->buffers_from->drop();
     }
+    if (reason == "unknown worker" && !first_unknown_answer(peer)) return;  // counted, not answered
     const std::string text = reason + ": " + detail;
     if (rejections_logged_++ < 50)
         std::fprintf(stderr, "%s: rejected a message from worker %u: %s (x~ unchanged)\n", options_.name.c_str(), worker_id,

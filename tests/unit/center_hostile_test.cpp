@@ -48,17 +48,19 @@ TEST_CASE("10,000 malformed messages during a run leave x~ untouched; the run go
     std::mt19937 random(7);
     constexpr int kMessages = 12000, kBatch = 500;
     int errors = 0;
-    // In batches, each answer read: every message is then known to have reached the center
-    // (its queue to one peer holds 1,000 answers, and it drops rather than waits).
+    // In batches, the answers read in between (the center's queue to one peer holds 1,000, and
+    // it drops rather than waits). A peer the center does not know gets one "unknown worker"
+    // answer per 500 ms, not one per message; the counters below say every message arrived.
     for (int i = 0; i < kMessages; i += kBatch) {
         for (int k = i; k < i + kBatch; ++k) {
             const auto [bytes, payload] = malformed(random, k);
             send_raw(*hostile, bytes, payload);
         }
         Frames frames;
-        for (int k = 0; k < kBatch && hostile->receive(frames, 5000); ++k) ++errors;
+        while (hostile->receive(frames, 300)) ++errors;
     }
-    CHECK(errors == kMessages);
+    CHECK(errors > 0);
+    CHECK(errors <= kMessages);
     // The real worker's exchange is answered as if nothing had happened: x~ was untouched.
     send(*worker, exchange_header(1), {2.f, 0.f, 5.f});
     Frames frames;

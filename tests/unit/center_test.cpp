@@ -193,3 +193,20 @@ TEST_CASE("a round closes at its deadline with a quorum; the late report is fold
     CHECK(stats.workers_lost == 0);
     check_equal(served.center().state().x, {2.f, 3.f, 2.f});
 }
+
+TEST_CASE("a burst from a peer the center does not know gets one 'unknown worker' answer, and its hello a welcome") {
+    // As after a center's restart: the heartbeats a worker queued while the center was away
+    // all arrive at once. One answer tells it to join again; twenty would fill its small-message
+    // queue ahead of the welcome it is about to ask for.
+    ServedCenter served(kAeasgd, options_for(1));
+    auto worker = served.connect("worker-back");
+    for (int k = 0; k < 20; ++k) send(*worker, header(MessageType::heartbeat), {});
+    CHECK(starts_with(receive_error(*worker), "unknown worker"));
+    Frames frames;
+    CHECK_FALSE(worker->receive(frames, 200));  // no second answer
+    join(*worker, 0, kInitial);
+    send(*worker, header(MessageType::bye), {});
+    CHECK(served.wait_until_done(5000));
+    REQUIRE_FALSE(served.failure());
+    CHECK(served.center().stats().rejected.at("unknown worker") == 20);
+}
