@@ -36,6 +36,8 @@ LABELS = {
     "diloco10": "tether diloco H=10",
     "diloco50": "tether diloco H=50",
     "diloco50-int8": "tether diloco H=50, int8",
+    "cnn-ddp": "CNN: PyTorch DDP (gloo)",
+    "cnn-diloco50-int8": "CNN: tether diloco H=50, int8",
 }
 
 
@@ -129,15 +131,15 @@ def table(cells):
              "val. acc. at budget (%) | final val. acc. (%) | test acc. (%) | link MB/worker | fewer bytes than DDP | "
              "busiest link (share of its rate) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted({r for _, r in cells}, reverse=True):
-        ddp = cells.get(("ddp", rate))
         for config in LABELS:
+            ddp = cells.get(("cnn-ddp" if config.startswith("cnn-") else "ddp", rate))
             c = cells.get((config, rate))
             if not c:
                 continue
             speedup = "-"
             if ddp and c["reached"] and ddp["reached"]:
                 speedup = f"{ddp['ttt'][0] / c['ttt'][0]:.2f}x"
-            fewer = f"{ddp['link_mb'][0] / c['link_mb'][0]:.0f}x" if ddp and config != "ddp" else "-"
+            fewer = f"{ddp['link_mb'][0] / c['link_mb'][0]:.0f}x" if ddp and not config.endswith("ddp") else "-"
             budget = BUDGETS.get(int(rate))
             lines.append(f"| {rate:g} Mbit/s | {LABELS[config]} | {c['reached']} of {c['runs']} | {text(c['ttt'], 1)} | "
                          f"{speedup} | {text(c['seconds'], 1)} | "
@@ -166,6 +168,8 @@ def figure(cells, path):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(9.5, 4.5))
     for config, label in LABELS.items():
+        if config.startswith("cnn-"):
+            continue  # one rate only: in the table
         points = sorted((rate, c["ttt"]) for (name, rate), c in cells.items() if name == config and c["reached"])
         if not points:
             continue
