@@ -253,6 +253,24 @@ def load_checkpoint(model, path):
     return state.state_dict(snapshot.x, snapshot.buffers)
 
 
+def _with_launcher_keys(rank, launcher, options):
+    """The options with the CURVE keys every rank derives the same (TETHER_SECRET, else a secret
+    rank 0 writes for the launcher's job id): the center binds tcp://*. Unchanged where keys or
+    insecure are given. Returns (options, whether the keys were derived)."""
+    derived = not options.get("insecure") and not options.get("center_public_key")
+    if derived:
+        options = {**tether.launcher_keys(rank, launcher.job_id,
+                                          join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+    return options, derived
+
+
+def _rank0_center(model, strategy, workers, address, options):
+    if strategy is None:
+        raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"adag\"); the other "
+                         "ranks take the center's")
+    return CenterService(model, strategy=strategy, workers=workers, address=address, **options)
+
+
 class Worker(tether.WorkerClient):
     """One tether worker over a PyTorch model's state (a module, or its
     state_dict(keep_vars=True)); call ``step()`` after ``optimizer.step()``. ``center`` (a
@@ -324,20 +342,12 @@ class Worker(tether.WorkerClient):
             count = 1
         else:
             count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
-            # The center binds tcp://*: every rank derives the same CURVE keys (TETHER_SECRET, else a
-            # secret rank 0 writes for the launcher's job id), unless keys or insecure are given.
-            derived_keys = not options.get("insecure") and not options.get("center_public_key")
-            if derived_keys:
-                options = {**tether.launcher_keys(rank, launcher.job_id,
-                                                  join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+            options, derived_keys = _with_launcher_keys(rank, launcher, options)
         servers = int(options.get("servers", 1))
         center = None
         if rank == 0:
-            if strategy is None:
-                raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"adag\"); the "
-                                 "other ranks take the center's")
             address = launcher.bind_address(servers) if launcher else ""
-            center = CenterService(model, strategy=strategy, workers=count, address=address, **options)
+            center = _rank0_center(model, strategy, count, address, options)
             if launcher is not None and derived_keys:
                 center.launcher_secret = (rank, launcher.job_id)
         if rank == 0 and not center_trains:
@@ -404,18 +414,11 @@ class Worker(tether.WorkerClient):
         if rank == leader:
             # A leader is a worker of a center of `groups` workers; the launcher's own check
             # (workers = world size) does not apply, so the center and the join are made here.
-            derived_keys = not options.get("insecure") and not options.get("center_public_key")
-            if derived_keys:
-                options = {**tether.launcher_keys(rank, launcher.job_id,
-                                                  join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+            options, derived_keys = _with_launcher_keys(rank, launcher, options)
             servers = int(options.get("servers", 1))
             center = None
             if rank == 0:
-                if strategy is None:
-                    raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"diloco\"); "
-                                     "the other ranks take the center's")
-                center = CenterService(model, strategy=strategy, workers=groups, address=launcher.bind_address(servers),
-                                       **options)
+                center = _rank0_center(model, strategy, groups, launcher.bind_address(servers), options)
                 if derived_keys:
                     center.launcher_secret = (rank, launcher.job_id)
                 self = cls(model, center=center)
