@@ -55,7 +55,7 @@ void Center::serve() {
         prune_departed();
         release_held();
         if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
-        if (started_ && stats_.live_workers() == 0 && may_conclude(Clock::now())) {
+        if (started_ && stats_.live_workers() == 0 && may_conclude(Clock::now()) && places_back(join_deadline)) {
             answer_final_snapshots();
             if (!options_.await_final_snapshot || final_answered_) break;
             if (!done_at) done_at = Clock::now();

@@ -258,6 +258,8 @@ private:
     // Whether the run may conclude with no live worker: not while every worker went silent less
     // than center_restart_ms ago (they may come back: a link down, a stall).
     bool may_conclude(Clock::time_point now) const;
+    // Whether the workers of a resumed center have come back (or the join timeout passed).
+    bool places_back(Clock::time_point join_deadline) const;
     void lose(Worker& w, const std::string& why);
     // Adds what a worker's accepted message says it trained since its last one, when the claim
     // is one it can have trained (max_samples_per_worker, max_samples_per_window); `exchange`:

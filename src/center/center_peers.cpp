@@ -220,6 +220,13 @@ void Center::forgive_own_stall(Clock::time_point now) {
     last_liveness_check_ = now;
 }
 
+bool Center::places_back(Clock::time_point join_deadline) const {
+    // A resumed center welcomes each worker as it comes back, with no barrier, so the first to
+    // come back may finish before the others have said hello: the run is not over until as
+    // many workers as it has places have joined, or cluster.join_timeout_ms has passed.
+    return !resumed_ || stats_.workers_joined >= options_.expected_workers || Clock::now() > join_deadline;
+}
+
 bool Center::may_conclude(Clock::time_point now) const {
     return !all_silent_since_ || now > *all_silent_since_ + std::chrono::milliseconds(options_.center_restart_ms);
 }

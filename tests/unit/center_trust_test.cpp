@@ -209,3 +209,43 @@ TEST_CASE("a resumed center counts from each place's record: a returning worker 
     CHECK(served.center().stats_now().total_samples == 960 + 80 + 64);
     CHECK(served.center().checkpoint().places == std::map<std::uint32_t, std::uint64_t>{{0, 704}, {1, 400}});
 }
+
+TEST_CASE("a resumed center is not over when its first returning worker finishes before the others are back") {
+    tether::Checkpoint saved;
+    saved.fingerprint = kFingerprint;
+    saved.version = 7;
+    saved.x = kInitial;
+    saved.places = {{0, 640}, {1, 320}};
+    CenterOptions options = options_for(2);
+    options.max_samples_per_worker = 10000;
+    options.center_restart_ms = 0;
+    ServedCenter served(kAeasgd, options, unique_inproc(), 2000, [&](tether::Center& c) { c.resume(saved); });
+    auto quick = served.connect("quick");
+    join(*quick, 0, kInitial);
+    send(*quick, header(MessageType::bye), {});
+    // Place 1's worker has not said hello yet: the run waits for it (before, it ended here and
+    // the late worker waited for a welcome until its join timeout).
+    CHECK_FALSE(served.wait_until_done(300));
+}
+
+TEST_CASE("a resumed center whose last worker left after both came back is over") {
+    tether::Checkpoint saved;
+    saved.fingerprint = kFingerprint;
+    saved.version = 7;
+    saved.x = kInitial;
+    saved.places = {{0, 640}, {1, 320}};
+    CenterOptions options = options_for(2);
+    options.max_samples_per_worker = 10000;
+    options.center_restart_ms = 0;
+    ServedCenter served(kAeasgd, options, unique_inproc(), 2000, [&](tether::Center& c) { c.resume(saved); });
+    auto quick = served.connect("quick");
+    join(*quick, 0, kInitial);
+    send(*quick, header(MessageType::bye), {});
+    auto late = served.connect("late");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    join(*late, 0, kInitial);  // place 0 is free again: the lowest free id
+    send(*late, header(MessageType::bye), {});
+    CHECK(served.wait_until_done(5000));
+    REQUIRE_FALSE(served.failure());
+    CHECK(served.center().stats().workers_finished == 2);
+}
