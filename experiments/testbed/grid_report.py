@@ -111,8 +111,8 @@ def summarize(rows):
                              ("validation", [r["validation"] for r in ok]), ("test", [r["test"] for r in ok]),
                              ("link_mb", [r["link_mb"] for r in ok]),
                              ("busiest", [r["busiest"][0] for r in ok]),
-                             ("budget", [at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf)) for r in ok
-                                         if at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf)) is not None])):
+                             ("budget", [a for a in (at_budget(r["curve"], BUDGETS.get(int(r["rate"]), math.inf))
+                                                     for r in ok) if a is not None])):
             figures[name] = interval(values) if values else (math.nan, math.nan, math.nan)
         figures["busiest_host"] = collections.Counter(r["busiest"][1] for r in ok).most_common(1)[0][0] if ok else "-"
         out[key] = figures

@@ -148,7 +148,7 @@ def run_cell(cell, cell_dir, tag, netem, options):
         outages = result["outages"] = [dict(o) for o in cell.outages]
         # A process that fails ends the cell: the others (a center waiting for a dead worker)
         # would otherwise sit until the deadline.
-        while not launcher.wait(waited, min(deadline, time.monotonic() + 0.1 if events else time.monotonic() + 0.5)):
+        while not launcher.wait(waited, min(deadline, time.monotonic() + (0.1 if events else 0.5))):
             while events and time.monotonic() >= events[0][0]:
                 _, what, k = events.pop(0)
                 port = net.hosts[cell.outages[k]["host"]].port

@@ -351,10 +351,7 @@ class Worker(tether.WorkerClient):
             if launcher is not None and derived_keys:
                 center.launcher_secret = (rank, launcher.job_id)
         if rank == 0 and not center_trains:
-            self = cls.__new__(cls)
-            self._client = None
-            self.model_state = center.model_state
-            self.parameters = self.model_state.parameters
+            self = cls._without_client(center.model_state)
         elif rank == 0:
             self = cls(model, center=center)
         else:
@@ -430,16 +427,26 @@ class Worker(tether.WorkerClient):
                 self = cls(model, address, strategy=strategy, workers=groups, **options)
             self.center = center
         else:
-            self = cls.__new__(cls)
-            self._client = None
-            self.model_state = ModelState(model)
-            self.parameters = self.model_state.parameters
+            self = cls._without_client(ModelState(model))
             self.center = None
         self.launcher, self.rank, self.world_size = launcher, rank, world
         self.local_rank = launcher.local_rank
         self.trains, self.shards, self.shard_index = True, world, rank  # group g: a contiguous 1/groups
         self.replica_group, self.replica_size, self.leader = replica_group, size, leader
+        # The per-step flag (_group_exchanged), made once: NCCL broadcasts from the device.
+        self._exchanged_flag = torch.zeros(1, dtype=torch.int32, device=self.parameters[0].device
+                                           if dist.get_backend(replica_group) == "nccl" else "cpu")
         self._broadcast_state()  # the leader's welcome (x~, b~) to its group
+        return self
+
+    @classmethod
+    def _without_client(cls, model_state):
+        """A Worker over `model_state` that is no tether worker: rank 0 hosting the center only,
+        or a replica group's rank other than its leader."""
+        self = cls.__new__(cls)
+        self._client = None
+        self.model_state = model_state
+        self.parameters = model_state.parameters
         return self
 
     def _broadcast_state(self):
@@ -462,8 +469,8 @@ class Worker(tether.WorkerClient):
         """Whether the leader exchanged, told to its whole group (one small broadcast a step);
         if so, its new state follows."""
         import torch.distributed as dist
-        flag = torch.tensor([1 if exchanged else 0], dtype=torch.int32,
-                            device=self.parameters[0].device if dist.get_backend(self.replica_group) == "nccl" else "cpu")
+        flag = self._exchanged_flag
+        flag.fill_(1 if exchanged else 0)
         try:
             dist.broadcast(flag, src=self.leader, group=self.replica_group)
             if int(flag.item()):

@@ -238,7 +238,7 @@ private:
     void welcome_or_hold(Worker& w);
     // Whether worker 0 still trains alone: a warmstart not yet reached while worker 0 is live.
     bool warming_up() const;
-    // The warmstart is over (reached, or worker 0 gone): welcomes the workers it held.
+    // When the warmstart is over (reached, or worker 0 gone): welcomes the workers it held, once.
     void release_held();
     // center_buffers.cpp: a worker's buffers in (chunks checked, its contribution replaced when
     // complete), and b~ out after a welcome.
@@ -300,7 +300,7 @@ private:
     std::vector<Worker*> round_;  // contributors of the open synchronous round
     Clock::time_point round_opened_;
     bool started_ = false, resumed_ = false;
-    int held_ = 0;  // workers the warmstart holds back (joining, Worker::held)
+    bool warmstart_over_ = false;  // the held workers were welcomed (CenterOptions::warmstart_samples)
     std::map<std::string, Clock::time_point> unknown_answered_;  // peer -> last "unknown worker" answer
     CheckpointSchedule checkpoints_;
     PlaceRecords places_;  // what each worker id has trained, as counted

@@ -63,7 +63,8 @@ void Center::handle_hello(const std::string& peer, const Header& h, const Frames
 }
 
 bool Center::warming_up() const {
-    if (options_.warmstart_samples == 0 || stats_.total_samples >= options_.warmstart_samples) return false;
+    if (options_.warmstart_samples == 0 || warmstart_over_ || stats_.total_samples >= options_.warmstart_samples)
+        return false;
     for (const auto& [peer, w] : by_peer_)
         if (w->id == 0 && (w->state == Worker::State::active || w->state == Worker::State::joining)) return true;
     return false;
@@ -72,22 +73,25 @@ bool Center::warming_up() const {
 void Center::welcome_or_hold(Worker& w) {
     if (w.id == 0 || !warming_up()) return welcome(w);
     w.held = true;
-    ++held_;
     answer_heartbeat(w);  // with kFlagHeld: the worker's wait for its welcome starts again
 }
 
 void Center::release_held() {
-    if (held_ == 0 || warming_up()) return;
-    std::printf("%s: warmstart over at %llu samples%s: welcoming the %d workers held back\n", options_.name.c_str(),
-                static_cast<unsigned long long>(stats_.total_samples),
-                stats_.total_samples >= options_.warmstart_samples ? "" : " (worker 0 left)", held_);
-    std::fflush(stdout);
-    held_ = 0;
+    // Once over, over: a later worker 0 (a replacement) does not start another warmstart.
+    if (options_.warmstart_samples == 0 || warmstart_over_ || !started_ || warming_up()) return;
+    warmstart_over_ = true;
+    int released = 0;
     for (auto& w : workers_)
         if (w->held && w->state == Worker::State::joining) {
             w->held = false;
             welcome(*w);
+            ++released;
         }
+    if (released == 0) return;  // none was held (a resumed run past its warmstart)
+    std::printf("%s: warmstart over at %llu samples%s: welcomed the %d workers held back\n", options_.name.c_str(),
+                static_cast<unsigned long long>(stats_.total_samples),
+                stats_.total_samples >= options_.warmstart_samples ? "" : " (worker 0 left)", released);
+    std::fflush(stdout);
 }
 
 std::uint32_t Center::free_worker_id(std::uint32_t preferred) const {
@@ -265,10 +269,6 @@ void Center::lose(Worker& w, const std::string& why) {
     if (w.state == Worker::State::lost || w.state == Worker::State::finished) return;
     const bool welcomed = w.state == Worker::State::active;
     w.state = Worker::State::lost;
-    if (w.held) {
-        w.held = false;
-        --held_;
-    }
     rule_->on_leave(w.id);
     forget(w);
     if (!welcomed) {

@@ -210,16 +210,30 @@ TEST_CASE("a resumed center counts from each place's record: a returning worker 
     CHECK(served.center().checkpoint().places == std::map<std::uint32_t, std::uint64_t>{{0, 704}, {1, 400}});
 }
 
-TEST_CASE("a resumed center is not over when its first returning worker finishes before the others are back") {
+namespace {
+
+// A checkpoint of a 2-worker run, each place partly trained, and the options of its resumed center.
+tether::Checkpoint two_places() {
     tether::Checkpoint saved;
     saved.fingerprint = kFingerprint;
     saved.version = 7;
     saved.x = kInitial;
     saved.places = {{0, 640}, {1, 320}};
+    return saved;
+}
+
+CenterOptions resumed_options() {
     CenterOptions options = options_for(2);
     options.max_samples_per_worker = 10000;
     options.center_restart_ms = 0;
-    ServedCenter served(kAeasgd, options, unique_inproc(), 2000, [&](tether::Center& c) { c.resume(saved); });
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("a resumed center is not over when its first returning worker finishes before the others are back") {
+    ServedCenter served(kAeasgd, resumed_options(), unique_inproc(), 2000,
+                        [](tether::Center& c) { c.resume(two_places()); });
     auto quick = served.connect("quick");
     join(*quick, 0, kInitial);
     send(*quick, header(MessageType::bye), {});
@@ -229,15 +243,8 @@ TEST_CASE("a resumed center is not over when its first returning worker finishes
 }
 
 TEST_CASE("a resumed center whose last worker left after both came back is over") {
-    tether::Checkpoint saved;
-    saved.fingerprint = kFingerprint;
-    saved.version = 7;
-    saved.x = kInitial;
-    saved.places = {{0, 640}, {1, 320}};
-    CenterOptions options = options_for(2);
-    options.max_samples_per_worker = 10000;
-    options.center_restart_ms = 0;
-    ServedCenter served(kAeasgd, options, unique_inproc(), 2000, [&](tether::Center& c) { c.resume(saved); });
+    ServedCenter served(kAeasgd, resumed_options(), unique_inproc(), 2000,
+                        [](tether::Center& c) { c.resume(two_places()); });
     auto quick = served.connect("quick");
     join(*quick, 0, kInitial);
     send(*quick, header(MessageType::bye), {});
