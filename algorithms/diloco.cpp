@@ -9,7 +9,22 @@
 // With lr = 1 and mu = 0 this is x~ <- mean_i x_i: model averaging (a test checks it).
 // Defaults: communication_window 10, outer_learning_rate 0.7, outer_momentum 0.9, nesterov
 // true (the paper's outer optimizer; it trains with H = 500 inner steps of AdamW).
+//
+// Streaming DiLoCo (Douillard et al., "Streaming DiLoCo with overlapping communication:
+// Towards a Distributed Free Lunch", 2025): `fragments` F splits x into F fragments, one per
+// server (cluster.servers = F, each with its own rounds and outer momentum), and staggers them:
+//   worker, after local step t, for each f with (t - floor(f H / F)) mod H = 0:
+//                                  send x_i,f;  training goes on for d = overlap_steps steps;
+//                                  x_i,f <- x~_f + (x_i,f(t + d) - x_i,f(t))
+//   center (server f), round close: the outer step above, on fragment f alone.
+// Each fragment is still exchanged once per H steps, so the bytes of a run are plain DiLoCo's,
+// but a step sends at most 1/F of x: the peak falls F-fold. The paper merges the late reply as
+// x_i,f <- a x_i,f + (1 - a) x~_f; tether keeps the d local steps instead, as its overlapped
+// exchanges do (the paper's a = 0 loses them). The paper's 4-bit outer gradients: a worker's
+// x_i,f crosses the wire as its change from the last reconstructed value under cluster.codec
+// (int8 is the smallest tether has). With F = 1, d = H is cluster.overlap.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "algorithms/builtin.hpp"
@@ -58,7 +73,9 @@ private:
 class Diloco final : public WindowedStrategy {
 public:
     // As averaging: x_i out, x~ back.
-    Diloco(int window, OuterOptimizer outer) : WindowedStrategy(window, {WireVector::state, WireVector::state}), outer_(outer) {}
+    Diloco(int window, OuterOptimizer outer, ExchangeSchedule schedule)
+        : WindowedStrategy(window, {WireVector::state, WireVector::state}), outer_(outer), schedule_(schedule) {}
+    ExchangeSchedule exchange_schedule() const override { return schedule_; }
     // The worker half is averaging's: send x_i, take x~.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<SendParametersWorker>(c.num_parameters);
@@ -69,6 +86,7 @@ public:
 
 private:
     OuterOptimizer outer_;
+    ExchangeSchedule schedule_;
 };
 
 }  // namespace
@@ -79,7 +97,19 @@ std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const Stra
     outer.learning_rate = options.number("outer_learning_rate", outer.learning_rate, 0.0, 100.0, true);
     outer.momentum = options.number("outer_momentum", outer.momentum, 0.0, 0.999999);
     outer.nesterov = options.boolean("nesterov", outer.nesterov);
-    return std::make_shared<Diloco>(window, outer);
+    ExchangeSchedule schedule;
+    schedule.fragments = int(options.integer("fragments", schedule.fragments, 1, 256));
+    schedule.overlap_steps = int(options.integer("overlap_steps", schedule.overlap_steps, 0, 1'000'000));
+    const std::string H = options.path_of("communication_window") + " " + std::to_string(window);
+    if (schedule.fragments > window)
+        throw ConfigError(options.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments with " + H +
+                          "; each fragment needs a step of its own in the window: at most " + std::to_string(window));
+    const int gap = window / schedule.fragments;  // the fewest steps between two fragments' exchanges
+    if (schedule.overlap_steps > gap)
+        throw ConfigError(options.path_of("overlap_steps") + ": " + std::to_string(schedule.overlap_steps) + " with " + H +
+                          " and " + std::to_string(schedule.fragments) + " fragments; a fragment's reply must land before the " +
+                          "next fragment goes out, " + std::to_string(gap) + " steps later: at most " + std::to_string(gap));
+    return std::make_shared<Diloco>(window, outer, schedule);
 }
 
 }  // namespace tether

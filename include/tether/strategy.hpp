@@ -163,6 +163,21 @@ struct WireKinds {
     WireVector reply = WireVector::unknown;    // center -> worker (apply_reply)
 };
 
+// When a worker exchanges which part of x_i: streaming DiLoCo's schedule (Douillard et al.,
+// "Streaming DiLoCo with overlapping communication: Towards a Distributed Free Lunch", 2025).
+// With H = communication_window, F = fragments and d = overlap_steps:
+//   fragment f (server f's range of x, cluster.servers = F) is exchanged after the local step t
+//   with (t - floor(f H / F)) mod H = 0, and its reply lands after step t + d, the local steps
+//   in between kept: x_f <- reply_f + (x_f(t + d) - x_f(t)).
+// The default (F = 1, d = 0) is every other strategy's: all of x every H steps, blocking.
+// Fragments (F > 1) are for a strategy whose worker sends x_i and takes the reply as its new x_i
+// (wire kinds state/state, as averaging and DiLoCo): tether then sends and takes one range at
+// a time itself, without the rule. d is at most floor(H / F): one fragment in flight at a time.
+struct ExchangeSchedule {
+    int fragments = 1;
+    int overlap_steps = 0;
+};
+
 // A strategy: immutable, built once from its options; it makes one WorkerRule per worker and
 // one CenterRule for the center.
 class Strategy {
@@ -174,6 +189,8 @@ public:
     virtual std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const = 0;
     // What the payload and the reply are (above). Declare it to allow compressed exchanges.
     virtual WireKinds wire_kinds() const { return {}; }
+    // Which part of x a worker exchanges when (above).
+    virtual ExchangeSchedule exchange_schedule() const { return {}; }
 };
 
 // A strategy that holds its window and its wire kinds, so that it only makes its rules: what

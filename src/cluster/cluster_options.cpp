@@ -132,6 +132,7 @@ WorkerOptions ClusterSettings::worker_options() const {
     o.step_delay_ms = step_delay_ms;
     o.communication_window = strategy->communication_window();
     o.overlap = overlap;
+    o.schedule = strategy->exchange_schedule();
     return o;
 }
 

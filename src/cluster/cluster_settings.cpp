@@ -51,6 +51,19 @@ void check_codecs(const ClusterSettings& k, const JsonReader& r) {
     check(k.reply_codec == "same" ? "codec" : "reply_codec", k.reply_codec_options().kind, kinds.reply, "center's replies");
 }
 
+// Streaming DiLoCo's fragments are the servers' ranges, and its overlap is the schedule's own.
+void check_schedule(const ClusterSettings& k, const JsonReader& strategy) {
+    const ExchangeSchedule schedule = k.strategy->exchange_schedule();
+    if (schedule.fragments > 1 && schedule.fragments != k.servers)
+        throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments, but " +
+                          k.key("servers") + " is " + std::to_string(k.servers) + "; each fragment is one server's " +
+                          "range of x~: set " + k.key("servers") + " to " + std::to_string(schedule.fragments));
+    if (schedule.overlap_steps > 0 && k.overlap)
+        throw ConfigError(k.key("overlap") + ": true with " + strategy.path_of("overlap_steps") + " " +
+                          std::to_string(schedule.overlap_steps) + "; say when replies land once (" +
+                          k.key("overlap") + " is overlap_steps = " + strategy.path_of("communication_window") + ")");
+}
+
 }  // namespace
 
 std::string ClusterSettings::security_key(const std::string& name) const {
@@ -116,6 +129,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
                           " \"" + k.strategy->name() + "\"; sequential training uses exactly 1 worker (pick a distributed "
                           "strategy such as \"adag\" or \"aeasgd\" for more)");
     check_codecs(k, r);
+    check_schedule(k, strategy);
     if (k.warmstart_samples > 0 && k.servers > 1)
         throw ConfigError(r.path_of("warmstart_samples") + ": " + std::to_string(k.warmstart_samples) + " with " +
                           r.path_of("servers") + " " + std::to_string(k.servers) + "; the warmstart is built for one "

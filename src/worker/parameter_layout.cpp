@@ -71,40 +71,31 @@ ParameterLayout::ParameterLayout(VectorOps& ops, std::vector<ParameterSegment> s
     if (staged || segments_.size() > 1) staging_ = DeviceBuffer<float>(ops, size_);
 }
 
-void ParameterLayout::gather() {
+template <typename Fn>
+void ParameterLayout::for_range(std::size_t first, std::size_t count, Fn fn) {
+    const std::size_t end = first + count;
     std::size_t offset = 0;
     for (const auto& s : segments_) {
-        if (s.count == 0) continue;
-        ops_.copy(staging_.data() + offset, s.data, s.count * sizeof(float));
+        const std::size_t lo = std::max(first, offset), hi = std::min(end, offset + s.count);
+        if (lo < hi) fn(s.data + (lo - offset), staging_.data() + lo, hi - lo);
         offset += s.count;
     }
 }
 
-void ParameterLayout::scatter() {
-    std::size_t offset = 0;
-    for (const auto& s : segments_) {
-        if (s.count == 0) continue;
-        ops_.copy(s.data, staging_.data() + offset, s.count * sizeof(float));
-        offset += s.count;
-    }
+void ParameterLayout::gather(std::size_t first, std::size_t count) {
+    for_range(first, count, [&](float* b, float* x, std::size_t n) { ops_.copy(x, b, n * sizeof(float)); });
 }
 
-void ParameterLayout::subtract_x() {
-    std::size_t offset = 0;
-    for (const auto& s : segments_) {
-        if (s.count == 0) continue;
-        ops_.difference(s.data, s.data, staging_.data() + offset, s.count);
-        offset += s.count;
-    }
+void ParameterLayout::scatter(std::size_t first, std::size_t count) {
+    for_range(first, count, [&](float* b, float* x, std::size_t n) { ops_.copy(b, x, n * sizeof(float)); });
 }
 
-void ParameterLayout::add_x() {
-    std::size_t offset = 0;
-    for (const auto& s : segments_) {
-        if (s.count == 0) continue;
-        ops_.axpy(s.data, staging_.data() + offset, s.count, 1.f);
-        offset += s.count;
-    }
+void ParameterLayout::subtract_x(std::size_t first, std::size_t count) {
+    for_range(first, count, [&](float* b, float* x, std::size_t n) { ops_.difference(b, b, x, n); });
+}
+
+void ParameterLayout::add_x(std::size_t first, std::size_t count) {
+    for_range(first, count, [&](float* b, float* x, std::size_t n) { ops_.axpy(b, x, n, 1.f); });
 }
 
 }  // namespace tether

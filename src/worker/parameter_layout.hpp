@@ -40,14 +40,23 @@ public:
     float* x() { return staged() ? staging_.data() : segments_.front().data; }
     bool staged() const { return staging_.size() > 0; }
 
-    void gather();   // x <- the buffers, each into its slice
-    void scatter();  // the buffers <- their slices of x
+    void gather() { gather(0, size_); }    // x <- the buffers, each into its slice
+    void scatter() { scatter(0, size_); }  // the buffers <- their slices of x
     // The buffers <- buffers - x, then (after the rule moved x) buffers <- buffers + x: what
     // the training loop did since x was gathered survives the rule's change to x.
-    void subtract_x();
-    void add_x();
+    void subtract_x() { subtract_x(0, size_); }
+    void add_x() { add_x(0, size_); }
+    // The same over elements [first, first + count) of x alone (a streaming DiLoCo fragment).
+    void gather(std::size_t first, std::size_t count);
+    void scatter(std::size_t first, std::size_t count);
+    void subtract_x(std::size_t first, std::size_t count);
+    void add_x(std::size_t first, std::size_t count);
 
 private:
+    // fn(buffer, its x, elements) for each piece of [first, first + count) in one segment.
+    template <typename Fn>
+    void for_range(std::size_t first, std::size_t count, Fn fn);
+
     VectorOps& ops_;
     std::vector<ParameterSegment> segments_;
     std::size_t size_ = 0;

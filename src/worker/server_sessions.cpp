@@ -49,20 +49,36 @@ Welcome ServerSessions::join() {
     return all;
 }
 
+void ServerSessions::send(std::size_t k, const Payload& payload, const WorkerProgress& at, const Payload* buffers) {
+    sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at,
+                                k == 0 ? buffers : nullptr);
+}
+
 ExchangeOutcome ServerSessions::exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers) {
-    for (std::size_t k = 0; k < sessions_.size(); ++k)
-        sessions_[k]->send_exchange(payload.slice(ranges_[k].first * sizeof(float), ranges_[k].count * sizeof(float)), at,
-                                    k == 0 ? buffers : nullptr);
+    for (std::size_t k = 0; k < sessions_.size(); ++k) send(k, payload, at, buffers);
     ExchangeOutcome out;
-    if (sessions_.size() > 1) {
-        // The ranges are copied into one vector for the rule (which may keep it as its x_pull).
-        out.reply = replies_.next(num_parameters_ * sizeof(float));
+    if (sessions_.size() == 1) {
+        out.reply = receive(0, out);  // one server: its frame as it came, no copy
+        return out;
     }
-    for (std::size_t k = 0; k < sessions_.size(); ++k) collect(k, out);
+    // The ranges are copied into one vector for the rule (which may keep it as its x_pull).
+    out.reply = replies_.next(num_parameters_ * sizeof(float));
+    for (std::size_t k = 0; k < sessions_.size(); ++k) {
+        const Payload part = receive(k, out);
+        std::memcpy(out.reply.floats() + ranges_[k].first, part.data(), ranges_[k].count * sizeof(float));
+    }
     return out;
 }
 
-void ServerSessions::collect(std::size_t k, ExchangeOutcome& out) {
+ExchangeOutcome ServerSessions::exchange_one(std::size_t k, const Payload& payload, const WorkerProgress& at,
+                                             const Payload* buffers) {
+    send(k, payload, at, buffers);
+    ExchangeOutcome out;
+    out.reply = receive(k, out);
+    return out;
+}
+
+Payload ServerSessions::receive(std::size_t k, ExchangeOutcome& out) {
     const std::uint32_t id = sessions_[k]->worker_id();
     ServerReply r = sessions_[k]->receive_reply();
     if (r.rejoined) {
@@ -80,11 +96,7 @@ void ServerSessions::collect(std::size_t k, ExchangeOutcome& out) {
         std::memcpy(r.reply.data(), r.rejoined->center.data(), r.reply.size());
     }
     if (k == 0) out.version = r.version;
-    if (sessions_.size() == 1) {
-        out.reply = r.reply;  // one server: its frame as it came, no copy
-        return;
-    }
-    std::memcpy(out.reply.floats() + ranges_[k].first, r.reply.data(), ranges_[k].count * sizeof(float));
+    return r.reply;
 }
 
 void ServerSessions::heartbeat_if_idle() {

@@ -53,6 +53,11 @@ public:
     void ask_for(std::uint32_t id) { sessions_.front()->set_worker_id(id); }
     // `buffers` (options.buffer_count floats) go to server 0, before its slice of the payload.
     ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr);
+    // Server k alone (a streaming DiLoCo fragment): its range of `payload` (the whole vector)
+    // goes out, and the outcome's `reply` is that range's floats only; `buffers` only for k = 0.
+    ExchangeOutcome exchange_one(std::size_t k, const Payload& payload, const WorkerProgress& at,
+                                 const Payload* buffers = nullptr);
+    const ServerRange& range(std::size_t k) const { return ranges_.at(k); }
     void heartbeat_if_idle();
     void bye();
     // A log message (protocol/worker_log.hpp) to server 0, which writes the run directory.
@@ -67,8 +72,9 @@ public:
     std::size_t rejoins() const;
 
 private:
-    // Server k's reply into its range of `out`; records the range when it joined again.
-    void collect(std::size_t k, ExchangeOutcome& out);
+    void send(std::size_t k, const Payload& payload, const WorkerProgress& at, const Payload* buffers);
+    // Server k's reply, its range's floats; records the range in `out` when it joined again.
+    Payload receive(std::size_t k, ExchangeOutcome& out);
 
     std::size_t num_parameters_;
     std::vector<ServerRange> ranges_;

@@ -19,11 +19,13 @@ SessionThread::~SessionThread() {
     thread_.join();
 }
 
-void SessionThread::post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers) {
+void SessionThread::post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers,
+                         std::optional<std::size_t> server) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (posted_) throw std::logic_error("SessionThread::post: an exchange is already posted");
     job_ = std::move(payload);
     job_buffers_ = std::move(buffers);
+    job_server_ = server;
     job_progress_ = at;
     posted_ = true;
     changed_.notify_all();
@@ -47,13 +49,15 @@ void SessionThread::run() {
             Payload payload = std::move(*job_);
             std::optional<Payload> buffers = std::move(job_buffers_);
             const WorkerProgress at = job_progress_;
+            const std::optional<std::size_t> server = job_server_;
             job_.reset();
             job_buffers_.reset();
             lock.unlock();
             std::optional<ExchangeOutcome> outcome;
             std::exception_ptr failure;
             try {
-                outcome = session_.exchange(payload, at, buffers ? &*buffers : nullptr);
+                const Payload* b = buffers ? &*buffers : nullptr;
+                outcome = server ? session_.exchange_one(*server, payload, at, b) : session_.exchange(payload, at, b);
             } catch (const SessionClosed&) {
                 return;  // the worker is being destroyed: nobody waits for this exchange
             } catch (...) {

@@ -27,8 +27,10 @@ public:
     SessionThread& operator=(const SessionThread&) = delete;
 
     // Starts exchanging `payload`, made at `at` (with the model buffers taken then, if the run
-    // has any); at most one exchange is posted at a time.
-    void post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers = std::nullopt);
+    // has any), with every server, or with `server` alone (ServerSessions::exchange_one); at
+    // most one exchange is posted at a time.
+    void post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers = std::nullopt,
+              std::optional<std::size_t> server = std::nullopt);
     bool posted() const { return posted_; }
     // Waits for the posted exchange; rethrows what it failed with.
     ExchangeOutcome wait();
@@ -42,6 +44,7 @@ private:
     std::condition_variable changed_;
     bool stop_ = false, posted_ = false;
     std::optional<Payload> job_, job_buffers_;
+    std::optional<std::size_t> job_server_;
     WorkerProgress job_progress_;
     std::optional<ExchangeOutcome> outcome_;
     std::exception_ptr failure_;

@@ -39,7 +39,13 @@ std::vector<ServerLink> one_server(std::unique_ptr<Channel> channel, const Sessi
 
 WorkerNode::WorkerNode(std::vector<ServerLink> servers, WorkerOptions options, std::size_t num_parameters)
     : options_(std::move(options)), num_parameters_(num_parameters),
-      session_(std::move(servers), options_, num_parameters) {}
+      session_(std::move(servers), options_, num_parameters),
+      fragments_(std::size_t(options_.communication_window), std::size_t(options_.schedule.fragments)),
+      fragment_changed_(std::size_t(options_.schedule.fragments), false) {
+    if (fragmented() && session_.servers() != std::size_t(options_.schedule.fragments))
+        throw ConfigError(std::to_string(options_.schedule.fragments) + " fragments need as many servers; this worker has " +
+                          std::to_string(session_.servers()));
+}
 
 WorkerNode::WorkerNode(std::unique_ptr<Channel> channel, WorkerOptions options, std::size_t num_parameters)
     : WorkerNode(one_server(std::move(channel), options), options, num_parameters) {}
@@ -56,7 +62,7 @@ Welcome WorkerNode::join() {
 }
 
 void WorkerNode::start_session_thread() {
-    if (!thread_ && (options_.heartbeat_ms > 0 || options_.overlap))
+    if (!thread_ && (options_.heartbeat_ms > 0 || overlapped()))
         thread_ = std::make_unique<SessionThread>(session_, options_.heartbeat_ms);
 }
 
@@ -88,7 +94,7 @@ void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameter
                           std::to_string(options_.buffer_count));
     buffers_ = std::move(buffers);
     if (!backend.host_addressable()) payloads_.allocate_with(pinned_payloads(backend));
-    layout_.emplace(backend, std::move(parameters), options_.overlap);
+    layout_.emplace(backend, std::move(parameters), overlapped());
     if (layout_->size() != num_parameters_)
         throw ConfigError("parameter buffers: " + std::to_string(layout_->size()) + " elements in all, but this worker " +
                           "joined with " + std::to_string(num_parameters_));
@@ -218,8 +224,14 @@ void WorkerNode::complete_posted() {
 bool WorkerNode::after_step(std::size_t samples) {
     ++result_.steps;
     result_.samples += samples;
-    if (++steps_since_exchange_ >= std::size_t(options_.communication_window)) {
-        if (options_.overlap) post_exchange();
+    if (fragmented()) return after_fragment_step();
+    ++steps_since_exchange_;
+    // overlap_steps d < H: the posted exchange's reply lands d steps after it went out (d = H,
+    // cluster.overlap: when the next one goes out, in post_exchange).
+    if (thread_ && thread_->posted() && steps_since_exchange_ == std::size_t(options_.schedule.overlap_steps))
+        complete_posted();
+    if (steps_since_exchange_ >= std::size_t(options_.communication_window)) {
+        if (overlapped()) post_exchange();
         else exchange();
         return true;
     }
@@ -229,8 +241,12 @@ bool WorkerNode::after_step(std::size_t samples) {
 }
 
 WorkerResult WorkerNode::finish() {
-    if (thread_ && thread_->posted()) complete_posted();
-    if (steps_since_exchange_ > 0) exchange();
+    if (fragmented()) {
+        finish_fragments();
+    } else {
+        if (thread_ && thread_->posted()) complete_posted();
+        if (steps_since_exchange_ > 0) exchange();
+    }
     session_.bye();
     result_.bytes_sent = session_.bytes_sent();
     result_.bytes_received = session_.bytes_received();

@@ -19,6 +19,7 @@
 #include "backend/backend.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
+#include "worker/fragment_schedule.hpp"
 #include "worker/server_sessions.hpp"
 #include "worker/parameter_layout.hpp"
 #include "worker/session_thread.hpp"
@@ -37,6 +38,9 @@ struct WorkerOptions : SessionOptions {
     // worker's thread against a copy of x, and its reply is applied at the next window
     // boundary (one window stale). See docs/embedding.md.
     bool overlap = false;
+    // Streaming DiLoCo's fragments and overlap_steps (<tether/strategy.hpp>): F > 1 exchanges
+    // server f's range alone on its own steps; d > 0 lands each reply d steps after it went out.
+    ExchangeSchedule schedule;
 };
 
 struct WorkerResult {
@@ -71,7 +75,9 @@ public:
     }
     // Call after each local step that processed `samples` samples: runs the strategy's exchange
     // when the communication window is full (with `overlap`: applies the previous one's reply
-    // and starts this one). Returns true when it exchanged.
+    // and starts this one; with overlap_steps d, a reply lands d steps after its exchange went
+    // out; with fragments, a fragment's exchange on its own steps). Returns true when it
+    // exchanged.
     bool after_step(std::size_t samples);
     // Exchanges what the steps since the last exchange did (nothing is lost), then says bye.
     WorkerResult finish();
@@ -95,6 +101,16 @@ private:
     // forgotten this worker): x <- x~ there, and the rule starts again from x.
     void take_partial_welcome(const ExchangeOutcome& outcome);
     bool rejoined_everywhere(const ExchangeOutcome& outcome) const;
+    bool overlapped() const { return options_.overlap || options_.schedule.overlap_steps > 0; }
+    // Streaming DiLoCo's fragments (worker_fragments.cpp): fragment f is server f's range of x.
+    bool fragmented() const { return options_.schedule.fragments > 1; }
+    bool after_fragment_step();
+    Payload& fragment_payload(std::size_t f);  // x's range f, to host memory
+    void exchange_fragment(std::size_t f);      // blocking: x_f <- x~_f
+    void post_fragment(std::size_t f);          // overlapped: snapshot x_f, hand it to the thread
+    void complete_fragment();                   // x_f <- x~_f + the local steps since the snapshot
+    void take_fragment(std::size_t f, const ExchangeOutcome& outcome, float* into);
+    void finish_fragments();
     WorkerProgress progress() const;
     void publish_progress() { session_.set_progress(progress()); }
 
@@ -106,6 +122,12 @@ private:
     std::unique_ptr<WorkerRule> rule_;
     std::vector<ParameterSegment> buffers_;
     std::size_t steps_since_exchange_ = 0;
+    FragmentSchedule fragments_;
+    std::vector<bool> fragment_changed_;  // by fragment: a local step since it last went out
+    struct PostedFragment {
+        std::size_t fragment = 0, lands_after = 0;  // lands after that local step
+    };
+    std::optional<PostedFragment> posted_fragment_;
     WorkerResult result_;
     RecycledPayloads payloads_;  // the exchanges' messages
     RecycledPayloads buffer_payloads_;

@@ -1,0 +1,154 @@
+// Streaming DiLoCo (strategy.fragments, strategy.overlap_steps; <tether/strategy.hpp>) through
+// the embedding API, checked in closed form: with outer learning rate 1 and no momentum each
+// server's round is the mean of its fragment, and worker w adds c_w = w + 1 to every element
+// each step, so every value after every step is known.
+#include <doctest/doctest.h>
+
+#include <tether/tether.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Vec = std::vector<float>;
+using Trace = std::vector<Vec>;  // x after each step
+
+struct Run {
+    std::vector<Trace> traces;  // by worker
+    std::vector<tether::WorkerReport> reports;
+    Vec final_x;
+    nlohmann::json stats;
+};
+
+// 2 workers, 6 parameters, `steps` local steps each.
+Run run(const std::string& strategy, int servers, int steps) {
+    tether::ServiceOptions o;
+    o.strategy = strategy;
+    o.workers = 2;
+    o.servers = servers;
+    o.join_timeout_ms = 10000;
+    auto center = tether::CenterService::start(Vec(6, 0.f), o);
+    Run r;
+    r.traces.resize(2);
+    r.reports.resize(2);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 2; ++w)
+        threads.emplace_back([&, w] {
+            try {
+                Vec x(6);
+                auto worker = center->connect_worker(x.data(), x.size());
+                for (int s = 0; s < steps; ++s) {
+                    for (float& v : x) v += float(w + 1);
+                    worker->step(1);
+                    r.traces[std::size_t(w)].push_back(x);
+                }
+                r.reports[std::size_t(w)] = worker->finish();
+                CHECK(x == Vec(6, 1.5f * float(steps)));  // the last replies landed in x
+            } catch (const std::exception& e) {
+                errors[std::size_t(w)] = e.what();
+            }
+        });
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) REQUIRE_MESSAGE(e.empty(), e);
+    r.final_x = center->wait();
+    r.stats = nlohmann::json::parse(center->stats_json());
+    return r;
+}
+
+// Fragment 0 is x[0, 3), fragment 1 x[3, 6) (two servers' ranges).
+Vec halves(float a, float b) { return {a, a, a, b, b, b}; }
+
+const char* kOuter = R"("outer_learning_rate": 1.0, "outer_momentum": 0.0)";
+
+}  // namespace
+
+TEST_CASE("two fragments, H = 4: fragment 1 after steps 2 and 6, fragment 0 after step 4, the rest at finish") {
+    const Run r = run(std::string(R"({"name": "diloco", "communication_window": 4, "fragments": 2, )") + kOuter + "}", 2, 6);
+    for (int w = 0; w < 2; ++w) {
+        CAPTURE(w);
+        const float c = float(w + 1);  // the mean of c_w is 1.5
+        const Trace expected = {halves(c, c),
+                                halves(2 * c, 3),            // fragment 1: the mean of 2 c_w
+                                halves(3 * c, 3 + c),
+                                halves(6, 3 + 2 * c),        // fragment 0: the mean of 4 c_w
+                                halves(6 + c, 3 + 3 * c),
+                                halves(6 + 2 * c, 9)};       // fragment 1: the mean of 3 + 4 c_w
+        CHECK(r.traces[std::size_t(w)] == expected);
+        // 3 on schedule, and fragment 0 at finish (fragment 1 had not changed since step 6).
+        CHECK(r.reports[std::size_t(w)].exchanges == 4);
+    }
+    CHECK(r.final_x == Vec(6, 9.f));
+    CHECK(r.stats["workers_finished"] == 2);
+}
+
+TEST_CASE("overlap_steps 1: each fragment's reply lands one step later, the step in between kept") {
+    const Run r = run(std::string(R"({"name": "diloco", "communication_window": 4, "fragments": 2, "overlap_steps": 1, )") +
+                          kOuter + "}",
+                      2, 6);
+    for (int w = 0; w < 2; ++w) {
+        CAPTURE(w);
+        const float c = float(w + 1);
+        const Trace expected = {halves(c, c),
+                                halves(2 * c, 2 * c),        // fragment 1 sent (2 c_w), not landed yet
+                                halves(3 * c, 3 + c),        // landed: 3 + the step since
+                                halves(4 * c, 3 + 2 * c),    // fragment 0 sent
+                                halves(6 + c, 3 + 3 * c),    // landed: 6 + the step since
+                                halves(6 + 2 * c, 3 + 4 * c)};  // fragment 1 sent; lands at finish
+        CHECK(r.traces[std::size_t(w)] == expected);
+        CHECK(r.reports[std::size_t(w)].exchanges == 4);
+    }
+    CHECK(r.final_x == Vec(6, 9.f));
+}
+
+TEST_CASE("one fragment with overlap_steps 2 < H: the whole reply lands 2 steps after the exchange went out") {
+    const Run r = run(std::string(R"({"name": "diloco", "communication_window": 4, "overlap_steps": 2, )") + kOuter + "}", 1, 6);
+    for (int w = 0; w < 2; ++w) {
+        CAPTURE(w);
+        const float c = float(w + 1);
+        const Trace& t = r.traces[std::size_t(w)];
+        CHECK(t[3] == Vec(6, 4 * c));      // step 4: x goes out
+        CHECK(t[4] == Vec(6, 5 * c));      // still training on
+        CHECK(t[5] == Vec(6, 6 + 2 * c));  // step 6: the mean of 4 c_w, plus the 2 steps since
+        CHECK(r.reports[std::size_t(w)].exchanges == 2);  // step 4's, and finish's
+    }
+    CHECK(r.final_x == Vec(6, 9.f));
+}
+
+TEST_CASE("each fragment once per window: 8 steps are 2 plain exchanges, or 4 fragments' and one at finish") {
+    const std::string plain = std::string(R"({"name": "diloco", "communication_window": 4, )") + kOuter + "}";
+    const std::string streaming = std::string(R"({"name": "diloco", "communication_window": 4, "fragments": 2, )") + kOuter + "}";
+    // Plain DiLoCo exchanges after steps 4 and 8; the fragments after 2, 4, 6, 8 and fragment 1
+    // once more at finish (changed since step 6). Either way x~ ends at the workers' mean.
+    const Run a = run(plain, 2, 8), b = run(streaming, 2, 8);
+    CHECK(a.final_x == Vec(6, 12.f));
+    CHECK(b.final_x == Vec(6, 12.f));
+    CHECK(a.reports[0].exchanges == 2);
+    CHECK(b.reports[0].exchanges == 5);
+}
+
+TEST_CASE("streaming settings that cannot work are refused, naming the keys and what would") {
+    tether::ServiceOptions o;
+    o.workers = 2;
+    o.strategy = R"({"name": "diloco", "communication_window": 4, "fragments": 2})";
+    CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o),
+                         doctest::Contains("ServiceOptions.strategy.fragments: 2 fragments, but ServiceOptions.servers is 1"),
+                         tether::ConfigError);
+    o.servers = 2;
+    o.strategy = R"({"name": "diloco", "communication_window": 4, "fragments": 5})";
+    CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o),
+                         doctest::Contains("fragments: 5 fragments with ServiceOptions.strategy.communication_window 4"),
+                         tether::ConfigError);
+    o.strategy = R"({"name": "diloco", "communication_window": 4, "fragments": 2, "overlap_steps": 3})";
+    CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o), doctest::Contains("at most 2"), tether::ConfigError);
+    o.servers = 1;
+    o.overlap_exchange = true;
+    o.strategy = R"({"name": "diloco", "communication_window": 4, "overlap_steps": 2})";
+    CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o),
+                         doctest::Contains("ServiceOptions.overlap_exchange: true with ServiceOptions.strategy.overlap_steps 2"),
+                         tether::ConfigError);
+}
