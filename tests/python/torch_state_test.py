@@ -61,6 +61,43 @@ def a_batchnorm_models_buffers_are_averaged_and_its_state_dict_loads_strictly():
 
 
 @case
+def streaming_diloco_ends_at_the_workers_mean_with_its_buffers():
+    # Streaming DiLoCo (2 fragments on 2 servers, H = 4, replies 1 step late) with outer rate 1
+    # and no momentum: each server's round is its fragment's mean. After 8 steps fragment 0 went
+    # out after step 8 (landing at finish) and fragment 1, changed since step 6, goes out at
+    # finish: x~ is the mean of the workers' last parameters, b~ of their last buffers (which
+    # travel with fragment 0, server 0's).
+    strategy = {"name": "diloco", "communication_window": 4, "fragments": 2, "overlap_steps": 1,
+                "outer_learning_rate": 1.0, "outer_momentum": 0.0}
+    center = tether.torch.CenterService(batchnorm_model(), strategy=strategy, workers=2, servers=2)
+    models, last, reports = [batchnorm_model(), batchnorm_model()], [None, None], [None, None]
+
+    def work(i):
+        model = models[i]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        worker = tether.torch.Worker(model, center=center)
+        generator = torch.Generator().manual_seed(i)
+        for _ in range(8):
+            x = torch.randn(16, 3, generator=generator) * (1 + 2 * i) + (5 if i else -5)
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            worker.step(16)
+        last[i] = {k: v.clone() for k, v in model.state_dict().items()}
+        reports[i] = worker.finish()
+    run_threads(2, work)
+    state = center.wait()
+    for key, value in state.items():
+        if key.endswith("num_batches_tracked"):
+            assert int(value) == 8, (key, value)
+            continue
+        expected = (last[0][key] + last[1][key]) / 2
+        assert torch.allclose(value, expected, rtol=1e-5, atol=1e-6), (key, value, expected)
+    # 3 fragments on schedule (after steps 2, 4 and 6; step 8's lands at finish) + 2 = 5.
+    assert [r["exchanges"] for r in reports] == [5, 5], reports
+
+
+@case
 def a_joining_worker_takes_the_averaged_buffers_and_counters():
     # b~(0) comes from the center's model; a worker joins with it, counters included.
     source = batchnorm_model()
