@@ -22,7 +22,7 @@
 // x_i,f <- a x_i,f + (1 - a) x~_f; tether keeps the d local steps instead, as its overlapped
 // exchanges do (the paper's a = 0 loses them). The paper's 4-bit outer gradients: a worker's
 // x_i,f crosses the wire as its change from the last reconstructed value under cluster.codec
-// (int8 is the smallest tether has). With F = 1, d = H is cluster.overlap.
+// (int8, or int4 as the paper's 4 bits). With F = 1, d = H is cluster.overlap.
 #include <cmath>
 #include <string>
 #include <vector>

@@ -6,7 +6,8 @@ tether sweep (experiments/streaming_diloco.json).
 
 Per point (its seeds pooled): final validation and test accuracy (mean ± 95% CI), wall seconds,
 exchanges per worker, the bytes a worker sent to the center over the run, and the largest single
-exchange any worker sent (bytes_to_center in exchanges.jsonl, every server's). During training a
+exchange any worker sent (bytes_to_center in exchanges.jsonl, every server's) and how many times
+smaller it is than the sweep's largest (plain DiLoCo in float32). During training a
 worker sends at most one exchange after a step (tests/unit/fragment_schedule_test.cpp), so that
 largest exchange is its peak per step; `finish()` alone may send several fragments at once.
 """
@@ -50,7 +51,6 @@ def main(argv=None):
             points.setdefault(point_of(run_dir), []).append(measure(run_dir))
     if not points:
         sys.exit(f"{a.sweep_dir}: no finished runs (summary.json and exchanges.jsonl) in it")
-    baseline = None
     rows = []
     for point, runs in points.items():
         row = {"point": point, "seeds": len(runs)}
@@ -58,9 +58,10 @@ def main(argv=None):
             row[key], row[key + "_ci"], _ = interval([r[key] for r in runs])
         for key in ("exchanges", "mb_per_worker", "peak_kb"):
             row[key] = statistics.mean(r[key] for r in runs)
-        baseline = baseline or row  # the sweep's first point: plain DiLoCo
-        row["peak_ratio"] = baseline["peak_kb"] / row["peak_kb"]
         rows.append(row)
+    largest = max(r["peak_kb"] for r in rows)  # plain DiLoCo in float32: all of x at once
+    for row in rows:
+        row["peak_ratio"] = largest / row["peak_kb"]
     print("| point | seeds | validation % | test % | seconds | exchanges / worker | MB / worker | largest exchange (kB) | peak ÷ |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:

@@ -185,7 +185,7 @@ class CenterService:
     servers (x~ split into that many server ranges, each served on its own thread: ``address``
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
     lists them, server 0 first, separated by ','); codec, reply_codec and
-    topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "topk"; "same");
+    topk_ratio (what crosses the wire: "float32", "fp16", "bf16", "int8", "int4", "topk"; "same");
     CURVE: center_public_key, center_secret_key, worker_public_key, worker_secret_key (each a
     key file or the Z85 key itself), authorized_workers (a file, or keys separated by ','),
     and insecure (True: a tcp:// address beyond loopback without keys; refused otherwise).

@@ -104,8 +104,8 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.overlap = r.boolean("overlap", k.overlap);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
     k.servers = r.integer("servers", k.servers, 1, 256);
-    k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "topk"});
-    k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "topk"});
+    k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "int4", "topk"});
+    k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "int4", "topk"});
     k.topk_ratio = r.number("topk_ratio", k.topk_ratio, 0.0, 1.0, true);
     r.finish();
     k.origin = r.path();

@@ -159,6 +159,47 @@ private:
     static std::size_t blocks(std::size_t n) { return (n + kBlock - 1) / kBlock; }
 };
 
+// Layout: one float32 scale per block of 64, then two elements per byte (element 2j in the low
+// nibble), each q + 8 with q = round(x / scale) in [-7, 7] and scale = max|x| / 7. The
+// smaller block than int8's keeps one large element from flattening many small ones to zero:
+// 15 levels leave little room. Streaming DiLoCo's 4-bit outer gradients (Douillard et al.
+// 2025 use a 4-bit float); a state's change goes out, the rest stays with the sender's copy.
+class Int4Codec final : public Codec {
+public:
+    static constexpr std::size_t kBlock = 64;
+    CodecKind kind() const override { return CodecKind::int4; }
+    std::size_t max_encoded_bytes(std::size_t n) const override { return blocks(n) * 4 + (n + 1) / 2; }
+    std::size_t encode(const float* x, std::size_t n, std::uint8_t* out) const override {
+        std::uint8_t* q = out + blocks(n) * 4;
+        std::memset(q, 0, (n + 1) / 2);
+        for (std::size_t b = 0; b < blocks(n); ++b) {
+            const std::size_t first = b * kBlock, last = std::min(n, first + kBlock);
+            float peak = 0.f;
+            for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
+            const float scale = peak / 7.f;
+            std::memcpy(out + 4 * b, &scale, 4);
+            const float inverse = scale > 0.f ? 1.f / scale : 0.f;
+            for (std::size_t i = first; i < last; ++i) {
+                const float scaled = x[i] * inverse;
+                const float rounded = std::clamp(std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f)), -7.f, 7.f);
+                q[i / 2] |= std::uint8_t(int(rounded) + 8) << (4 * (i % 2));
+            }
+        }
+        return max_encoded_bytes(n);
+    }
+    void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
+        expect_bytes(bytes, max_encoded_bytes(n), "int4", n);
+        std::vector<float> scales(blocks(n));
+        std::memcpy(scales.data(), in, scales.size() * 4);
+        require_finite(scales.data(), scales.size(), "int4 scale");
+        const std::uint8_t* q = in + scales.size() * 4;
+        for (std::size_t i = 0; i < n; ++i) out[i] = float(int((q[i / 2] >> (4 * (i % 2))) & 0xf) - 8) * scales[i / kBlock];
+    }
+
+private:
+    static std::size_t blocks(std::size_t n) { return (n + kBlock - 1) / kBlock; }
+};
+
 // Layout: uint32 element count n (top-k alone could not tell a shorter vector from a longer
 // one), uint32 count k, then k uint32 indices (ascending), then k float32 values.
 class TopKCodec final : public Codec {
@@ -222,14 +263,15 @@ const char* to_string(CodecKind kind) {
         case CodecKind::bf16: return "bf16";
         case CodecKind::int8: return "int8";
         case CodecKind::topk: return "topk";
+        case CodecKind::int4: return "int4";
     }
     return "unknown";
 }
 
 CodecKind codec_kind(const std::string& name) {
-    for (CodecKind k : {CodecKind::float32, CodecKind::fp16, CodecKind::bf16, CodecKind::int8, CodecKind::topk})
+    for (CodecKind k : {CodecKind::float32, CodecKind::fp16, CodecKind::bf16, CodecKind::int8, CodecKind::int4, CodecKind::topk})
         if (name == to_string(k)) return k;
-    throw std::invalid_argument("\"" + name + "\" is not a codec; expected float32, fp16, bf16, int8 or topk");
+    throw std::invalid_argument("\"" + name + "\" is not a codec; expected float32, fp16, bf16, int8, int4 or topk");
 }
 
 std::unique_ptr<Codec> make_codec(const CodecOptions& o) {
@@ -239,6 +281,7 @@ std::unique_ptr<Codec> make_codec(const CodecOptions& o) {
         case CodecKind::bf16:
             return std::make_unique<HalfWidthCodec<to_bfloat16, from_bfloat16, 0x7f80, CodecKind::bf16>>();
         case CodecKind::int8: return std::make_unique<Int8Codec>();
+        case CodecKind::int4: return std::make_unique<Int4Codec>();
         case CodecKind::topk:
             if (!(o.topk_ratio > 0.0 && o.topk_ratio <= 1.0))
                 throw std::invalid_argument("topk ratio " + std::to_string(o.topk_ratio) + " must be > 0 and <= 1");

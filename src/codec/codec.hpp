@@ -5,6 +5,7 @@
 //   fp16     IEEE binary16, round to nearest even                2
 //   bf16     the upper half of float32, round to nearest even    2
 //   int8     per block of 256: scale = max|x| / 127, q = round(x / scale)   1 + 4/256
+//   int4     per block of 64: scale = max|x| / 7, q in [-7, 7], 2 a byte    1/2 + 4/64
 //   topk     the k = ceil(ratio n) largest |x| as (index, value) pairs     8 per kept element, + 8
 // A codec is stateless: what compression leaves out is kept by its caller (codec/wire_vector.hpp:
 // error feedback for updates, the receiver's copy for states; Stich et al., "Sparsified SGD
@@ -22,10 +23,10 @@
 
 namespace tether {
 
-enum class CodecKind : std::uint8_t { float32 = 0, fp16 = 1, bf16 = 2, int8 = 3, topk = 4 };
+enum class CodecKind : std::uint8_t { float32 = 0, fp16 = 1, bf16 = 2, int8 = 3, topk = 4, int4 = 5 };
 
 const char* to_string(CodecKind kind);
-// The kind named `name` (float32, fp16, bf16, int8, topk); throws std::invalid_argument.
+// The kind named `name` (float32, fp16, bf16, int8, int4, topk); throws std::invalid_argument.
 CodecKind codec_kind(const std::string& name);
 
 class CodecError : public std::runtime_error {

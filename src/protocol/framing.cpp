@@ -25,6 +25,7 @@ Dtype dtype_of(CodecKind kind) {
         case CodecKind::bf16: return Dtype::bf16;
         case CodecKind::int8: return Dtype::int8;
         case CodecKind::topk: return Dtype::topk;
+        case CodecKind::int4: return Dtype::int4;
     }
     throw std::invalid_argument("unknown codec");
 }

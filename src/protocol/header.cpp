@@ -29,6 +29,7 @@ const char* to_string(Dtype dtype) {
         case Dtype::bf16: return "bf16";
         case Dtype::int8: return "int8";
         case Dtype::topk: return "topk";
+        case Dtype::int4: return "int4";
     }
     return "unknown";
 }

@@ -31,8 +31,8 @@ enum class MessageType : std::uint8_t {
 const char* to_string(MessageType type);
 
 // What the payload holds. fp16 ... topk are the lossy codecs of codec/codec.hpp (cluster.codec).
-enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2, fp16 = 3, bf16 = 4, int8 = 5, topk = 6 };
-constexpr std::uint8_t kLastDtype = 6;
+enum class Dtype : std::uint8_t { none = 0, float32 = 1, utf8 = 2, fp16 = 3, bf16 = 4, int8 = 5, topk = 6, int4 = 7 };
+constexpr std::uint8_t kLastDtype = 7;
 const char* to_string(Dtype dtype);
 
 // Set on the last chunk of a vector (protocol/framing.hpp): an exchange, reply, welcome, snapshot or buffers.

@@ -140,7 +140,7 @@ TEST_CASE("eval.every_seconds: the center also scores the latest x~ at most that
 TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and a state-out one (aeasgd)") {
     for (const std::string strategy : {"adag", "aeasgd"}) {
         std::map<std::string, double> bytes_to_center, bytes_to_workers;
-        for (const std::string codec : {"float32", "fp16", "bf16", "int8", "topk"}) {
+        for (const std::string codec : {"float32", "fp16", "bf16", "int8", "int4", "topk"}) {
             CAPTURE(strategy);
             CAPTURE(codec);
             json document = embedded_config(strategy, 2);
@@ -160,6 +160,7 @@ TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and 
             CHECK((*bytes)["bf16"] < 0.6 * (*bytes)["float32"]);
             CHECK((*bytes)["int8"] < 0.4 * (*bytes)["float32"]);
             CHECK((*bytes)["int8"] < (*bytes)["bf16"]);
+            CHECK((*bytes)["int4"] < (*bytes)["int8"]);
             CHECK((*bytes)["topk"] < 0.7 * (*bytes)["float32"]);
         }
     }

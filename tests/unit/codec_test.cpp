@@ -78,6 +78,26 @@ TEST_CASE("int8 with a scale per block of 256: error at most half a step, a quar
     for (std::size_t i = 256; i < 512; ++i) CHECK(y[i] == 0.f);
 }
 
+TEST_CASE("int4 with a scale per block of 64: error at most half of max|x| / 7, about an eighth of the bytes") {
+    Vec x = random_vector(1001, 5);  // odd: the last byte holds one element
+    for (std::size_t i = 64; i < 128; ++i) x[i] = 0.f;  // an all-zero block stays exactly zero
+    x[200] = 40.f;  // one large element costs its own block only
+    auto codec = make_codec({CodecKind::int4});
+    std::size_t bytes = 0;
+    const Vec y = round_trip(*codec, x, &bytes);
+    CHECK(bytes == 501 + 16 * 4);
+    for (std::size_t first = 0; first < x.size(); first += 64) {
+        const std::size_t last = std::min(x.size(), first + 64);
+        float peak = 0.f;
+        for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
+        for (std::size_t i = first; i < last; ++i) CHECK(std::fabs(y[i] - x[i]) <= 0.5f * peak / 7.f * 1.001f + 1e-7f);
+    }
+    for (std::size_t i = 64; i < 128; ++i) CHECK(y[i] == 0.f);
+    CHECK(y[200] == doctest::Approx(40.f));
+    CHECK(std::fabs(y[300] - x[300]) <= 0.5f);  // another block: its own, smaller scale
+    CHECK(codec_kind("int4") == CodecKind::int4);
+}
+
 TEST_CASE("top-k sends the k largest magnitudes and nothing else") {
     auto codec = make_codec({CodecKind::topk, 0.05});
     const std::size_t n = 2000;
@@ -110,7 +130,8 @@ TEST_CASE("decoders refuse malformed input and leave the output untouched") {
     const auto untouched = [&] {
         for (float v : out) REQUIRE(v == 7.f);
     };
-    for (CodecKind kind : {CodecKind::float32, CodecKind::fp16, CodecKind::bf16, CodecKind::int8, CodecKind::topk}) {
+    for (CodecKind kind : {CodecKind::float32, CodecKind::fp16, CodecKind::bf16, CodecKind::int8, CodecKind::int4,
+                           CodecKind::topk}) {
         CAPTURE(to_string(kind));
         auto codec = make_codec({kind, 0.1});
         std::vector<std::uint8_t> wire(codec->max_encoded_bytes(x.size()));

@@ -145,9 +145,9 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
     }
     SUBCASE("unknown dtype") {
         auto bytes = good;
-        bytes[kDtypeAt] = std::uint8_t(Dtype::topk);  // the last one known: the codecs
+        bytes[kDtypeAt] = std::uint8_t(Dtype::int4);  // the last one known: the codecs
         CHECK(decode_reason(bytes).empty());
-        bytes[kDtypeAt] = std::uint8_t(Dtype::topk) + 1;
+        bytes[kDtypeAt] = std::uint8_t(Dtype::int4) + 1;
         CHECK(decode_reason(bytes) == "unknown dtype");
         bytes[kDtypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown dtype");
