@@ -38,7 +38,19 @@ LABELS = {
     "diloco50-int8": "tether diloco H=50, int8",
     "cnn-ddp": "CNN: PyTorch DDP (gloo)",
     "cnn-diloco50-int8": "CNN: tether diloco H=50, int8",
+    "diloco50-int4": "tether diloco H=50, int4",
+    "stream50-f5-d0-int8": "tether streaming diloco H=50, 5 fragments, int8",
+    "stream50-f5-d5": "tether streaming diloco H=50, 5 fragments, d=5",
+    "stream50-f5-d5-int8": "tether streaming diloco H=50, 5 fragments, d=5, int8",
+    "stream50-f5-d5-int4": "tether streaming diloco H=50, 5 fragments, d=5, int4",
 }
+
+
+def configs(cells):
+    """The configurations in `cells`: those of LABELS in its order, then any other by name (a
+    spec's new cell is listed under its own name, never left out)."""
+    present = {name for name, _ in cells}
+    return [c for c in LABELS if c in present] + sorted(present - set(LABELS))
 
 
 def load(directories):
@@ -131,7 +143,7 @@ def table(cells):
              "val. acc. at budget (%) | final val. acc. (%) | test acc. (%) | link MB/worker | fewer bytes than DDP | "
              "busiest link (share of its rate) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted({r for _, r in cells}, reverse=True):
-        for config in LABELS:
+        for config in configs(cells):
             ddp = cells.get(("cnn-ddp" if config.startswith("cnn-") else "ddp", rate))
             c = cells.get((config, rate))
             if not c:
@@ -141,7 +153,7 @@ def table(cells):
                 speedup = f"{ddp['ttt'][0] / c['ttt'][0]:.2f}x"
             fewer = f"{ddp['link_mb'][0] / c['link_mb'][0]:.0f}x" if ddp and not config.endswith("ddp") else "-"
             budget = BUDGETS.get(int(rate))
-            lines.append(f"| {rate:g} Mbit/s | {LABELS[config]} | {c['reached']} of {c['runs']} | {text(c['ttt'], 1)} | "
+            lines.append(f"| {rate:g} Mbit/s | {LABELS.get(config, config)} | {c['reached']} of {c['runs']} | {text(c['ttt'], 1)} | "
                          f"{speedup} | {text(c['seconds'], 1)} | "
                          f"{text(c['budget'], 2, 100) + (f' ({budget:g} s)' if budget else '')} | "
                          f"{text(c['validation'], 2, 100)} | {text(c['test'], 2, 100)} | {text(c['link_mb'], 0)} | {fewer} | "
@@ -167,7 +179,8 @@ def figure(cells, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(9.5, 4.5))
-    for config, label in LABELS.items():
+    for config in configs(cells):
+        label = LABELS.get(config, config)
         if config.startswith("cnn-"):
             continue  # one rate only: in the table
         points = sorted((rate, c["ttt"]) for (name, rate), c in cells.items() if name == config and c["reached"])
