@@ -187,7 +187,7 @@ def servers_and_codecs_from_python_with_workers_connecting_by_address():
     assert np.array_equal(center.wait(), np.full(10, 2.0, np.float32))
     stats = center.stats()
     assert stats["updates_applied"] == 2 and stats["rejected_messages"] == 0, stats
-    for wrong, words in [(dict(options, servers=1), "servers is 1"), (dict(options, codec="int4"), "int4")]:
+    for wrong, words in [(dict(options, servers=1), "servers is 1"), (dict(options, codec="fp8"), "fp8")]:
         try:
             tether.connect(center.address, np.zeros(10, np.float32), join_timeout_ms=500, **wrong)
         except (RuntimeError, ValueError) as e:
