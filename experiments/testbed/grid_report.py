@@ -43,6 +43,8 @@ LABELS = {
     "stream50-f5-d5": "tether streaming diloco H=50, 5 fragments, d=5",
     "stream50-f5-d5-int8": "tether streaming diloco H=50, 5 fragments, d=5, int8",
     "stream50-f5-d5-int4": "tether streaming diloco H=50, 5 fragments, d=5, int4",
+    "cnn-stream50-f5-d0-int8": "CNN: tether streaming diloco H=50, 5 fragments, int8",
+    "cnn-stream50-f5-d10-int8": "CNN: tether streaming diloco H=50, 5 fragments, d=10, int8",
 }
 
 

@@ -47,6 +47,9 @@ TEST_CASE("a local run with 3 worker processes over its private ipc:// socket (a
     const std::string config = write_config(dir, "adag.json", [] {
         json c = cluster_config("local-adag", "adag", 3);
         c["cluster"]["mode"] = "local";  // the default endpoint: ipc:// in a folder of mode 0700
+        // Not a test of liveness: under the whole suite on 2 cores, a worker process once stalled
+        // past 1.5 s right after its welcome and lost its place.
+        c["cluster"]["worker_timeout_ms"] = 6000;
         return c;
     }());
     const std::string run = dir.file("run");
