@@ -18,9 +18,9 @@
 //                                  x_i,f <- x~_f + (x_i,f(t + d) - x_i,f(t))
 //   center (server f), round close: the outer step above, on fragment f alone.
 // Each fragment is still exchanged once per H steps, so the bytes of a run are plain DiLoCo's,
-// but a step sends at most 1/F of x: the peak falls F-fold. The paper merges the late reply as
-// x_i,f <- a x_i,f + (1 - a) x~_f; tether keeps the d local steps instead, as its overlapped
-// exchanges do (the paper's a = 0 loses them). The paper's 4-bit outer gradients: a worker's
+// but a step sends at most 1/F of x: the peak falls F-fold. By default tether keeps the d
+// local steps, as its overlapped exchanges do; `mixing` a merges as the paper does instead:
+// x_i,f <- a x_i,f + (1 - a) x~_f (a = 0 takes x~_f and drops the d steps). The paper's 4-bit outer gradients: a worker's
 // x_i,f crosses the wire as its change from the last reconstructed value under cluster.codec
 // (int8, or int4 as the paper's 4 bits). With F = 1, d = H is cluster.overlap.
 #include <cmath>
@@ -100,6 +100,8 @@ std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const Stra
     ExchangeSchedule schedule;
     schedule.fragments = int(options.integer("fragments", schedule.fragments, 1, 256));
     schedule.overlap_steps = int(options.integer("overlap_steps", schedule.overlap_steps, 0, 1'000'000));
+    // The paper's merge of a late reply; none: tether's, the local steps since kept.
+    schedule.mixing = options.optional_number("mixing", std::nullopt, 0.0, 0.999999, false, "keep the local steps");
     const std::string H = options.path_of("communication_window") + " " + std::to_string(window);
     if (schedule.fragments > window)
         throw ConfigError(options.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments with " + H +

@@ -5,7 +5,7 @@
 # Default, in this order: the tuned claims (each cell's rate tuned on validation until strictly
 # inside its grid, then 5 seeds: experiments/tune.py --final-repeats 5) staleness_adag
 # staleness_downpour staleness_dynsgd, warmstart (plain, 5 seeds at their tuned rates),
-# diloco_horizon, streaming_diloco and streaming_diloco_cnn (plain, 5 and 3 seeds); the scripted ones easgd_boundary and
+# diloco_horizon, streaming_diloco, streaming_mixing and streaming_diloco_cnn (plain, 5, 5 and 3 seeds); the scripted ones easgd_boundary and
 # goyal_scaling; then the earlier plain sweeps adag_scaling_lr window_tolerance_lr adag_scaling
 # window_tolerance easgd_stability sync_sgd_batch cnn_straggler. The untuned sweeps of before
 # (scaling_workers window_sweep sync_vs_async sync_vs_async_straggler) run when named.
@@ -20,7 +20,7 @@ jobs=${JOBS:-2}
 py=/usr/bin/python3
 lr=training.optimizer.learning_rate
 sweeps=("$@")
-(( ${#sweeps[@]} )) || sweeps=(staleness_adag staleness_downpour staleness_dynsgd warmstart diloco_horizon streaming_diloco
+(( ${#sweeps[@]} )) || sweeps=(staleness_adag staleness_downpour staleness_dynsgd warmstart diloco_horizon streaming_diloco streaming_mixing
                                streaming_diloco_cnn easgd_boundary
                                goyal_scaling adag_scaling_lr window_tolerance_lr adag_scaling window_tolerance
                                easgd_stability sync_sgd_batch cnn_straggler)
@@ -40,7 +40,7 @@ for name in "${sweeps[@]}"; do
       $py experiments/ci_table.py "$out" --sweep "$PWD/experiments/$name.json" --rows strategy.name,cluster.workers \
         --cols cluster.warmstart_samples --percent --csv "$docs/ci_table.csv" > "$docs/ci_table.md"
       cp "$out"/{summary.md,summary.csv} "$docs/" ;;
-    streaming_diloco*)
+    streaming_*)
       "$tether" sweep "experiments/$name.json" --out "$out" --jobs "$([[ $name == *cnn ]] && echo 1 || echo "$jobs")" || true
       $py experiments/streaming_bytes.py "$out" --csv "$docs/table.csv" > "$docs/table.md" ;;
     easgd_boundary)

@@ -168,14 +168,19 @@ struct WireKinds {
 // With H = communication_window, F = fragments and d = overlap_steps:
 //   fragment f (server f's range of x, cluster.servers = F) is exchanged after the local step t
 //   with (t - floor(f H / F)) mod H = 0, and its reply lands after step t + d, the local steps
-//   in between kept: x_f <- reply_f + (x_f(t + d) - x_f(t)).
-// The default (F = 1, d = 0) is every other strategy's: all of x every H steps, blocking.
-// Fragments (F > 1) are for a strategy whose worker sends x_i and takes the reply as its new x_i
-// (wire kinds state/state, as averaging and DiLoCo): tether then sends and takes one range at
-// a time itself, without the rule. d is at most floor(H / F): one fragment in flight at a time.
+//   in between kept: x_f <- reply_f + (x_f(t + d) - x_f(t)); or, with a mixing factor a (the
+//   paper's merge), x_f <- a x_f(t + d) + (1 - a) reply_f.
+// The default (F = 1, d = 0, no mixing) is every other strategy's: all of x every H steps,
+// blocking. Fragments (F > 1) and mixing are for a strategy whose worker sends x_i and takes the
+// reply as its new x_i (wire kinds state/state, as averaging and DiLoCo): tether then sends and
+// takes one range at a time itself, without the rule. d is at most floor(H / F): one fragment
+// in flight at a time.
 struct ExchangeSchedule {
     int fragments = 1;
     int overlap_steps = 0;
+    std::optional<double> mixing;  // a in [0, 1); none: the local steps are kept
+    // Exchanged range by range by tether itself, not through the rule.
+    bool streamed() const { return fragments > 1 || mixing.has_value(); }
 };
 
 // A strategy: immutable, built once from its options; it makes one WorkerRule per worker and

@@ -54,7 +54,7 @@ void check_codecs(const ClusterSettings& k, const JsonReader& r) {
 // Streaming DiLoCo's fragments are the servers' ranges, and its overlap is the schedule's own.
 void check_schedule(const ClusterSettings& k, const JsonReader& strategy) {
     const ExchangeSchedule schedule = k.strategy->exchange_schedule();
-    if (schedule.fragments > 1 && schedule.fragments != k.servers)
+    if (schedule.streamed() && schedule.fragments != k.servers)
         throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments, but " +
                           k.key("servers") + " is " + std::to_string(k.servers) + "; each fragment is one server's " +
                           "range of x~: set " + k.key("servers") + " to " + std::to_string(schedule.fragments));

@@ -77,12 +77,13 @@ std::shared_ptr<const ConfiguredStrategy> make_strategy(JsonReader& block, const
         const ExchangeSchedule schedule = strategy->exchange_schedule();
         const WireKinds kinds = strategy->wire_kinds();
         if (schedule.fragments < 1 || schedule.overlap_steps < 0 ||
-            schedule.overlap_steps > strategy->communication_window() / schedule.fragments)
+            schedule.overlap_steps > strategy->communication_window() / schedule.fragments ||
+            (schedule.mixing && !(*schedule.mixing >= 0.0 && *schedule.mixing < 1.0)))
             throw std::logic_error("strategy \"" + name + "\" has an exchange schedule of " +
                                    std::to_string(schedule.fragments) + " fragments and overlap_steps " +
                                    std::to_string(schedule.overlap_steps) + "; <tether/strategy.hpp> says what may be");
-        if (schedule.fragments > 1 && (kinds.payload != WireVector::state || kinds.reply != WireVector::state))
-            throw std::logic_error("strategy \"" + name + "\" exchanges fragments, but its wire kinds are not state/state: "
+        if (schedule.streamed() && (kinds.payload != WireVector::state || kinds.reply != WireVector::state))
+            throw std::logic_error("strategy \"" + name + "\" exchanges fragments or mixes, but its wire kinds are not state/state: "
                                    "tether takes a fragment's reply as the worker's new x there, which only a rule that "
                                    "sends x_i and takes x~ allows");
         return std::make_shared<ConfiguredStrategy>(name, std::move(strategy), options.description());

@@ -98,4 +98,11 @@ void ParameterLayout::add_x(std::size_t first, std::size_t count) {
     for_range(first, count, [&](float* b, float* x, std::size_t n) { ops_.axpy(b, x, n, 1.f); });
 }
 
+void ParameterLayout::mix_x(std::size_t first, std::size_t count, float a) {
+    for_range(first, count, [&](float* b, float* x, std::size_t n) {
+        ops_.scale(b, n, a);
+        ops_.axpy(b, x, n, 1.f - a);
+    });
+}
+
 }  // namespace tether

@@ -51,6 +51,8 @@ public:
     void scatter(std::size_t first, std::size_t count);
     void subtract_x(std::size_t first, std::size_t count);
     void add_x(std::size_t first, std::size_t count);
+    // The buffers <- a buffers + (1 - a) x over that range (streaming DiLoCo's mixing).
+    void mix_x(std::size_t first, std::size_t count, float a);
 
 private:
     // fn(buffer, its x, elements) for each piece of [first, first + count) in one segment.

@@ -56,6 +56,25 @@ void WorkerNode::take_fragment(std::size_t f, const ExchangeOutcome& outcome, fl
     ++result_.exchanges;
 }
 
+// x_f(t) sits in the staging range (or, unstaged, is x_f itself) and the buffers hold
+// x_f(t + d): the reply replaces x_f(t) under the steps since, or is mixed in (`mixing`).
+void WorkerNode::land_fragment(std::size_t f, const ExchangeOutcome& outcome) {
+    const ServerRange& r = session_.range(f);
+    const std::optional<double> mixing = options_.schedule.mixing;
+    if (mixing) {
+        take_fragment(f, outcome, layout_->x() + r.first);
+        layout_->mix_x(r.first, r.count, float(*mixing));
+    } else if (layout_->staged()) {
+        layout_->subtract_x(r.first, r.count);
+        take_fragment(f, outcome, layout_->x() + r.first);
+        layout_->add_x(r.first, r.count);
+    } else {
+        take_fragment(f, outcome, layout_->x() + r.first);  // blocking: x_f(t + 0) is x_f(t)
+    }
+    backend_->synchronize();  // the caller's next step may touch x at once
+    publish_progress();
+}
+
 void WorkerNode::exchange_fragment(std::size_t f) {
     const ServerRange& r = session_.range(f);
     if (layout_->staged()) layout_->gather(r.first, r.count);
@@ -64,10 +83,7 @@ void WorkerNode::exchange_fragment(std::size_t f) {
     const auto started = std::chrono::steady_clock::now();
     const ExchangeOutcome outcome = session_.exchange_one(f, payload, progress(), buffers ? &*buffers : nullptr);
     result_.seconds_waiting += seconds_since(started);
-    take_fragment(f, outcome, layout_->x() + r.first);
-    if (layout_->staged()) layout_->scatter(r.first, r.count);
-    backend_->synchronize();  // the caller's next step may touch x at once
-    publish_progress();
+    land_fragment(f, outcome);
 }
 
 void WorkerNode::post_fragment(std::size_t f) {
@@ -84,13 +100,7 @@ void WorkerNode::complete_fragment() {
     const auto started = std::chrono::steady_clock::now();
     const ExchangeOutcome outcome = thread_->wait();
     result_.seconds_waiting += seconds_since(started);
-    // x_f(t + d) = x_f(t) + the steps since; the reply replaces x_f(t) under them.
-    const ServerRange& r = session_.range(f);
-    layout_->subtract_x(r.first, r.count);
-    take_fragment(f, outcome, layout_->x() + r.first);
-    layout_->add_x(r.first, r.count);
-    backend_->synchronize();
-    publish_progress();
+    land_fragment(f, outcome);
 }
 
 // Nothing trained is left behind: every fragment changed since it last went out goes out once

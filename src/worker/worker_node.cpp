@@ -94,7 +94,7 @@ void WorkerNode::start(Backend& backend, std::vector<ParameterSegment> parameter
                           std::to_string(options_.buffer_count));
     buffers_ = std::move(buffers);
     if (!backend.host_addressable()) payloads_.allocate_with(pinned_payloads(backend));
-    layout_.emplace(backend, std::move(parameters), overlapped());
+    layout_.emplace(backend, std::move(parameters), staged());
     if (layout_->size() != num_parameters_)
         throw ConfigError("parameter buffers: " + std::to_string(layout_->size()) + " elements in all, but this worker " +
                           "joined with " + std::to_string(num_parameters_));

@@ -38,8 +38,9 @@ struct WorkerOptions : SessionOptions {
     // worker's thread against a copy of x, and its reply is applied at the next window
     // boundary (one window stale). See docs/embedding.md.
     bool overlap = false;
-    // Streaming DiLoCo's fragments and overlap_steps (<tether/strategy.hpp>): F > 1 exchanges
-    // server f's range alone on its own steps; d > 0 lands each reply d steps after it went out.
+    // Streaming DiLoCo's fragments, overlap_steps and mixing (<tether/strategy.hpp>): F > 1
+    // exchanges server f's range alone on its own steps; d > 0 lands each reply d steps after it
+    // went out; mixing merges it as a x + (1 - a) reply.
     ExchangeSchedule schedule;
 };
 
@@ -103,12 +104,16 @@ private:
     bool rejoined_everywhere(const ExchangeOutcome& outcome) const;
     bool overlapped() const { return options_.overlap || options_.schedule.overlap_steps > 0; }
     // Streaming DiLoCo's fragments (worker_fragments.cpp): fragment f is server f's range of x.
-    bool fragmented() const { return options_.schedule.fragments > 1; }
+    bool fragmented() const { return options_.schedule.streamed(); }
+    // x is a buffer of its own: an overlapped exchange keeps its snapshot there, a mixed reply
+    // lands there before it is mixed into the buffers.
+    bool staged() const { return overlapped() || options_.schedule.mixing.has_value(); }
     bool after_fragment_step();
     Payload& fragment_payload(std::size_t f);  // x's range f, to host memory
     void exchange_fragment(std::size_t f);      // blocking: x_f <- x~_f
     void post_fragment(std::size_t f);          // overlapped: snapshot x_f, hand it to the thread
-    void complete_fragment();                   // x_f <- x~_f + the local steps since the snapshot
+    void complete_fragment();                   // x_f <- x~_f + the local steps since (or mixed)
+    void land_fragment(std::size_t f, const ExchangeOutcome& outcome);  // the reply into x_f
     void take_fragment(std::size_t f, const ExchangeOutcome& outcome, float* into);
     void finish_fragments();
     WorkerProgress progress() const;
