@@ -191,8 +191,9 @@ public:
 
     // After each local optimizer step; `samples` is that step's minibatch size (for progress
     // and staleness bookkeeping). Returns true when this call exchanged with the center (with
-    // overlap_exchange: started an exchange, after applying the previous one's reply). Throws
-    // when the center is gone (silent for worker_timeout_ms) and after finish().
+    // overlap_exchange: started an exchange, after applying the previous one's reply) or applied
+    // a reply that landed late (diloco's overlap_steps): whenever the parameters may have
+    // changed. Throws when the center is gone (silent for worker_timeout_ms) and after finish().
     virtual bool step(std::size_t samples = 0) = 0;
     // Final exchange (nothing trained is lost) and goodbye. Call once, at the end (a second
     // call throws).

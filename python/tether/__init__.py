@@ -156,7 +156,8 @@ class WorkerClient:
         return self._client.id
 
     def step(self, samples=0):
-        """After each local optimizer step; returns True when it exchanged with the center."""
+        """After each local optimizer step; returns True when it exchanged with the center or a
+        reply that landed late (diloco's overlap_steps) changed the parameters."""
         return self._client.step(samples)
 
     def finish(self):

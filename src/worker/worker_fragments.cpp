@@ -21,7 +21,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 bool WorkerNode::after_fragment_step() {
     fragment_changed_.assign(fragment_changed_.size(), true);
-    if (posted_fragment_ && result_.steps >= posted_fragment_->lands_after) complete_fragment();
+    const bool lands = posted_fragment_ && result_.steps >= posted_fragment_->lands_after;
+    if (lands) complete_fragment();
     const std::optional<std::size_t> due = fragments_.due(result_.steps);
     if (due) {
         if (options_.schedule.overlap_steps > 0) post_fragment(*due);
@@ -30,7 +31,7 @@ bool WorkerNode::after_fragment_step() {
     }
     publish_progress();
     session_.heartbeat_if_idle();
-    return false;
+    return lands;  // a reply changed x: a replica group broadcasts it
 }
 
 Payload& WorkerNode::fragment_payload(std::size_t f) {

@@ -228,8 +228,8 @@ bool WorkerNode::after_step(std::size_t samples) {
     ++steps_since_exchange_;
     // overlap_steps d < H: the posted exchange's reply lands d steps after it went out (d = H,
     // cluster.overlap: when the next one goes out, in post_exchange).
-    if (thread_ && thread_->posted() && steps_since_exchange_ == std::size_t(options_.schedule.overlap_steps))
-        complete_posted();
+    const bool lands = thread_ && thread_->posted() && steps_since_exchange_ == std::size_t(options_.schedule.overlap_steps);
+    if (lands) complete_posted();
     if (steps_since_exchange_ >= std::size_t(options_.communication_window)) {
         if (overlapped()) post_exchange();
         else exchange();
@@ -237,7 +237,7 @@ bool WorkerNode::after_step(std::size_t samples) {
     }
     publish_progress();
     session_.heartbeat_if_idle();
-    return false;
+    return lands;
 }
 
 WorkerResult WorkerNode::finish() {

@@ -78,7 +78,7 @@ public:
     // when the communication window is full (with `overlap`: applies the previous one's reply
     // and starts this one; with overlap_steps d, a reply lands d steps after its exchange went
     // out; with fragments, a fragment's exchange on its own steps). Returns true when it
-    // exchanged.
+    // exchanged or a reply landed in x (x may have changed).
     bool after_step(std::size_t samples);
     // Exchanges what the steps since the last exchange did (nothing is lost), then says bye.
     WorkerResult finish();

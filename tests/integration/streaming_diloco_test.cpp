@@ -19,6 +19,7 @@ using Trace = std::vector<Vec>;  // x after each step
 
 struct Run {
     std::vector<Trace> traces;  // by worker
+    std::vector<std::vector<bool>> changed;  // by worker: what step() returned
     std::vector<tether::WorkerReport> reports;
     Vec final_x;
     nlohmann::json stats;
@@ -35,6 +36,7 @@ Run run(const std::string& strategy, int servers, int steps, bool mixed = false)
     auto center = tether::CenterService::start(Vec(6, 0.f), o);
     Run r;
     r.traces.resize(2);
+    r.changed.resize(2);
     r.reports.resize(2);
     std::vector<std::string> errors(2);
     std::vector<std::thread> threads;
@@ -45,7 +47,7 @@ Run run(const std::string& strategy, int servers, int steps, bool mixed = false)
                 auto worker = center->connect_worker(x.data(), x.size());
                 for (int s = 0; s < steps; ++s) {
                     for (float& v : x) v += float(w + 1);
-                    worker->step(1);
+                    r.changed[std::size_t(w)].push_back(worker->step(1));
                     r.traces[std::size_t(w)].push_back(x);
                 }
                 r.reports[std::size_t(w)] = worker->finish();
@@ -80,6 +82,7 @@ TEST_CASE("two fragments, H = 4: fragment 1 after steps 2 and 6, fragment 0 afte
                                 halves(6 + c, 3 + 3 * c),
                                 halves(6 + 2 * c, 9)};       // fragment 1: the mean of 3 + 4 c_w
         CHECK(r.traces[std::size_t(w)] == expected);
+        CHECK(r.changed[std::size_t(w)] == std::vector<bool>{false, true, false, true, false, true});
         // 3 on schedule, and fragment 0 at finish (fragment 1 had not changed since step 6).
         CHECK(r.reports[std::size_t(w)].exchanges == 4);
     }
@@ -101,6 +104,9 @@ TEST_CASE("overlap_steps 1: each fragment's reply lands one step later, the step
                                 halves(6 + c, 3 + 3 * c),    // landed: 6 + the step since
                                 halves(6 + 2 * c, 3 + 4 * c)};  // fragment 1 sent; lands at finish
         CHECK(r.traces[std::size_t(w)] == expected);
+        // step() says when x may have changed: a fragment went out (2, 4, 6) or landed (3, 5),
+        // which is when a replica group must broadcast.
+        CHECK(r.changed[std::size_t(w)] == std::vector<bool>{false, true, true, true, true, true});
         CHECK(r.reports[std::size_t(w)].exchanges == 4);
     }
     CHECK(r.final_x == Vec(6, 9.f));
@@ -135,6 +141,7 @@ TEST_CASE("one fragment with overlap_steps 2 < H: the whole reply lands 2 steps 
         CHECK(t[3] == Vec(6, 4 * c));      // step 4: x goes out
         CHECK(t[4] == Vec(6, 5 * c));      // still training on
         CHECK(t[5] == Vec(6, 6 + 2 * c));  // step 6: the mean of 4 c_w, plus the 2 steps since
+        CHECK(r.changed[std::size_t(w)] == std::vector<bool>{false, false, false, true, false, true});
         CHECK(r.reports[std::size_t(w)].exchanges == 2);  // step 4's, and finish's
     }
     CHECK(r.final_x == Vec(6, 9.f));

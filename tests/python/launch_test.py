@@ -329,7 +329,7 @@ def a_cpp_strategy_plugin_loads_from_python_and_runs_two_workers():
 REPLICA_SCRIPT = str(Path(__file__).with_name("replica_rank.py"))
 
 
-def replica_group_job(world, size, strategy, slurm=False, dies=None):
+def replica_group_job(world, size, strategy, slurm=False, dies=None, servers=1):
     """`world` ranks in groups of `size` (replica_rank.py): DDP inside a group, tether across.
     Under torchrun's variables, or srun's (no MASTER_ADDR / MASTER_PORT: torch.distributed's
     store then goes after the center's port)."""
@@ -343,6 +343,7 @@ def replica_group_job(world, size, strategy, slurm=False, dies=None):
         else:
             env = torchrun_env(rank, world, center_port, TETHER_PORT=str(center_port))
             env["MASTER_PORT"] = str(store_port)  # torch.distributed's store; the center has TETHER_PORT
+        env["REPLICA_SERVERS"] = str(servers)
         envs.append(env)
     processes = [subprocess.Popen([sys.executable, REPLICA_SCRIPT, strategy if rank == 0 else "-", str(size)] +
                                   ([dies] if dies else []), env=env,
@@ -388,6 +389,28 @@ def check_replica_groups(job):
     # The two groups trained different halves: they differ, and the center is neither.
     assert out[0]["final"] != out[2]["final"], out
     assert out[0]["center_final"] not in (out[0]["final"], out[2]["final"]), out
+
+
+@case
+def replica_groups_with_streaming_diloco_stay_equal_when_a_late_reply_lands():
+    # 2 fragments on 2 servers, window 5, replies 1 step late: fragment 1 goes out after steps 2
+    # and 7, fragment 0 after 5 and 10; the replies land after 3, 8 and 6. step() says so on
+    # each of those steps, and the leader's broadcast keeps its group equal after every step.
+    strategy = json.dumps({"name": "diloco", "communication_window": 5, "fragments": 2, "overlap_steps": 1,
+                           "outer_learning_rate": 1.0, "outer_momentum": 0.0})
+    out = {}
+    for code, stdout, stderr in replica_group_job(4, 2, strategy, servers=2):
+        assert code == 0 and stdout.strip(), f"a rank exited {code}; stderr: {stderr[-2000:]}"
+        result = json.loads(stdout.strip().splitlines()[-1])
+        out[result["rank"]] = result
+    stats = out[0]["stats"]
+    assert stats["workers_joined"] == 2 and stats["workers_finished"] == 2, stats
+    for leader, member in ((0, 1), (2, 3)):
+        a, b = out[leader], out[member]
+        assert a["exchanges"] == b["exchanges"] == 7, (a, b)  # steps 2, 3, 5, 6, 7, 8, 10
+        assert a["equal_after_exchanges"] == b["equal_after_exchanges"] == [True] * 7, (a, b)
+        assert a["equal_every_step"] == b["equal_every_step"] == [True] * 10, (a, b)
+        assert a["final"] == b["final"], (a, b)
 
 
 @case
