@@ -54,14 +54,28 @@ void check_codecs(const ClusterSettings& k, const JsonReader& r) {
 // Streaming DiLoCo's fragments are the servers' ranges, and its overlap is the schedule's own.
 void check_schedule(const ClusterSettings& k, const JsonReader& strategy) {
     const ExchangeSchedule schedule = k.strategy->exchange_schedule();
-    if (schedule.streamed() && schedule.fragments != k.servers)
+    if (!schedule.streamed()) {
+        if (schedule.overlap_steps > 0 && k.overlap)
+            throw ConfigError(k.key("overlap") + ": true with " + strategy.path_of("overlap_steps") + " " +
+                              std::to_string(schedule.overlap_steps) + "; say when replies land once (" + k.key("overlap") +
+                              " is overlap_steps = " + strategy.path_of("communication_window") + ")");
+        return;
+    }
+    const std::string what = schedule.fragments > 1 ? std::to_string(schedule.fragments) + " fragments"
+                                                    : strategy.path_of("mixing") + " (which merges fragment by fragment)";
+    if (schedule.fragments != k.servers)
         throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments, but " +
-                          k.key("servers") + " is " + std::to_string(k.servers) + "; each fragment is one server's " +
-                          "range of x~: set " + k.key("servers") + " to " + std::to_string(schedule.fragments));
-    if (schedule.overlap_steps > 0 && k.overlap)
-        throw ConfigError(k.key("overlap") + ": true with " + strategy.path_of("overlap_steps") + " " +
-                          std::to_string(schedule.overlap_steps) + "; say when replies land once (" +
-                          k.key("overlap") + " is overlap_steps = " + strategy.path_of("communication_window") + ")");
+                          k.key("servers") + " is " + std::to_string(k.servers) + "; " + what + " need one server per " +
+                          "fragment, each fragment being one server's range of x~: set " + k.key("servers") + " to " +
+                          std::to_string(schedule.fragments));
+    if (k.overlap)
+        throw ConfigError(k.key("overlap") + ": true with " + what + "; a fragment's reply lands " +
+                          strategy.path_of("overlap_steps") + " steps after it went out: set that instead");
+    // A joiner starts at step 0, out of phase with the others' fragments: each server's rounds
+    // would wait on exchanges that come at other steps.
+    if (k.elastic)
+        throw ConfigError(k.key("elastic") + ": true with " + what + "; workers joining mid-run would exchange their "
+                          "fragments out of phase with the others'");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 namespace tether {
@@ -135,7 +136,8 @@ public:
             for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
             const float scale = peak / 127.f;
             std::memcpy(out + 4 * b, &scale, 4);
-            const float inverse = scale > 0.f ? 1.f / scale : 0.f;
+            // A subnormal scale has no finite inverse (0 x inf would be NaN): such a block is 0.
+            const float inverse = scale >= std::numeric_limits<float>::min() ? 1.f / scale : 0.f;
             // Round half away from zero, as lround, but inline: |x| * inverse <= 127 (a hair
             // more by rounding), so the clamp only guards that hair; the loop vectorizes.
             for (std::size_t i = first; i < last; ++i) {
@@ -178,7 +180,7 @@ public:
             for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
             const float scale = peak / 7.f;
             std::memcpy(out + 4 * b, &scale, 4);
-            const float inverse = scale > 0.f ? 1.f / scale : 0.f;
+            const float inverse = scale >= std::numeric_limits<float>::min() ? 1.f / scale : 0.f;  // as int8's
             for (std::size_t i = first; i < last; ++i) {
                 const float scaled = x[i] * inverse;
                 const float rounded = std::clamp(std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f)), -7.f, 7.f);
@@ -193,6 +195,12 @@ public:
         std::memcpy(scales.data(), in, scales.size() * 4);
         require_finite(scales.data(), scales.size(), "int4 scale");
         const std::uint8_t* q = in + scales.size() * 4;
+        // The encoder writes q + 8 in [1, 15], and a zero nibble after an odd element count.
+        for (std::size_t i = 0; i < n; ++i)
+            if (((q[i / 2] >> (4 * (i % 2))) & 0xf) == 0)
+                throw CodecError("int4: element " + std::to_string(i) + " is nibble 0, which no encoder writes");
+        if (n % 2 == 1 && (q[n / 2] >> 4) != 0) throw CodecError("int4: the padding nibble after element " +
+                                                                  std::to_string(n - 1) + " is not 0");
         for (std::size_t i = 0; i < n; ++i) out[i] = float(int((q[i / 2] >> (4 * (i % 2))) & 0xf) - 8) * scales[i / kBlock];
     }
 

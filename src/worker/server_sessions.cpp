@@ -70,11 +70,17 @@ ExchangeOutcome ServerSessions::exchange(const Payload& payload, const WorkerPro
     return out;
 }
 
-ExchangeOutcome ServerSessions::exchange_one(std::size_t k, const Payload& payload, const WorkerProgress& at,
-                                             const Payload* buffers) {
-    send(k, payload, at, buffers);
+ExchangeOutcome ServerSessions::exchange_some(const std::vector<std::size_t>& servers, const Payload& payload,
+                                              const WorkerProgress& at, const Payload* buffers) {
+    // All sent first: with several fragments due at once (a worker's finish()), waiting on one
+    // server's round before sending to the next could wait on a worker that waits on this one.
+    for (std::size_t k : servers) send(k, payload, at, buffers);
     ExchangeOutcome out;
-    out.reply = receive(k, out);
+    out.reply = replies_.next(num_parameters_ * sizeof(float));
+    for (std::size_t k : servers) {
+        const Payload part = receive(k, out);
+        std::memcpy(out.reply.floats() + ranges_[k].first, part.data(), ranges_[k].count * sizeof(float));
+    }
     return out;
 }
 

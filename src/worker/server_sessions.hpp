@@ -53,10 +53,12 @@ public:
     void ask_for(std::uint32_t id) { sessions_.front()->set_worker_id(id); }
     // `buffers` (options.buffer_count floats) go to server 0, before its slice of the payload.
     ExchangeOutcome exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers = nullptr);
-    // Server k alone (a streaming DiLoCo fragment): its range of `payload` (the whole vector)
-    // goes out, and the outcome's `reply` is that range's floats only; `buffers` only for k = 0.
-    ExchangeOutcome exchange_one(std::size_t k, const Payload& payload, const WorkerProgress& at,
-                                 const Payload* buffers = nullptr);
+    // The listed servers alone (streaming DiLoCo's fragments): each one's range of `payload`
+    // (the whole vector) goes out before any reply is awaited, as in exchange(), and the
+    // outcome's `reply` (the whole vector's size) holds their ranges; `buffers` go to server 0
+    // when it is listed.
+    ExchangeOutcome exchange_some(const std::vector<std::size_t>& servers, const Payload& payload,
+                                  const WorkerProgress& at, const Payload* buffers = nullptr);
     const ServerRange& range(std::size_t k) const { return ranges_.at(k); }
     void heartbeat_if_idle();
     void bye();

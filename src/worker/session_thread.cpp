@@ -57,7 +57,7 @@ void SessionThread::run() {
             std::exception_ptr failure;
             try {
                 const Payload* b = buffers ? &*buffers : nullptr;
-                outcome = server ? session_.exchange_one(*server, payload, at, b) : session_.exchange(payload, at, b);
+                outcome = server ? session_.exchange_some({*server}, payload, at, b) : session_.exchange(payload, at, b);
             } catch (const SessionClosed&) {
                 return;  // the worker is being destroyed: nobody waits for this exchange
             } catch (...) {

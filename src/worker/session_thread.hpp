@@ -27,7 +27,7 @@ public:
     SessionThread& operator=(const SessionThread&) = delete;
 
     // Starts exchanging `payload`, made at `at` (with the model buffers taken then, if the run
-    // has any), with every server, or with `server` alone (ServerSessions::exchange_one); at
+    // has any), with every server, or with `server` alone (ServerSessions::exchange_some); at
     // most one exchange is posted at a time.
     void post(Payload payload, const WorkerProgress& at, std::optional<Payload> buffers = std::nullopt,
               std::optional<std::size_t> server = std::nullopt);

@@ -109,12 +109,11 @@ private:
     // lands there before it is mixed into the buffers.
     bool staged() const { return overlapped() || options_.schedule.mixing.has_value(); }
     bool after_fragment_step();
-    Payload& fragment_payload(std::size_t f);  // x's range f, to host memory
-    void exchange_fragment(std::size_t f);      // blocking: x_f <- x~_f
-    void post_fragment(std::size_t f);          // overlapped: snapshot x_f, hand it to the thread
-    void complete_fragment();                   // x_f <- x~_f + the local steps since (or mixed)
+    void fragment_out(std::size_t f, Payload& payload);  // x's range f (the snapshot) into its place in payload
+    void exchange_fragments(const std::vector<std::size_t>& fragments);  // blocking: x_f <- x~_f
+    void post_fragment(std::size_t f);  // overlapped: snapshot x_f, hand it to the thread
+    void complete_fragment();           // x_f <- x~_f + the local steps since (or mixed)
     void land_fragment(std::size_t f, const ExchangeOutcome& outcome);  // the reply into x_f
-    void take_fragment(std::size_t f, const ExchangeOutcome& outcome, float* into);
     void finish_fragments();
     WorkerProgress progress() const;
     void publish_progress() { session_.set_progress(progress()); }

@@ -176,4 +176,10 @@ TEST_CASE("errors name the setting as the user wrote it: cluster.KEY in a config
     o = ServiceOptions{};
     o.strategy = R"({"name": "sequential"})";
     CHECK(contains(error_of([&] { cluster_settings(o, kParameters); }), "ServiceOptions.strategy.name: \"sequential\" has no center"));
+    // Streaming DiLoCo's fragments are exchanged in phase: a worker joining mid-run would not be.
+    CHECK(contains(error_of([] {
+                       parse_config({{"strategy", {{"name", "diloco"}, {"fragments", 2}}},
+                                     {"cluster", {{"servers", 2}, {"elastic", true}}}});
+                   }),
+                   "cluster.elastic: true with 2 fragments"));
 }

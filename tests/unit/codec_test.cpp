@@ -96,6 +96,21 @@ TEST_CASE("int4 with a scale per block of 64: error at most half of max|x| / 7, 
     CHECK(y[200] == doctest::Approx(40.f));
     CHECK(std::fabs(y[300] - x[300]) <= 0.5f);  // another block: its own, smaller scale
     CHECK(codec_kind("int4") == CodecKind::int4);
+    // Malformed: a nibble the encoder never writes, a padding nibble that is not 0.
+    std::vector<std::uint8_t> wire(codec->max_encoded_bytes(x.size()));
+    const std::size_t used = codec->encode(x.data(), x.size(), wire.data());
+    Vec out(x.size(), 7.f);
+    std::vector<std::uint8_t> bad = wire;
+    bad[16 * 4 + 3] &= 0xf0;  // element 6: nibble 0
+    CHECK_THROWS_WITH_AS(codec->decode(bad.data(), used, x.size(), out.data()), doctest::Contains("element 6"), CodecError);
+    bad = wire;
+    bad.back() |= 0x10;
+    CHECK_THROWS_WITH_AS(codec->decode(bad.data(), used, x.size(), out.data()), doctest::Contains("padding"), CodecError);
+    CHECK(out == Vec(x.size(), 7.f));
+    // A block whose peak is subnormal has no finite inverse scale: it encodes as zeros.
+    const Vec tiny = {1e-39f, 0.f, -1e-39f};
+    CHECK(round_trip(*codec, tiny) == Vec(3, 0.f));
+    CHECK(round_trip(*make_codec({CodecKind::int8}), tiny) == Vec(3, 0.f));
 }
 
 TEST_CASE("top-k sends the k largest magnitudes and nothing else") {
