@@ -8,7 +8,8 @@
 
 namespace tether {
 
-ServerGroup::ServerGroup(std::vector<GroupMember> members) : members_(std::move(members)) {}
+ServerGroup::ServerGroup(std::vector<GroupMember> members, bool fragments)
+    : members_(std::move(members)), fragments_(fragments) {}
 
 ServerGroup::~ServerGroup() = default;
 
@@ -65,19 +66,24 @@ std::vector<std::uint64_t> ServerGroup::copy_ranges(float* x, std::size_t skip, 
 CenterStats ServerGroup::stats_now() const {
     std::vector<CenterStats> all;
     for (const auto& m : members_) all.push_back(m.center->stats_now());
-    return combine(all);
+    return combine(all, fragments_);
 }
 
 CenterStats ServerGroup::stats() const {
     std::vector<CenterStats> all;
     for (const auto& m : members_) all.push_back(m.center->stats());
-    return combine(all);
+    return combine(all, fragments_);
 }
 
-CenterStats combine(const std::vector<CenterStats>& servers) {
+CenterStats combine(const std::vector<CenterStats>& servers, bool fragments) {
     CenterStats out = servers.front();
     for (std::size_t i = 1; i < servers.size(); ++i) {
         const CenterStats& s = servers[i];
+        if (fragments) {
+            out.exchanges += s.exchanges;
+            out.rounds += s.rounds;
+            out.updates_applied += s.updates_applied;
+        }
         for (const auto& [reason, count] : s.rejected) out.rejected[reason] += count;
         out.bytes_received += s.bytes_received;
         out.bytes_sent += s.bytes_sent;

@@ -27,7 +27,10 @@ struct GroupMember {
 
 class ServerGroup {
 public:
-    explicit ServerGroup(std::vector<GroupMember> members);
+    // `fragments`: each exchange reaches one server (streaming DiLoCo), so the statistics add
+    // the servers' exchanges, rounds and updates up.
+    explicit ServerGroup(std::vector<GroupMember> members, bool fragments = false);
+    bool fragments() const { return fragments_; }
     ~ServerGroup();
 
     std::size_t size() const { return members_.size(); }
@@ -54,12 +57,14 @@ public:
 
 private:
     std::vector<GroupMember> members_;
+    bool fragments_ = false;
 };
 
 // Statistics of several servers of one x~, as one: what describes the workers (joined,
 // finished, lost, samples, exchanges, rounds, updates, late reports) is the first server's, since
-// every worker exchange reaches every server; traffic and rejections add up; staleness is
-// pooled over every server's exchanges.
-CenterStats combine(const std::vector<CenterStats>& servers);
+// every worker exchange reaches every server; with `fragments` (streaming DiLoCo) an exchange
+// reaches one server, and exchanges, rounds and updates add up. Traffic and rejections add up;
+// staleness is pooled over every server's exchanges.
+CenterStats combine(const std::vector<CenterStats>& servers, bool fragments);
 
 }  // namespace tether

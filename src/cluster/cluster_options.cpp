@@ -237,7 +237,7 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
                                                     std::vector<float>(begin, begin + std::ptrdiff_t(server.range.count)), o),
                            server.index, server.range});
     }
-    return std::make_unique<ServerGroup>(std::move(members));
+    return std::make_unique<ServerGroup>(std::move(members), strategy->exchange_schedule().streamed());
 }
 
 std::vector<ServerLink> ClusterSettings::connect(Transport& transport, const std::string& address, const std::string& what,

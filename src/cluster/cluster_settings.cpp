@@ -62,12 +62,16 @@ void check_schedule(const ClusterSettings& k, const JsonReader& strategy) {
         return;
     }
     const std::string what = schedule.fragments > 1 ? std::to_string(schedule.fragments) + " fragments"
-                                                    : strategy.path_of("mixing") + " (which merges fragment by fragment)";
-    if (schedule.fragments != k.servers)
+                                                    : strategy.path_of("mixing") + " (merged fragment by fragment)";
+    if (schedule.fragments != k.servers && schedule.fragments > 1)
         throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments, but " +
-                          k.key("servers") + " is " + std::to_string(k.servers) + "; " + what + " need one server per " +
-                          "fragment, each fragment being one server's range of x~: set " + k.key("servers") + " to " +
-                          std::to_string(schedule.fragments));
+                          k.key("servers") + " is " + std::to_string(k.servers) + "; each fragment is one server's range " +
+                          "of x~: set " + k.key("servers") + " to " + std::to_string(schedule.fragments));
+    if (schedule.fragments != k.servers)
+        throw ConfigError(strategy.path_of("mixing") + ": set with 1 fragment and " + k.key("servers") + " " +
+                          std::to_string(k.servers) + "; mixing merges fragment by fragment, one server each: set " +
+                          strategy.path_of("fragments") + " to " + std::to_string(k.servers) + " or " + k.key("servers") +
+                          " to 1");
     if (k.overlap)
         throw ConfigError(k.key("overlap") + ": true with " + what + "; a fragment's reply lands " +
                           strategy.path_of("overlap_steps") + " steps after it went out: set that instead");

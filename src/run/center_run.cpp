@@ -55,7 +55,7 @@ struct CenterRun::State {
         for (std::size_t i = 1; i < group->size(); ++i) stats.push_back(group->center(i).stats_now());
         p.versions = group->copy_ranges(p.x.data(), /*skip=*/0);
         p.versions[0] = p.version = lead_snapshot.version;
-        p.stats = combine(stats);
+        p.stats = combine(stats, group->fragments());
         p.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
         p.final = final;
         return p;

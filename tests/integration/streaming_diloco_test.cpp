@@ -92,6 +92,10 @@ TEST_CASE("two fragments, H = 4: fragment 1 after steps 2 and 6, fragment 0 afte
     }
     CHECK(r.final_x == Vec(6, 9.f));
     CHECK(r.stats["workers_finished"] == 2);
+    // Each exchange reached one server: the center counts all 8 (4 rounds of 2), not server 0's.
+    CHECK(r.stats["exchanges"] == 8);
+    CHECK(r.stats["rounds"] == 4);
+    CHECK(r.stats["updates_applied"] == 4);
 }
 
 TEST_CASE("overlap_steps 1: each fragment's reply lands one step later, the step in between kept") {
@@ -196,7 +200,8 @@ TEST_CASE("streaming settings that cannot work are refused, naming the keys and 
     CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o), doctest::Contains("at most 2"), tether::ConfigError);
     o.strategy = R"({"name": "diloco", "communication_window": 4, "mixing": 0.5})";  // 1 fragment, 2 servers
     CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o),
-                         doctest::Contains("ServiceOptions.strategy.mixing (which merges fragment by fragment) need one server per fragment"),
+                         doctest::Contains("ServiceOptions.strategy.mixing: set with 1 fragment and ServiceOptions.servers 2; mixing merges "
+                                          "fragment by fragment, one server each: set ServiceOptions.strategy.fragments to 2"),
                          tether::ConfigError);
     o.strategy = R"({"name": "diloco", "communication_window": 4, "mixing": 1.0})";
     CHECK_THROWS_WITH_AS(tether::CenterService::start(Vec(6, 0.f), o), doctest::Contains("ServiceOptions.strategy.mixing"),
