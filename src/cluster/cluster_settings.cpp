@@ -67,7 +67,7 @@ void check_schedule(const ClusterSettings& k, const JsonReader& strategy) {
         throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments, but " +
                           k.key("servers") + " is " + std::to_string(k.servers) + "; each fragment is one server's range " +
                           "of x~: set " + k.key("servers") + " to " + std::to_string(schedule.fragments));
-    if (schedule.fragments != k.servers)
+    if (schedule.fragments != k.servers)  // one fragment: streamed for its mixing
         throw ConfigError(strategy.path_of("mixing") + ": set with 1 fragment and " + k.key("servers") + " " +
                           std::to_string(k.servers) + "; mixing merges fragment by fragment, one server each: set " +
                           strategy.path_of("fragments") + " to " + std::to_string(k.servers) + " or " + k.key("servers") +

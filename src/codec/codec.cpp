@@ -122,6 +122,28 @@ private:
     static std::uint16_t half_at(const std::uint8_t* in, std::size_t i) { return std::uint16_t(in[2 * i] | (in[2 * i + 1] << 8)); }
 };
 
+// The block codecs (int8, int4): a float32 scale per block, max|x| / levels, written at
+// `scale_at`; returns its inverse. A subnormal scale has no finite inverse (0 x inf would be
+// NaN): such a block encodes as zeros.
+inline float write_block_scale(const float* x, std::size_t first, std::size_t last, float levels, std::uint8_t* scale_at) {
+    float peak = 0.f;
+    for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
+    const float scale = peak / levels;
+    std::memcpy(scale_at, &scale, 4);
+    return scale >= std::numeric_limits<float>::min() ? 1.f / scale : 0.f;
+}
+
+// Round half away from zero, as lround, but inline, so that the caller's loop vectorizes.
+inline float round_away(float scaled) { return std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f)); }
+
+// The `blocks` scales at the start of a block codec's message, checked.
+std::vector<float> read_block_scales(const std::uint8_t* in, std::size_t blocks, const char* what) {
+    std::vector<float> scales(blocks);
+    std::memcpy(scales.data(), in, blocks * 4);
+    require_finite(scales.data(), blocks, what);
+    return scales;
+}
+
 // Layout: one float32 scale per block of 256, then one int8 per element.
 class Int8Codec final : public Codec {
 public:
@@ -132,27 +154,15 @@ public:
         std::int8_t* q = reinterpret_cast<std::int8_t*>(out + blocks(n) * 4);
         for (std::size_t b = 0; b < blocks(n); ++b) {
             const std::size_t first = b * kBlock, last = std::min(n, first + kBlock);
-            float peak = 0.f;
-            for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
-            const float scale = peak / 127.f;
-            std::memcpy(out + 4 * b, &scale, 4);
-            // A subnormal scale has no finite inverse (0 x inf would be NaN): such a block is 0.
-            const float inverse = scale >= std::numeric_limits<float>::min() ? 1.f / scale : 0.f;
-            // Round half away from zero, as lround, but inline: |x| * inverse <= 127 (a hair
-            // more by rounding), so the clamp only guards that hair; the loop vectorizes.
-            for (std::size_t i = first; i < last; ++i) {
-                const float scaled = x[i] * inverse;
-                const float rounded = std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f));
-                q[i] = std::int8_t(std::clamp(rounded, -127.f, 127.f));
-            }
+            const float inverse = write_block_scale(x, first, last, 127.f, out + 4 * b);
+            // |x| * inverse <= 127 (a hair more by rounding): the clamp only guards that hair.
+            for (std::size_t i = first; i < last; ++i) q[i] = std::int8_t(std::clamp(round_away(x[i] * inverse), -127.f, 127.f));
         }
         return max_encoded_bytes(n);
     }
     void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
         expect_bytes(bytes, max_encoded_bytes(n), "int8", n);
-        std::vector<float> scales(blocks(n));
-        std::memcpy(scales.data(), in, scales.size() * 4);
-        require_finite(scales.data(), scales.size(), "int8 scale");
+        const std::vector<float> scales = read_block_scales(in, blocks(n), "int8 scale");
         const std::int8_t* q = reinterpret_cast<const std::int8_t*>(in + scales.size() * 4);
         for (std::size_t i = 0; i < n; ++i) out[i] = float(q[i]) * scales[i / kBlock];
     }
@@ -176,36 +186,27 @@ public:
         std::memset(q, 0, (n + 1) / 2);
         for (std::size_t b = 0; b < blocks(n); ++b) {
             const std::size_t first = b * kBlock, last = std::min(n, first + kBlock);
-            float peak = 0.f;
-            for (std::size_t i = first; i < last; ++i) peak = std::max(peak, std::fabs(x[i]));
-            const float scale = peak / 7.f;
-            std::memcpy(out + 4 * b, &scale, 4);
-            const float inverse = scale >= std::numeric_limits<float>::min() ? 1.f / scale : 0.f;  // as int8's
-            for (std::size_t i = first; i < last; ++i) {
-                const float scaled = x[i] * inverse;
-                const float rounded = std::clamp(std::trunc(scaled + (scaled >= 0.f ? 0.5f : -0.5f)), -7.f, 7.f);
-                q[i / 2] |= std::uint8_t(int(rounded) + 8) << (4 * (i % 2));
-            }
+            const float inverse = write_block_scale(x, first, last, 7.f, out + 4 * b);
+            for (std::size_t i = first; i < last; ++i)
+                q[i / 2] |= std::uint8_t(int(std::clamp(round_away(x[i] * inverse), -7.f, 7.f)) + 8) << (4 * (i % 2));
         }
         return max_encoded_bytes(n);
     }
     void decode(const std::uint8_t* in, std::size_t bytes, std::size_t n, float* out) const override {
         expect_bytes(bytes, max_encoded_bytes(n), "int4", n);
-        std::vector<float> scales(blocks(n));
-        std::memcpy(scales.data(), in, scales.size() * 4);
-        require_finite(scales.data(), scales.size(), "int4 scale");
+        const std::vector<float> scales = read_block_scales(in, blocks(n), "int4 scale");
         const std::uint8_t* q = in + scales.size() * 4;
         // The encoder writes q + 8 in [1, 15], and a zero nibble after an odd element count.
         for (std::size_t i = 0; i < n; ++i)
-            if (((q[i / 2] >> (4 * (i % 2))) & 0xf) == 0)
-                throw CodecError("int4: element " + std::to_string(i) + " is nibble 0, which no encoder writes");
-        if (n % 2 == 1 && (q[n / 2] >> 4) != 0) throw CodecError("int4: the padding nibble after element " +
-                                                                  std::to_string(n - 1) + " is not 0");
-        for (std::size_t i = 0; i < n; ++i) out[i] = float(int((q[i / 2] >> (4 * (i % 2))) & 0xf) - 8) * scales[i / kBlock];
+            if (nibble(q, i) == 0) throw CodecError("int4: element " + std::to_string(i) + " is nibble 0, which no encoder writes");
+        if (n % 2 == 1 && nibble(q, n) != 0)
+            throw CodecError("int4: the padding nibble after element " + std::to_string(n - 1) + " is not 0");
+        for (std::size_t i = 0; i < n; ++i) out[i] = float(nibble(q, i) - 8) * scales[i / kBlock];
     }
 
 private:
     static std::size_t blocks(std::size_t n) { return (n + kBlock - 1) / kBlock; }
+    static int nibble(const std::uint8_t* q, std::size_t i) { return (q[i / 2] >> (4 * (i % 2))) & 0xf; }
 };
 
 // Layout: uint32 element count n (top-k alone could not tell a shorter vector from a longer

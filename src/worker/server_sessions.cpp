@@ -19,6 +19,7 @@ ServerSessions::ServerSessions(std::vector<ServerLink> links, const SessionOptio
         o.buffer_count = k == 0 ? options.buffer_count : 0;
         o.token_follows_welcome = k == 0 && links.size() > 1;
         ranges_.push_back(server_range(num_parameters, links.size(), k));
+        every_server_.push_back(k);
         addresses_.push_back(links[k].address);
         sessions_.push_back(std::make_unique<ServerSession>(std::move(links[k].channel), o, ranges_.back().count));
     }
@@ -55,27 +56,21 @@ void ServerSessions::send(std::size_t k, const Payload& payload, const WorkerPro
 }
 
 ExchangeOutcome ServerSessions::exchange(const Payload& payload, const WorkerProgress& at, const Payload* buffers) {
-    for (std::size_t k = 0; k < sessions_.size(); ++k) send(k, payload, at, buffers);
+    if (sessions_.size() > 1) return exchange_some(every_server_, payload, at, buffers);
+    send(0, payload, at, buffers);
     ExchangeOutcome out;
-    if (sessions_.size() == 1) {
-        out.reply = receive(0, out);  // one server: its frame as it came, no copy
-        return out;
-    }
-    // The ranges are copied into one vector for the rule (which may keep it as its x_pull).
-    out.reply = replies_.next(num_parameters_ * sizeof(float));
-    for (std::size_t k = 0; k < sessions_.size(); ++k) {
-        const Payload part = receive(k, out);
-        std::memcpy(out.reply.floats() + ranges_[k].first, part.data(), ranges_[k].count * sizeof(float));
-    }
+    out.reply = receive(0, out);  // one server: its frame as it came, no copy
     return out;
 }
 
 ExchangeOutcome ServerSessions::exchange_some(const std::vector<std::size_t>& servers, const Payload& payload,
                                               const WorkerProgress& at, const Payload* buffers) {
-    // All sent first: with several fragments due at once (a worker's finish()), waiting on one
-    // server's round before sending to the next could wait on a worker that waits on this one.
+    // All sent first: the servers work in parallel, and (several fragments due at once, a
+    // worker's finish()) waiting on one server's round before sending to the next could wait on
+    // a worker that waits on this one at another server.
     for (std::size_t k : servers) send(k, payload, at, buffers);
     ExchangeOutcome out;
+    // The ranges are copied into one vector for the rule (which may keep it as its x_pull).
     out.reply = replies_.next(num_parameters_ * sizeof(float));
     for (std::size_t k : servers) {
         const Payload part = receive(k, out);

@@ -80,6 +80,7 @@ private:
 
     std::size_t num_parameters_;
     std::vector<ServerRange> ranges_;
+    std::vector<std::size_t> every_server_;  // 0 .. S-1, for exchange()
     std::vector<std::string> addresses_;
     std::vector<std::unique_ptr<ServerSession>> sessions_;
     RecycledPayloads replies_;  // S > 1: the assembled replies
