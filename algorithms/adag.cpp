@@ -17,7 +17,7 @@ namespace {
 class Adag final : public WindowedStrategy {
 public:
     // The worker sends its accumulated update, divided by tau; the center answers x~.
-    explicit Adag(int window) : WindowedStrategy(window, {WireVector::update, WireVector::state}) {}
+    Adag(int window, Landing landing) : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing) {}
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<PullPushWorker>(c.num_parameters, communication_window());
     }
@@ -29,7 +29,8 @@ public:
 }  // namespace
 
 std::shared_ptr<const Strategy> make_adag(StrategyOptions& options, const StrategyContext&) {
-    return std::make_shared<Adag>(options.communication_window(5));
+    const int window = options.communication_window(5);
+    return std::make_shared<Adag>(window, options.landing(window));
 }
 
 }  // namespace tether

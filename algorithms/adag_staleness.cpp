@@ -54,8 +54,8 @@ private:
 class AdagStaleness final : public WindowedStrategy {
 public:
     // As adag: the accumulated update out, x~ back.
-    AdagStaleness(int window, double gamma)
-        : WindowedStrategy(window, {WireVector::update, WireVector::state}), gamma_(gamma) {}
+    AdagStaleness(int window, double gamma, Landing landing)
+        : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing), gamma_(gamma) {}
     // The worker half is ADAG's: the accumulated update divided by the window.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<PullPushWorker>(c.num_parameters, communication_window());
@@ -73,7 +73,7 @@ private:
 std::shared_ptr<const Strategy> make_adag_staleness(StrategyOptions& options, const StrategyContext&) {
     const int window = options.communication_window(5);
     const double gamma = options.number("gamma", 1e-4, 0.0, 1e6, true);
-    return std::make_shared<AdagStaleness>(window, gamma);
+    return std::make_shared<AdagStaleness>(window, gamma, options.landing(window));
 }
 
 }  // namespace tether

@@ -44,7 +44,8 @@ private:
 class Aeasgd final : public WindowedStrategy {
 public:
     // The worker sends x_i; the center answers the elastic difference e, which x_i subtracts.
-    Aeasgd(int window, double alpha) : WindowedStrategy(window, {WireVector::state, WireVector::update}), alpha_(alpha) {}
+    Aeasgd(int window, double alpha, Landing landing)
+        : WindowedStrategy(window, {WireVector::state, WireVector::update}, landing), alpha_(alpha) {}
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<AeasgdWorker>(c.num_parameters);
     }
@@ -60,7 +61,7 @@ private:
 
 std::shared_ptr<const Strategy> make_aeasgd(StrategyOptions& options, const StrategyContext& context) {
     const int window = options.communication_window(10);
-    return std::make_shared<Aeasgd>(window, read_moving_rate(options, context));
+    return std::make_shared<Aeasgd>(window, read_moving_rate(options, context), options.landing(window));
 }
 
 }  // namespace tether

@@ -33,7 +33,7 @@ private:
 class Averaging final : public WindowedStrategy {
 public:
     // The worker sends x_i; the center answers the new x~.
-    explicit Averaging(int window) : WindowedStrategy(window, {WireVector::state, WireVector::state}) {}
+    Averaging(int window, Landing landing) : WindowedStrategy(window, {WireVector::state, WireVector::state}, landing) {}
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<SendParametersWorker>(c.num_parameters);
     }
@@ -45,7 +45,8 @@ public:
 }  // namespace
 
 std::shared_ptr<const Strategy> make_averaging(StrategyOptions& options, const StrategyContext&) {
-    return std::make_shared<Averaging>(options.communication_window(10));
+    const int window = options.communication_window(10);
+    return std::make_shared<Averaging>(window, options.landing(window));
 }
 
 }  // namespace tether

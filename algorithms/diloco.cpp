@@ -22,12 +22,13 @@
 // local steps, as its overlapped exchanges do; `mixing` a merges as the paper does instead:
 // x_i,f <- a x_i,f + (1 - a) x~_f (a = 0 takes x~_f and drops the d steps). The paper's 4-bit outer gradients: a worker's
 // x_i,f crosses the wire as its change from the last reconstructed value under cluster.codec
-// (int8, or int4 as the paper's 4 bits). With F = 1, d = H is cluster.overlap.
+// (int8, or int4 as the paper's 4 bits).
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "algorithms/builtin.hpp"
+#include "algorithms/fragment_policy.hpp"
 #include "algorithms/send_parameters.hpp"
 
 namespace tether {
@@ -73,9 +74,8 @@ private:
 class Diloco final : public WindowedStrategy {
 public:
     // As averaging: x_i out, x~ back.
-    Diloco(int window, OuterOptimizer outer, ExchangeSchedule schedule)
-        : WindowedStrategy(window, {WireVector::state, WireVector::state}), outer_(outer), schedule_(schedule) {}
-    ExchangeSchedule exchange_schedule() const override { return schedule_; }
+    Diloco(int window, OuterOptimizer outer, Landing landing, std::size_t fragments)
+        : WindowedStrategy(window, {WireVector::state, WireVector::state}, landing), outer_(outer), fragments_(fragments) {}
     // The worker half is averaging's: send x_i, take x~.
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<SendParametersWorker>(c.num_parameters);
@@ -83,10 +83,15 @@ public:
     std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
         return center_rule<DilocoCenter>(outer_);
     }
+    // Fragments, or a merge that tether makes range by range: streaming DiLoCo's policy.
+    std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext& c) const override {
+        if (fragments_ == 1 && !landing().mixing) return WindowedStrategy::make_exchange_policy(c);
+        return std::make_unique<FragmentPolicy>(communication_window(), fragments_, landing());
+    }
 
 private:
     OuterOptimizer outer_;
-    ExchangeSchedule schedule_;
+    std::size_t fragments_;
 };
 
 }  // namespace
@@ -97,21 +102,16 @@ std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const Stra
     outer.learning_rate = options.number("outer_learning_rate", outer.learning_rate, 0.0, 100.0, true);
     outer.momentum = options.number("outer_momentum", outer.momentum, 0.0, 0.999999);
     outer.nesterov = options.boolean("nesterov", outer.nesterov);
-    ExchangeSchedule schedule;
-    schedule.fragments = int(options.integer("fragments", schedule.fragments, 1, 256));
-    schedule.overlap_steps = int(options.integer("overlap_steps", schedule.overlap_steps, 0, 1'000'000));
-    // The paper's merge of a late reply; none: tether's, the local steps since kept.
-    schedule.mixing = options.optional_number("mixing", std::nullopt, 0.0, 0.999999, false, "keep the local steps");
+    const int fragments = int(options.integer("fragments", 1, 1, 256));
     const std::string H = options.path_of("communication_window") + " " + std::to_string(window);
-    if (schedule.fragments > window)
-        throw ConfigError(options.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments with " + H +
+    if (fragments > window)
+        throw ConfigError(options.path_of("fragments") + ": " + std::to_string(fragments) + " fragments with " + H +
                           "; each fragment needs a step of its own in the window: at most " + std::to_string(window));
-    const int gap = window / schedule.fragments;  // the fewest steps between two fragments' exchanges
-    if (schedule.overlap_steps > gap)
-        throw ConfigError(options.path_of("overlap_steps") + ": " + std::to_string(schedule.overlap_steps) + " with " + H +
-                          " and " + std::to_string(schedule.fragments) + " fragments; a fragment's reply must land before the " +
-                          "next fragment goes out, " + std::to_string(gap) + " steps later: at most " + std::to_string(gap));
-    return std::make_shared<Diloco>(window, outer, schedule);
+    // A fragment's reply lands before the next fragment goes out, window / fragments steps later.
+    Landing landing = options.landing(window / fragments);
+    // The paper's merge of a late reply; none: tether's, the local steps since kept.
+    landing.mixing = options.optional_number("mixing", std::nullopt, 0.0, 0.999999, false, "keep the local steps");
+    return std::make_shared<Diloco>(window, outer, landing, std::size_t(fragments));
 }
 
 }  // namespace tether

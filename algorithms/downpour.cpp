@@ -12,7 +12,7 @@ namespace {
 class Downpour final : public WindowedStrategy {
 public:
     // The worker sends its accumulated update; the center answers x~.
-    explicit Downpour(int window) : WindowedStrategy(window, {WireVector::update, WireVector::state}) {}
+    Downpour(int window, Landing landing) : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing) {}
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<PullPushWorker>(c.num_parameters, 0);
     }
@@ -24,7 +24,8 @@ public:
 }  // namespace
 
 std::shared_ptr<const Strategy> make_downpour(StrategyOptions& options, const StrategyContext&) {
-    return std::make_shared<Downpour>(options.communication_window(5));
+    const int window = options.communication_window(5);
+    return std::make_shared<Downpour>(window, options.landing(window));
 }
 
 }  // namespace tether

@@ -23,7 +23,7 @@ class Dynsgd final : public WindowedStrategy {
 public:
     // The worker sends its accumulated update (v_pull travels in every exchange); the center
     // answers x~.
-    explicit Dynsgd(int window) : WindowedStrategy(window, {WireVector::update, WireVector::state}) {}
+    Dynsgd(int window, Landing landing) : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing) {}
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
         return std::make_unique<PullPushWorker>(c.num_parameters, 0);
     }
@@ -35,7 +35,8 @@ public:
 }  // namespace
 
 std::shared_ptr<const Strategy> make_dynsgd(StrategyOptions& options, const StrategyContext&) {
-    return std::make_shared<Dynsgd>(options.communication_window(5));
+    const int window = options.communication_window(5);
+    return std::make_shared<Dynsgd>(window, options.landing(window));
 }
 
 }  // namespace tether

@@ -1,4 +1,4 @@
-// Overlapped exchanges (ServiceOptions::overlap_exchange) against blocking ones, through the
+// Overlapped exchanges (the strategy's overlap_steps = its window) against blocking ones, through the
 // embedding API. N workers each take S local steps of `--step-ms` and call step(); every
 // `--window` steps the strategy exchanges a vector of `--elements` floats with the center.
 //   --step-ms    the local step: `sleep` (a GPU step: the CPU waits) or `busy` (a CPU step:
@@ -69,6 +69,9 @@ public:
     std::unique_ptr<tether::CenterRule> make_center_rule(const tether::StrategyContext& c) const override {
         return tether::center_rule<SlowCenter>(inner_->make_center_rule(c), ms_);
     }
+    std::unique_ptr<tether::ExchangePolicy> make_exchange_policy(const tether::StrategyContext& c) const override {
+        return inner_->make_exchange_policy(c);
+    }
 
 private:
     std::shared_ptr<const tether::Strategy> inner_;
@@ -102,10 +105,11 @@ struct Measured {
 Measured run_once(const Settings& s, int workers, double center_ms, bool overlap) {
     tether::ServiceOptions o;
     std::ostringstream strategy;
-    strategy << R"({"name": "slow-downpour", "communication_window": )" << s.window << R"(, "center_ms": )" << center_ms << "}";
+    // Overlapped: each reply lands a window after its exchange went out.
+    strategy << R"({"name": "slow-downpour", "communication_window": )" << s.window << R"(, "overlap_steps": )"
+             << (overlap ? s.window : 0) << R"(, "center_ms": )" << center_ms << "}";
     o.strategy = strategy.str();
     o.workers = workers;
-    o.overlap_exchange = overlap;
     if (s.transport == "tcp") o.address = "tcp://127.0.0.1:*";
     auto center = tether::CenterService::start(std::vector<float>(s.elements, 0.f), o);
     const auto n = static_cast<std::size_t>(workers);

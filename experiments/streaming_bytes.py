@@ -8,7 +8,7 @@ Per point (its seeds pooled): final validation and test accuracy (mean ± 95% CI
 exchanges per worker, the bytes a worker sent to the center over the run, and the largest single
 exchange any worker sent (bytes_to_center in exchanges.jsonl, every server's) and how many times
 smaller it is than the sweep's largest (plain DiLoCo in float32). During training a
-worker sends at most one exchange after a step (tests/unit/fragment_schedule_test.cpp), so that
+worker sends at most one exchange after a step (tests/unit/exchange_policy_test.cpp), so that
 largest exchange is its peak per step; `finish()` alone may send several fragments at once.
 """
 import argparse

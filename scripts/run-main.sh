@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh --only tether  # the command alone; scripts/test.sh builds the rest
 exec build/tether run configs/sequential.json "$@"

@@ -93,8 +93,7 @@ def worker(rank, args, address):
     shard = slice(rank * len(x) // args.workers, (rank + 1) * len(x) // args.workers)
     model = make_model()
     # The model's own tensors, set to x~ on join and written in place at every exchange.
-    client = tether.torch.Worker(model, address, strategy=args.strategy_block, workers=args.workers,
-                                 overlap_exchange=args.overlap)
+    client = tether.torch.Worker(model, address, strategy=args.strategy_block, workers=args.workers)
     def log_epoch(epoch, train_loss):  # into the center's run directory (--run-dir)
         client.log(epoch=epoch, train_loss=train_loss, test_accuracy=accuracy(model, args.data))
 
@@ -117,12 +116,15 @@ def main():
     p.add_argument("--train-samples", type=int, help="use only the first N training images (quick checks)")
     p.add_argument("--baseline", action="store_true", help="plain PyTorch in one process instead, for comparison")
     p.add_argument("--min-accuracy", type=float, help="exit 1 when the test accuracy ends below this")
-    p.add_argument("--overlap", action="store_true", help="overlap each exchange with the next window's steps")
+    p.add_argument("--overlap-steps", type=int, help="each exchange's reply lands this many local steps after it went "
+                   "out, training going on meanwhile (the strategy's overlap_steps; at most the window)")
     p.add_argument("--run-dir", help="the center writes a run directory here; the workers log into it")
     args = p.parse_args()
     args.strategy_block = {"name": args.strategy}
     if args.window:
         args.strategy_block["communication_window"] = args.window
+    if args.overlap_steps:
+        args.strategy_block["overlap_steps"] = args.overlap_steps
 
     started = time.perf_counter()
     model = make_model()

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <tether/errors.hpp>
+#include <tether/exchange_policy.hpp>
 #include <tether/vector_ops.hpp>
 
 namespace tether {
@@ -149,7 +150,7 @@ std::unique_ptr<CenterRule> center_rule(Args&&... args) {
 }
 
 // What a vector that crosses the wire means to its receiver, which a lossy codec (fp16, bf16,
-// int8, topk: cluster.codec) must know to lose nothing over time:
+// int8, int4, topk: cluster.codec) must know to lose nothing over time:
 //   state   the receiver takes it as a value (x_i, x~). Both ends keep the last value the
 //           receiver reconstructed, and the codec sends the change from it.
 //   update  the receiver adds it to something (an accumulated update, an elastic difference).
@@ -163,26 +164,6 @@ struct WireKinds {
     WireVector reply = WireVector::unknown;    // center -> worker (apply_reply)
 };
 
-// When a worker exchanges which part of x_i: streaming DiLoCo's schedule (Douillard et al.,
-// "Streaming DiLoCo with overlapping communication: Towards a Distributed Free Lunch", 2025).
-// With H = communication_window, F = fragments and d = overlap_steps:
-//   fragment f (server f's range of x, cluster.servers = F) is exchanged after the local step t
-//   with (t - floor(f H / F)) mod H = 0, and its reply lands after step t + d, the local steps
-//   in between kept: x_f <- reply_f + (x_f(t + d) - x_f(t)); or, with a mixing factor a (the
-//   paper's merge), x_f <- a x_f(t + d) + (1 - a) reply_f.
-// The default (F = 1, d = 0, no mixing) is every other strategy's: all of x every H steps,
-// blocking. Fragments (F > 1) and mixing are for a strategy whose worker sends x_i and takes the
-// reply as its new x_i (wire kinds state/state, as averaging and DiLoCo): tether then sends and
-// takes one range at a time itself, without the rule. d is at most floor(H / F): one fragment
-// in flight at a time.
-struct ExchangeSchedule {
-    int fragments = 1;
-    int overlap_steps = 0;
-    std::optional<double> mixing;  // a in [0, 1); none: the local steps are kept
-    // Exchanged range by range by tether itself, not through the rule.
-    bool streamed() const { return fragments > 1 || mixing.has_value(); }
-};
-
 // A strategy: immutable, built once from its options; it makes one WorkerRule per worker and
 // one CenterRule for the center.
 class Strategy {
@@ -194,22 +175,34 @@ public:
     virtual std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const = 0;
     // What the payload and the reply are (above). Declare it to allow compressed exchanges.
     virtual WireKinds wire_kinds() const { return {}; }
-    // Which part of x a worker exchanges when (above).
-    virtual ExchangeSchedule exchange_schedule() const { return {}; }
+    // Made once per worker: when it exchanges which part of x, and how replies land
+    // (<tether/exchange_policy.hpp>). By default all of x every communication_window() steps,
+    // the worker waiting for the reply.
+    virtual std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext& context) const {
+        (void)context;
+        return std::make_unique<WindowPolicy>(communication_window());
+    }
 };
 
-// A strategy that holds its window and its wire kinds, so that it only makes its rules: what
-// every built-in derives from, and a strategy of your own may too.
+// A strategy that holds its window, its wire kinds and how its replies land, so that it only
+// makes its rules: what every built-in derives from, and a strategy of your own may too.
 class WindowedStrategy : public Strategy {
 public:
-    explicit WindowedStrategy(int communication_window, WireKinds wire_kinds = {})
-        : window_(communication_window), wire_kinds_(wire_kinds) {}
+    explicit WindowedStrategy(int communication_window, WireKinds wire_kinds = {}, Landing landing = {})
+        : window_(communication_window), wire_kinds_(wire_kinds), landing_(landing) {}
     int communication_window() const override { return window_; }
     WireKinds wire_kinds() const override { return wire_kinds_; }
+    std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext&) const override {
+        return std::make_unique<WindowPolicy>(window_, landing_);
+    }
+
+protected:
+    Landing landing() const { return landing_; }
 
 private:
     int window_;
     WireKinds wire_kinds_;
+    Landing landing_;
 };
 
 // The strategy's own JSON block, read strictly: each getter names its key, its default and what
@@ -238,6 +231,16 @@ public:
 
     // The key every strategy shares: tau, from 1 to 1,000,000.
     int communication_window(int fallback) { return int(integer("communication_window", fallback, 1, 1'000'000)); }
+    // The key every built-in shares: overlap_steps d, from 0 to `most` (the fewest steps between
+    // two exchanges): each reply lands d local steps after its exchange went out, the exchange
+    // running on tether's thread meanwhile, and the d steps are kept.
+    Landing landing(int most) {
+        const int d = int(integer("overlap_steps", 0, 0, 1'000'000));
+        if (d > most)
+            throw ConfigError(path_of("overlap_steps") + ": " + std::to_string(d) + "; a reply must land before the next " +
+                              "exchange goes out, " + std::to_string(most) + " steps later: at most " + std::to_string(most));
+        return {d, std::nullopt};
+    }
 };
 
 // Builds a strategy from its options. Throws ConfigError for a combination that cannot work.

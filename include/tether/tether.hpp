@@ -17,8 +17,8 @@
 // - A WorkerClient belongs to one training loop: call its step() and finish() from one thread
 //   at a time (any thread, not concurrently). tether reads and writes your parameter buffers
 //   only inside connect, step() and finish(), on the calling thread: never from a thread of its
-//   own, also with overlap_exchange (its thread then works on a copy). Between those calls the
-//   buffers are yours alone; each worker's buffers are its own (two workers never share one).
+//   own, also when replies land late (the strategy's overlap_steps: its thread then works on a
+//   copy). Between those calls the buffers are yours alone; each worker's buffers are its own (two workers never share one).
 // - Each WorkerClient has a thread of tether's that sends heartbeats while your loop is away
 //   (validation, checkpoints), so a pause longer than worker_timeout_ms does not lose the worker.
 // - CenterService: every member may be called from any thread, concurrently with the center's
@@ -80,18 +80,12 @@ struct ServiceOptions {
     // Flush denormal floats to zero on the center's thread (tether's own). The callers'
     // threads, where step() runs, are never changed; see set_flush_denormals() below.
     bool flush_denormals = true;
-    // Worker side (cluster.overlap): run each exchange on tether's thread, against a copy of the
-    // parameters taken at the window boundary, while your loop goes on with the next window;
-    // the reply is applied at the next boundary (one window stale, the window's own steps
-    // kept). step() then waits only when the previous exchange has not come back yet.
-    // docs/embedding.md gives the rule and the measured effect.
-    bool overlap_exchange = false;
     // Servers that split x~ into contiguous server ranges, each with its own thread and address
     // (docs/architecture.md, "Several servers"): address() then lists them, server 0 first,
     // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
     // per server the same way.
     int servers = 1;
-    // What crosses the wire: "float32", "fp16", "bf16", "int8" or "topk"; "same".
+    // What crosses the wire: "float32", "fp16", "bf16", "int8", "int4" or "topk"; "same".
     std::string codec = "float32";
     std::string reply_codec = "same";
     double topk_ratio = 0.01;
@@ -190,10 +184,9 @@ public:
     virtual ~WorkerClient() = default;
 
     // After each local optimizer step; `samples` is that step's minibatch size (for progress
-    // and staleness bookkeeping). Returns true when this call exchanged with the center (with
-    // overlap_exchange: started an exchange, after applying the previous one's reply) or applied
-    // a reply that landed late (diloco's overlap_steps): whenever the parameters may have
-    // changed. Throws when the center is gone (silent for worker_timeout_ms) and after finish().
+    // and staleness bookkeeping). Returns true when this call exchanged with the center (started
+    // one, when replies land late: the strategy's overlap_steps) or applied a reply that landed
+    // late: whenever the parameters may have changed. Throws when the center is gone (silent for worker_timeout_ms) and after finish().
     virtual bool step(std::size_t samples = 0) = 0;
     // Final exchange (nothing trained is lost) and goodbye. Call once, at the end (a second
     // call throws).

@@ -57,6 +57,10 @@ def strategy_text(strategy):
 
 
 def _options(workers, strategy, **overrides):
+    if "overlap_exchange" in overrides:
+        raise TypeError("overlap_exchange: replaced by the strategy's overlap_steps, the local steps after which an "
+                        "exchange's reply lands (e.g. strategy={'name': 'adag', 'overlap_steps': 5}); "
+                        "overlap_exchange=True was overlap_steps = communication_window")
     unknown = set(overrides) - set(_tether.default_options())
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(_tether.default_options())}")
@@ -130,8 +134,9 @@ class WorkerClient:
     match it (a different strategy is refused naming it first: "strategy.name: center adag,
     worker aeasgd"). Blocks until the center welcomed the worker (it waits for all
     ``workers``), then sets the buffers to x~. ``step()`` raises when the center is gone
-    (silent for worker_timeout_ms, then not back within center_restart_ms) and after ``finish()``. ``overlap_exchange=True``: each exchange runs on tether's thread
-    against a copy while training goes on, its reply applied one window later.
+    (silent for worker_timeout_ms, then not back within center_restart_ms) and after ``finish()``.
+    With the strategy's ``overlap_steps`` d > 0 each exchange runs on tether's thread against a
+    copy while training goes on, its reply landing d steps later (the d steps kept).
 
     ``buffers``: model buffers (float32, like the parameters), averaged rather than trained:
     sent with every exchange, set to the center's average b~ on joining (docs/python.md).
@@ -157,7 +162,7 @@ class WorkerClient:
 
     def step(self, samples=0):
         """After each local optimizer step; returns True when it exchanged with the center or a
-        reply that landed late (diloco's overlap_steps) changed the parameters."""
+        reply that landed late (the strategy's overlap_steps) changed the parameters."""
         return self._client.step(samples)
 
     def finish(self):
@@ -182,7 +187,7 @@ class CenterService:
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options, as ServiceOptions in C++ and the "cluster" keys of a config file
     (same defaults and checks; milliseconds): join_timeout_ms, worker_timeout_ms (10000), center_restart_ms (60000),
-    heartbeat_ms (2000, at most half of worker_timeout_ms), reply_timeout_ms, round_timeout_ms; quorum; overlap_exchange (for in-process workers);
+    heartbeat_ms (2000, at most half of worker_timeout_ms), reply_timeout_ms, round_timeout_ms; quorum;
     servers (x~ split into that many server ranges, each served on its own thread: ``address``
     then gives one per server, e.g. ``",".join(["tcp://127.0.0.1:*"] * 3)``, and ``.address``
     lists them, server 0 first, separated by ','); codec, reply_codec and

@@ -50,7 +50,6 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("reply_timeout_ms", o.reply_timeout_ms);
     visit("round_timeout_ms", o.round_timeout_ms);
     visit("quorum", o.quorum);
-    visit("overlap_exchange", o.overlap_exchange);
     visit("servers", o.servers);
     visit("codec", o.codec);
     visit("reply_codec", o.reply_codec);

@@ -275,8 +275,8 @@ class Worker(tether.WorkerClient):
     """One tether worker over a PyTorch model's state (a module, or its
     state_dict(keep_vars=True)); call ``step()`` after ``optimizer.step()``. ``center`` (a
     tether.torch.CenterService or tether.CenterService in this process) or ``address`` with
-    options as the center's (``strategy`` and ``workers``: the center's unless given);
-    ``overlap_exchange=True`` overlaps each exchange with the next window's steps. ``step``,
+    options as the center's (``strategy`` and ``workers``: the center's unless given); the
+    strategy's ``overlap_steps`` overlaps each exchange with the next steps. ``step``,
     ``finish`` and ``id`` are tether.WorkerClient's; ``parameters`` the tensors the strategy
     sees. Under a launcher, ``Worker.from_env`` makes one (and rank 0's center)."""
 

@@ -131,8 +131,7 @@ WorkerOptions ClusterSettings::worker_options() const {
     o.wire_kinds = strategy->wire_kinds();
     o.step_delay_ms = step_delay_ms;
     o.communication_window = strategy->communication_window();
-    o.overlap = overlap;
-    o.schedule = strategy->exchange_schedule();
+    o.exchange_policy = [strategy = strategy, workers = int(workers)] { return strategy->make_exchange_policy({workers}); };
     return o;
 }
 
@@ -237,7 +236,7 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
                                                     std::vector<float>(begin, begin + std::ptrdiff_t(server.range.count)), o),
                            server.index, server.range});
     }
-    return std::make_unique<ServerGroup>(std::move(members), strategy->exchange_schedule().streamed());
+    return std::make_unique<ServerGroup>(std::move(members), strategy->make_exchange_policy({int(workers)})->fragments() > 0);
 }
 
 std::vector<ServerLink> ClusterSettings::connect(Transport& transport, const std::string& address, const std::string& what,

@@ -12,7 +12,7 @@ namespace tether {
 namespace {
 
 // The ServiceOptions fields whose names differ from their key in the "cluster" block.
-constexpr const char* kServiceNames[][2] = {{"endpoint", "address"}, {"overlap", "overlap_exchange"}};
+constexpr const char* kServiceNames[][2] = {{"endpoint", "address"}};
 
 SecuritySettings read_security(JsonReader r) {
     SecuritySettings s;
@@ -51,30 +51,23 @@ void check_codecs(const ClusterSettings& k, const JsonReader& r) {
     check(k.reply_codec == "same" ? "codec" : "reply_codec", k.reply_codec_options().kind, kinds.reply, "center's replies");
 }
 
-// Streaming DiLoCo's fragments are the servers' ranges, and its overlap is the schedule's own.
-void check_schedule(const ClusterSettings& k, const JsonReader& strategy) {
-    const ExchangeSchedule schedule = k.strategy->exchange_schedule();
-    if (!schedule.streamed()) {
-        if (schedule.overlap_steps > 0 && k.overlap)
-            throw ConfigError(k.key("overlap") + ": true with " + strategy.path_of("overlap_steps") + " " +
-                              std::to_string(schedule.overlap_steps) + "; say when replies land once (" + k.key("overlap") +
-                              " is overlap_steps = " + strategy.path_of("communication_window") + ")");
-        return;
-    }
-    const std::string what = schedule.fragments > 1 ? std::to_string(schedule.fragments) + " fragments"
-                                                    : strategy.path_of("mixing") + " (merged fragment by fragment)";
-    if (schedule.fragments != k.servers && schedule.fragments > 1)
-        throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(schedule.fragments) + " fragments, but " +
+// A policy's fragments are the servers' ranges: here, and nowhere else, the two must agree.
+void check_fragments(const ClusterSettings& k, const JsonReader& strategy) {
+    if (!k.strategy->uses_center()) return;
+    const std::unique_ptr<ExchangePolicy> policy = k.strategy->make_exchange_policy({int(k.workers)});
+    const std::int64_t fragments = std::int64_t(policy->fragments());
+    if (fragments == 0) return;
+    const std::string what = fragments > 1 ? std::to_string(fragments) + " fragments"
+                                           : strategy.path_of("mixing") + " (merged fragment by fragment)";
+    if (fragments != k.servers && fragments > 1)
+        throw ConfigError(strategy.path_of("fragments") + ": " + std::to_string(fragments) + " fragments, but " +
                           k.key("servers") + " is " + std::to_string(k.servers) + "; each fragment is one server's range " +
-                          "of x~: set " + k.key("servers") + " to " + std::to_string(schedule.fragments));
-    if (schedule.fragments != k.servers)  // one fragment: streamed for its mixing
+                          "of x~: set " + k.key("servers") + " to " + std::to_string(fragments));
+    if (fragments != k.servers)  // one fragment: a range of its own for its mixing
         throw ConfigError(strategy.path_of("mixing") + ": set with 1 fragment and " + k.key("servers") + " " +
                           std::to_string(k.servers) + "; mixing merges fragment by fragment, one server each: set " +
                           strategy.path_of("fragments") + " to " + std::to_string(k.servers) + " or " + k.key("servers") +
                           " to 1");
-    if (k.overlap)
-        throw ConfigError(k.key("overlap") + ": true with " + what + "; a fragment's reply lands " +
-                          strategy.path_of("overlap_steps") + " steps after it went out: set that instead");
     // A joiner starts at step 0, out of phase with the others' fragments: each server's rounds
     // would wait on exchanges that come at other steps.
     if (k.elastic)
@@ -98,6 +91,11 @@ std::string ClusterSettings::key(const std::string& name) const {
 ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context,
                                       const Launcher* launcher) {
     ClusterSettings k;
+    if (r.has("overlap"))
+        throw ConfigError(r.path_of("overlap") + ": replaced by " + strategy.path_of("overlap_steps") + ", the local steps " +
+                          "after which an exchange's reply lands (the exchange runs on the worker's thread meanwhile); " +
+                          "overlap: true was " + strategy.path_of("overlap_steps") + " = " +
+                          strategy.path_of("communication_window"));
     k.mode = r.choice("mode", k.mode, {"embedded", "local"});
     k.center_trains = r.boolean("center_trains", k.center_trains);
     // A launcher knows the world size: it is the default, and a config that says otherwise is wrong now, not after a timeout.
@@ -119,7 +117,6 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
     k.elastic = r.boolean("elastic", k.elastic);
     k.warmstart_samples = r.integer("warmstart_samples", k.warmstart_samples, 0, std::int64_t(1) << 50);
-    k.overlap = r.boolean("overlap", k.overlap);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
     k.servers = r.integer("servers", k.servers, 1, 256);
     k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "int4", "topk"});
@@ -147,7 +144,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
                           " \"" + k.strategy->name() + "\"; sequential training uses exactly 1 worker (pick a distributed "
                           "strategy such as \"adag\" or \"aeasgd\" for more)");
     check_codecs(k, r);
-    check_schedule(k, strategy);
+    check_fragments(k, strategy);
     if (k.warmstart_samples > 0 && k.servers > 1)
         throw ConfigError(r.path_of("warmstart_samples") + ": " + std::to_string(k.warmstart_samples) + " with " +
                           r.path_of("servers") + " " + std::to_string(k.servers) + "; the warmstart is built for one "
@@ -177,7 +174,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"worker_timeout_ms", o.worker_timeout_ms}, {"heartbeat_ms", o.heartbeat_ms},
         {"center_restart_ms", o.center_restart_ms},
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
-        {"overlap", o.overlap_exchange}, {"servers", o.servers},
+        {"servers", o.servers},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
         {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
         {"max_failed_share", o.max_failed_share}, {"warmstart_samples", o.warmstart_samples}};

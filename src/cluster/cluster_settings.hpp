@@ -82,9 +82,6 @@ struct ClusterSettings {
     // samples, then the others start from that x~ (center/center.hpp). 0: all start together.
     std::int64_t warmstart_samples = 0;
     bool elastic = false;                  // workers beyond cluster.workers may join mid-run
-    // Each exchange runs on the worker's own thread while it trains the next window; its reply
-    // lands one window late (worker/worker_node.hpp, docs/embedding.md).
-    bool overlap = false;
     std::int64_t max_peers = 256;          // identities each server keeps state for at once
     std::int64_t servers = 1;              // servers that split x~ into server ranges (protocol/server_ranges.hpp)
     // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies

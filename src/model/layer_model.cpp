@@ -151,12 +151,4 @@ double LayerModel::evaluate(const float* p, const Batch& batch, std::int32_t* cl
     return batch.rows ? total / batch.rows : 0.0;
 }
 
-void LayerModel::predict(const float* p, const float* inputs, int rows, std::int32_t* classes) {
-    for (int first = 0; first < rows; first += kChunkRows) {
-        const int n = std::min(kChunkRows, rows - first);
-        forward(p, inputs + std::size_t(first) * input_.size(), n, Pass{});
-        backend_.argmax_rows(classes + first, activations_.back().data(), n, classes_);
-    }
-}
-
 }  // namespace tether

@@ -81,9 +81,4 @@ double Mlp::evaluate(const float* p, const Batch& batch, std::int32_t* classes) 
                                           nullptr);
 }
 
-void Mlp::predict(const float* p, const float* inputs, int rows, std::int32_t* classes) {
-    forward(p, inputs, rows);
-    backend_.argmax_rows(classes, activations_.back().data(), rows, int(sizes_.back()));
-}
-
 }  // namespace tether

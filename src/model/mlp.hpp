@@ -22,7 +22,6 @@ public:
 
     double evaluate_with_gradient(const float* parameters, const Batch& batch, float* gradient) override;
     double evaluate(const float* parameters, const Batch& batch, std::int32_t* classes = nullptr) override;
-    void predict(const float* parameters, const float* inputs, int rows, std::int32_t* classes) override;
 
 private:
     std::size_t layers() const { return sizes_.size() - 1; }

@@ -32,8 +32,6 @@ public:
     // Mean loss over the batch, without the gradient; also writes each row's predicted class
     // into `classes` (backend memory) when it is not null.
     virtual double evaluate(const float* parameters, const Batch& batch, std::int32_t* classes = nullptr) = 0;
-    // Predicted class of each row, written to `classes` (backend memory, rows int32).
-    virtual void predict(const float* parameters, const float* inputs, int rows, std::int32_t* classes) = 0;
 };
 
 }  // namespace tether

@@ -122,8 +122,6 @@ ChunkAssembler::Result ChunkAssembler::add(const Header& h, const Payload& paylo
             return Result::complete;
         }
     }
-    // budget: issue 26 checks here, before a vector's first chunk takes `bytes`, against what
-    // this peer and all peers hold (bytes_held()), and refuses past it.
     if (h.chunk_index == 0) vector_ = buffers_.next(bytes);
     if (decoder_) {
         try {

@@ -84,10 +84,6 @@ struct ChunkRefusal {
 // or compressed ones are reassembled or decoded into one of two recycled buffers, which a reply
 // still queued in ZeroMQ (or a vector the caller kept) may hold. A refused chunk drops the
 // partial vector whole; drop() does the same when the peer was refused for another reason.
-//
-// Memory: bytes_held() is what the assembler holds for a vector not yet complete. Issue 26's
-// byte budget (per peer, and over all peers of a center) is checked at one place: in add(),
-// before a vector's first chunk takes a buffer (framing.cpp, "budget"); no budget is enforced yet.
 class ChunkAssembler {
 public:
     enum class Result { partial, complete, refused };
@@ -108,7 +104,6 @@ public:
     // Forgets a partial vector (its sender was refused for another reason).
     void drop();
     std::uint32_t chunks_received() const { return next_; }
-    std::size_t bytes_held() const { return next_ > 0 ? vector_.size() : 0; }
 
 private:
     Result refuse(std::string reason, std::string detail);

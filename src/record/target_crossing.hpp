@@ -2,7 +2,7 @@
 //
 // Evaluations are seconds apart, so "the first evaluation at or above the target" snaps the
 // time to their grid: at one evaluation every 12.5 s, three seeds read 51.8, 51.1 and 37.7 s
-// (issue 29). The curve is taken as linear between the last evaluation below the target and
+// (measured). The curve is taken as linear between the last evaluation below the target and
 // the first at or above it, and the crossing is read off that piece, in wall seconds and in
 // samples; the piece's width (bracket_seconds) says how far the reading can be off.
 #pragma once

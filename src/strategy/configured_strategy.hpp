@@ -27,8 +27,8 @@ public:
 
     int communication_window() const override { return strategy_ ? strategy_->communication_window() : 0; }
     WireKinds wire_kinds() const override { return strategy_ ? strategy_->wire_kinds() : WireKinds{}; }
-    ExchangeSchedule exchange_schedule() const override {
-        return strategy_ ? strategy_->exchange_schedule() : ExchangeSchedule{};
+    std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext& context) const override {
+        return checked().make_exchange_policy(context);
     }
     std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override {
         return checked().make_worker_rule(context);

@@ -1,5 +1,6 @@
 #include "strategy/registry.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 
@@ -29,6 +30,31 @@ bool valid_name(const std::string& name) {
     for (char c : name)
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
     return true;
+}
+
+// What <tether/exchange_policy.hpp> promises the worker, checked once where a strategy is made: a
+// plugin's policy that breaks it is a programming error, named with its strategy.
+void check_exchange_policy(const std::string& name, const Strategy& strategy, const StrategyContext& context) {
+    const std::unique_ptr<ExchangePolicy> policy = strategy.make_exchange_policy(context);
+    if (!policy) throw std::logic_error("strategy \"" + name + "\" made no exchange policy");
+    const Landing landing = policy->landing();
+    const int window = policy->window();
+    const int gap = window / int(std::max<std::size_t>(policy->fragments(), 1));
+    if (window < 1 || landing.after_steps < 0 || landing.after_steps > gap)
+        throw std::logic_error("strategy \"" + name + "\" has an exchange policy with window " + std::to_string(window) + ", " +
+                               std::to_string(policy->fragments()) + " fragments and replies landing after " +
+                               std::to_string(landing.after_steps) + " steps; <tether/exchange_policy.hpp> says what may be");
+    if (landing.mixing && !(*landing.mixing >= 0.0 && *landing.mixing < 1.0))
+        throw std::logic_error("strategy \"" + name + "\" mixes late replies with factor " + std::to_string(*landing.mixing) +
+                               "; it must be in [0, 1)");
+    if (landing.mixing && policy->fragments() == 0)
+        throw std::logic_error("strategy \"" + name + "\" mixes replies into x but exchanges all of x through its rule; "
+                               "mixing is for fragments (ExchangePolicy::fragments() >= 1)");
+    const WireKinds kinds = strategy.wire_kinds();
+    if (policy->fragments() > 0 && (kinds.payload != WireVector::state || kinds.reply != WireVector::state))
+        throw std::logic_error("strategy \"" + name + "\" exchanges fragments, but its wire kinds are not state/state: "
+                               "tether takes a fragment's reply as the worker's new x there, which only a rule that "
+                               "sends x_i and takes x~ allows");
 }
 
 }  // namespace
@@ -74,18 +100,7 @@ std::shared_ptr<const ConfiguredStrategy> make_strategy(JsonReader& block, const
         if (strategy->communication_window() < 1)
             throw std::logic_error("strategy \"" + name + "\" has communication_window " +
                                    std::to_string(strategy->communication_window()) + "; it must be at least 1");
-        const ExchangeSchedule schedule = strategy->exchange_schedule();
-        const WireKinds kinds = strategy->wire_kinds();
-        if (schedule.fragments < 1 || schedule.overlap_steps < 0 ||
-            schedule.overlap_steps > strategy->communication_window() / schedule.fragments ||
-            (schedule.mixing && !(*schedule.mixing >= 0.0 && *schedule.mixing < 1.0)))
-            throw std::logic_error("strategy \"" + name + "\" has an exchange schedule of " +
-                                   std::to_string(schedule.fragments) + " fragments and overlap_steps " +
-                                   std::to_string(schedule.overlap_steps) + "; <tether/strategy.hpp> says what may be");
-        if (schedule.streamed() && (kinds.payload != WireVector::state || kinds.reply != WireVector::state))
-            throw std::logic_error("strategy \"" + name + "\" exchanges fragments or mixes, but its wire kinds are not state/state: "
-                                   "tether takes a fragment's reply as the worker's new x there, which only a rule that "
-                                   "sends x_i and takes x~ allows");
+        check_exchange_policy(name, *strategy, context);
         return std::make_shared<ConfiguredStrategy>(name, std::move(strategy), options.description());
     }
     throw std::logic_error("unreachable: choice() rejected the unknown strategy name \"" + name + "\"");

@@ -2,14 +2,20 @@
 // the worker's parameters. The one protocol client of tether: the CLI's training loop
 // (train()) and the embedding API (after_step() from the user's loop) both drive it.
 //
+// One exchange path, asked after every local step: the strategy's ExchangePolicy says which part
+// of x goes out (all of it through the rule, or one server's range copied by the worker) and
+// when its reply lands (at once, or after d more local steps, kept or mixed).
+//
 // Threads: the training thread calls everything here; the worker's SessionThread sends
-// heartbeats between steps and, with `overlap`, runs each exchange while the training thread
-// goes on. The parameters and the rule are only ever touched on the training thread.
+// heartbeats between steps and, when replies land late, runs each exchange while the training
+// thread goes on. The parameters, the rule and the policy are only ever touched on the training
+// thread.
 #pragma once
 
 #include <tether/strategy.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,7 +25,6 @@
 #include "backend/backend.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
-#include "worker/fragment_schedule.hpp"
 #include "worker/server_sessions.hpp"
 #include "worker/parameter_layout.hpp"
 #include "worker/session_thread.hpp"
@@ -33,15 +38,10 @@ namespace tether {
 struct WorkerOptions : SessionOptions {
     std::size_t epochs = 1;  // passes over this worker's shard
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
+    // The strategy's exchange policy (<tether/exchange_policy.hpp>), made once per worker; unset:
+    // all of x every communication_window steps, the worker waiting for each reply.
     int communication_window = 1;
-    // Overlap each exchange with the next window's local steps: the exchange runs on the
-    // worker's thread against a copy of x, and its reply is applied at the next window
-    // boundary (one window stale). See docs/embedding.md.
-    bool overlap = false;
-    // Streaming DiLoCo's fragments, overlap_steps and mixing (<tether/strategy.hpp>): F > 1
-    // exchanges server f's range alone on its own steps; d > 0 lands each reply d steps after it
-    // went out; mixing merges it as a x + (1 - a) reply.
-    ExchangeSchedule schedule;
+    std::function<std::unique_ptr<ExchangePolicy>()> exchange_policy;
 };
 
 struct WorkerResult {
@@ -74,13 +74,12 @@ public:
     void start(Backend& backend, float* x, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
         start(backend, {{x, num_parameters_}}, std::move(rule), welcome);
     }
-    // Call after each local step that processed `samples` samples: runs the strategy's exchange
-    // when the communication window is full (with `overlap`: applies the previous one's reply
-    // and starts this one; with overlap_steps d, a reply lands d steps after its exchange went
-    // out; with fragments, a fragment's exchange on its own steps). Returns true when it
-    // exchanged or a reply landed in x (x may have changed).
+    // Call after each local step that processed `samples` samples: lands a reply that is due and
+    // sends what the policy says is due. Returns true when an exchange went out or a reply landed
+    // in x (x may have changed).
     bool after_step(std::size_t samples);
-    // Exchanges what the steps since the last exchange did (nothing is lost), then says bye.
+    // Exchanges every part of x changed since it last went out (nothing trained is lost), all at
+    // once, then says bye.
     WorkerResult finish();
     // The worker's own scalars (loss, accuracy, ...) to server 0, for the run directory
     // (protocol/worker_log.hpp); throws std::invalid_argument for a bad name or too many.
@@ -91,30 +90,28 @@ public:
 
 private:
     void start_session_thread();
-    Payload make_payload();
     std::optional<Payload> make_buffers();        // the buffers, to host memory; none without buffers
     void take_buffers(const std::vector<float>& b);  // the buffers <- b~ (a welcome's)
-    void exchange();          // blocking: gather, payload, send, wait, apply, scatter
-    void post_exchange();     // overlapped: snapshot, payload, hand to the thread
-    void complete_posted();   // overlapped: wait for the reply and apply it to the snapshot
     void take_welcome(const Welcome& welcome);  // x <- x~ (joining, or joining again)
     // After the rule applied a reply of which some servers' ranges are welcomes (they had
     // forgotten this worker): x <- x~ there, and the rule starts again from x.
     void take_partial_welcome(const ExchangeOutcome& outcome);
     bool rejoined_everywhere(const ExchangeOutcome& outcome) const;
-    bool overlapped() const { return options_.overlap || options_.schedule.overlap_steps > 0; }
-    // Streaming DiLoCo's fragments (worker_fragments.cpp): fragment f is server f's range of x.
-    bool fragmented() const { return options_.schedule.streamed(); }
-    // x is a buffer of its own: an overlapped exchange keeps its snapshot there, a mixed reply
+    // The policy's parts: none (all of x, through the rule) or its fragments, server f's range each.
+    bool whole() const { return policy_->fragments() == 0; }
+    // x is a buffer of its own: a late reply's exchange keeps its snapshot there, a mixed reply
     // lands there before it is mixed into the buffers.
-    bool staged() const { return overlapped() || options_.schedule.mixing.has_value(); }
-    bool after_fragment_step();
-    void fragment_out(std::size_t f, Payload& payload);  // x's range f (the snapshot) into its place in payload
-    void exchange_fragments(const std::vector<std::size_t>& fragments);  // blocking: x_f <- x~_f
-    void post_fragment(std::size_t f);  // overlapped: snapshot x_f, hand it to the thread
-    void complete_fragment();           // x_f <- x~_f + the local steps since (or mixed)
-    void land_fragment(std::size_t f, const ExchangeOutcome& outcome);  // the reply into x_f
-    void finish_fragments();
+    bool staged() const { return landing_.late() || landing_.mixing.has_value(); }
+    void check_finite(const float* x, std::size_t count, const std::string& where) const;
+    // The payload of an exchange of `parts` (x gathered first where it is staged).
+    Payload& make_payload(const std::vector<std::size_t>& parts);
+    void exchange(const std::vector<std::size_t>& parts);  // blocking: out, wait, land
+    void post(std::size_t part);                            // late: out on the worker's thread
+    void complete();                                        // late: wait for it and land it
+    // The reply into x: over the snapshot x(t) with the steps since kept (`late`), or mixed.
+    void land(const std::vector<std::size_t>& parts, const ExchangeOutcome& outcome, bool late);
+    void land_whole(const ExchangeOutcome& outcome, bool late);
+    void land_fragment(std::size_t f, const ExchangeOutcome& outcome);
     WorkerProgress progress() const;
     void publish_progress() { session_.set_progress(progress()); }
 
@@ -125,13 +122,13 @@ private:
     std::optional<ParameterLayout> layout_;
     std::unique_ptr<WorkerRule> rule_;
     std::vector<ParameterSegment> buffers_;
-    std::size_t steps_since_exchange_ = 0;
-    FragmentSchedule fragments_;
-    std::vector<bool> fragment_changed_;  // by fragment: a local step since it last went out
-    struct PostedFragment {
-        std::size_t fragment = 0, lands_after = 0;  // lands after that local step
+    std::unique_ptr<ExchangePolicy> policy_;
+    Landing landing_;
+    std::vector<bool> changed_;  // by part: a local step since it last went out
+    struct InFlight {
+        std::size_t part = 0, lands_after = 0;  // lands after that local step
     };
-    std::optional<PostedFragment> posted_fragment_;
+    std::optional<InFlight> in_flight_;
     WorkerResult result_;
     RecycledPayloads payloads_;  // the exchanges' messages
     RecycledPayloads buffer_payloads_;

@@ -320,7 +320,7 @@ TEST_CASE("an MLP's loss and gradient match the CPU") {
         DeviceBuffer<std::int32_t> predicted(*backends[i], rows);
         losses[i] = mlp.evaluate_with_gradient(dx.data(), Batch{din.data(), dy.data(), rows}, gradient.data());
         gradients[i] = to_host(gradient);
-        mlp.predict(dx.data(), din.data(), rows, predicted.data());
+        mlp.evaluate(dx.data(), Batch{din.data(), dy.data(), rows}, predicted.data());
         classes[i] = to_host(predicted);
     }
     CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-5));
@@ -414,8 +414,10 @@ TEST_CASE("embedding API: a worker on GPU memory ends with the same x~ as on hos
             for (int on_gpu = 0; on_gpu < 2; ++on_gpu) {
                 Backend& b = on_gpu ? *p.gpu : *p.cpu;
                 tether::ServiceOptions options;
-                options.strategy = strategy;
-                options.overlap_exchange = overlap;
+                // Replies a window late: the strategy's block with overlap_steps = its window.
+                nlohmann::json block = nlohmann::json::parse(strategy);
+                if (overlap) block["overlap_steps"] = block["communication_window"];
+                options.strategy = block.dump();
                 auto center = tether::CenterService::start(start, options);
                 DeviceBuffer<float> x(b, n), step(b, n);
                 step.upload(delta.data(), n);

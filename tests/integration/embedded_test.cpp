@@ -114,15 +114,17 @@ TEST_CASE("a distributed run evaluates x~(0) at t = 0, the validation split as i
 TEST_CASE("eval.every_seconds: the center also scores the latest x~ at most that often, by wall time") {
     json document = embedded_config("adag", 2);
     document["data"]["train_samples"] = 12000;
-    document["model"]["hidden_layers"] = {128, 128};  // a tenth of a second or more of training
-    document["training"]["epochs"] = 2;
-    document["eval"]["every_seconds"] = 0.01;
+    // 0.15 s or more of training on an idle 2-core machine: many periods of 5 ms (2 epochs took
+    // under 50 ms there, too few periods for the check below).
+    document["model"]["hidden_layers"] = {128, 128};
+    document["training"]["epochs"] = 6;
+    document["eval"]["every_seconds"] = 0.005;
     TempDir dir;
     const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
     std::vector<json> metrics;
     std::ifstream in(dir.file("run") + "/metrics.jsonl");
     for (std::string line; std::getline(in, line);) metrics.push_back(json::parse(line));
-    const double wall = summary["wall_seconds"].get<double>(), every = 0.01;
+    const double wall = summary["wall_seconds"].get<double>(), every = 0.005;
     CAPTURE(wall);
     CAPTURE(metrics.size());
     REQUIRE(wall > 5 * every);
@@ -166,31 +168,45 @@ TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and 
     }
 }
 
-TEST_CASE("cluster.overlap: overlapped runs learn as well and send every window, for updates, states and rounds") {
+TEST_CASE("strategy.overlap_steps: runs whose replies land late learn as well and send every window, for updates, states and rounds") {
     for (const std::string strategy : {"adag", "aeasgd", "averaging"}) {
-        CAPTURE(strategy);
-        std::map<bool, json> summaries;
-        for (const bool overlap : {false, true}) {
+        std::map<int, json> summaries;
+        for (const int d : {0, 2, 4}) {  // at once, half a window late, a whole window late
+            CAPTURE(strategy);
+            CAPTURE(d);
             json document = embedded_config(strategy, 3);
-            document["cluster"]["overlap"] = overlap;
+            document["strategy"]["overlap_steps"] = d;
             TempDir dir;
-            summaries[overlap] = tether::run_experiment(tether::parse_config(document), dir.file("run"));
-            check_distributed_summary(summaries[overlap], strategy, 3);
+            summaries[d] = tether::run_experiment(tether::parse_config(document), dir.file("run"));
+            check_distributed_summary(summaries[d], strategy, 3);
+            CHECK(summaries[d]["strategy_parameters"]["overlap_steps"] == d);
         }
-        // One window late, none dropped: the center applies as many updates (rounds for
-        // averaging) and receives as many bytes as from the blocking run.
-        CHECK(summaries[true]["updates_applied"] == summaries[false]["updates_applied"]);
-        CHECK(summaries[true]["bytes_to_center"] == summaries[false]["bytes_to_center"]);
+        // Late, none dropped: the center applies as many updates (rounds for averaging) and
+        // receives as many bytes as from the blocking run.
+        for (const int d : {2, 4}) {
+            CHECK(summaries[d]["updates_applied"] == summaries[0]["updates_applied"]);
+            CHECK(summaries[d]["bytes_to_center"] == summaries[0]["bytes_to_center"]);
+        }
     }
 }
 
-TEST_CASE("cluster.overlap takes effect: a synchronous run's final model moves off the blocking run's") {
-    // Averaging in rounds is deterministic: two blocking runs end on the same x~. Overlapped,
-    // each round's average lands one window late, so the final x~ differs.
+TEST_CASE("cluster.overlap is refused, naming strategy.overlap_steps that replaced it") {
+    json document = embedded_config("adag", 2);
+    document["cluster"]["overlap"] = true;
+    CHECK_THROWS_WITH_AS(tether::parse_config(document),
+                         doctest::Contains("cluster.overlap: replaced by strategy.overlap_steps"), tether::ConfigError);
+    document = embedded_config("adag", 2);
+    document["strategy"]["overlap_steps"] = 5;  // more than the window of 4
+    CHECK_THROWS_WITH_AS(tether::parse_config(document), doctest::Contains("strategy.overlap_steps"), tether::ConfigError);
+}
+
+TEST_CASE("strategy.overlap_steps takes effect: a synchronous run's final model moves off the blocking run's") {
+    // Averaging in rounds is deterministic: two blocking runs end on the same x~. With replies
+    // landing a window late, each round's average lands late, so the final x~ differs.
     std::vector<double> losses;
-    for (const bool overlap : {false, false, true}) {
+    for (const int d : {0, 0, 4}) {
         json document = embedded_config("averaging", 2);
-        document["cluster"]["overlap"] = overlap;
+        document["strategy"]["overlap_steps"] = d;
         TempDir dir;
         losses.push_back(tether::run_experiment(tether::parse_config(document), dir.file("run"))["final_test_loss"].get<double>());
     }

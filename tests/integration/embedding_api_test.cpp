@@ -252,12 +252,14 @@ TEST_CASE("overlapped exchanges keep every local step, one window late") {
     // with overlap, too, x~ ends at x~(0) + every step of every worker.
     // 7 steps: with window 2, 3 overlapped exchanges and the 7th step's at finish(); with
     // window 1, 7 overlapped exchanges and nothing left.
+    // Window 3 with replies a step late: exchanges after steps 3 and 6, and the 7th at finish().
     const std::vector<std::pair<std::string, std::size_t>> cases = {
-        {R"({"name": "downpour", "communication_window": 2})", 4}, {R"({"name": "adag", "communication_window": 1})", 7}};
+        {R"({"name": "downpour", "communication_window": 2, "overlap_steps": 2})", 4},
+        {R"({"name": "adag", "communication_window": 1, "overlap_steps": 1})", 7},
+        {R"({"name": "downpour", "communication_window": 3, "overlap_steps": 1})", 3}};
     for (const auto& [strategy, exchanges] : cases) {
         CAPTURE(strategy);
         tether::ServiceOptions o = options_for(strategy, 3);
-        o.overlap_exchange = true;
         auto center = tether::CenterService::start(Vec(5, 0.f), o);
         const Vec trained = run_workers(*center, 3, [&](int, tether::CenterService& c) {
             Vec a(2), b(3);

@@ -1,4 +1,4 @@
-// Issue 26's hostile peers, as a stranger on the host would try them (127.0.0.1 only): a 1 GiB
+// Hostile peers, as a stranger on the host would try them (127.0.0.1 only): a 1 GiB
 // message of 4 MiB frames sent to a default local run, three raw hellos racing its workers, a
 // joined peer that stops reading, and a thousand joined identities claiming samples by
 // heartbeat. Each test fails on the code before the change: the local run had no keys, a peer's

@@ -1,4 +1,4 @@
-// Resume that works when it is needed (issue 26, item 6), through the built `tether` binary on
+// Resume that works when it is needed, through the built `tether` binary on
 // 127.0.0.1: a center killed in the first seconds of a run leaves a checkpoint that
 // `tether server --resume` goes on from; workers wait for a restarted center; counting goes on
 // from the checkpoint without counting a sample twice; a center stopped for 15 s loses no worker.

@@ -262,10 +262,11 @@ TEST_CASE("servers = 2: one checkpoint per server, assembled by load_checkpoint,
     CHECK(train(*resumed, 4).version > first.version);
 }
 
-TEST_CASE("overlap_exchange: logs made while tether's thread holds the channel all arrive, in order") {
+TEST_CASE("overlap_steps: logs made while tether's thread holds the channel all arrive, in order") {
     TempDir dir;
     tether::ServiceOptions o = options_in(dir.file("overlap"));
-    o.overlap_exchange = true;  // each exchange waits for its reply on tether's thread, holding the channel
+    // Each exchange waits for its reply on tether's thread, holding the channel.
+    o.strategy = R"({"name": "adag", "communication_window": 2, "overlap_steps": 2})";
     constexpr std::size_t kSize = 1 << 20;  // 4 MB each way: a reply takes long enough to log meanwhile
     auto center = tether::CenterService::start(Vec(kSize), o);
     constexpr int kSteps = 40;

@@ -1,4 +1,4 @@
-// Issue 26, failure 5: the servers of a sharded center (cluster.servers) trust server 0 only.
+// The servers of a sharded center (cluster.servers) trust server 0 only.
 // A stranger's 26 raw hellos to server 1 of a local run without keys, sent while it trains, take
 // no worker's id and join nothing (before: they evicted a real worker and their exchanges were
 // applied); and with CURVE, a peer holding an allowed key can neither take an id at a `--server

@@ -72,8 +72,9 @@ def bad_buffers_and_strategies_are_refused_with_what_is_wrong():
     else:
         raise AssertionError("adag with a moving rate accepted")
     for name, value, words in [("servers", "3", "servers: expected int, got str '3'"),
-                               ("overlap_exchange", 1, "overlap_exchange: expected bool, got int 1"),
-                               ("servers", True, "servers: expected int, got bool True")]:
+                               ("insecure", 1, "insecure: expected bool, got int 1"),
+                               ("servers", True, "servers: expected int, got bool True"),
+                               ("overlap_exchange", True, "overlap_exchange: replaced by the strategy's overlap_steps")]:
         try:
             tether.CenterService(np.zeros(4, np.float32), strategy="adag", workers=2, **{name: value})
         except TypeError as e:
@@ -154,8 +155,8 @@ def snapshot_and_stats_while_workers_train_and_a_pause_longer_than_the_timeout()
 
 @case
 def overlapped_exchanges_keep_every_local_step():
-    center = tether.CenterService(np.zeros(4, np.float32), strategy={"name": "downpour", "communication_window": 2},
-                                  workers=2, overlap_exchange=True)
+    center = tether.CenterService(np.zeros(4, np.float32),
+                                  strategy={"name": "downpour", "communication_window": 2, "overlap_steps": 2}, workers=2)
     arrays = [np.zeros(4, np.float32), np.zeros(4, np.float32)]
 
     def body(i, worker):

@@ -45,7 +45,8 @@ json of(const WorkerOptions& o) {
             {"center_timeout_ms", o.center_timeout_ms}, {"center_restart_ms", o.center_restart_ms},
             {"payload_codec", of(o.payload_codec)},
             {"reply_codec", of(o.reply_codec)}, {"wire_kinds", of(o.wire_kinds)}, {"epochs", o.epochs},
-            {"step_delay_ms", o.step_delay_ms}, {"communication_window", o.communication_window}, {"overlap", o.overlap}};
+            {"step_delay_ms", o.step_delay_ms}, {"communication_window", o.communication_window},
+            {"overlap_steps", o.exchange_policy ? o.exchange_policy()->landing().after_steps : -1}};
 }
 
 json of(const TransportOptions& o) {
@@ -85,17 +86,16 @@ std::string error_of(const std::function<void()>& f) {
 TEST_CASE("a config file with --set overrides and ServiceOptions resolve to the same options and fingerprints") {
     TempDir dir;
     write_text(dir.file("cluster.json"), R"({
-        "strategy": {"name": "downpour", "communication_window": 3},
-        "cluster": {"workers": 3, "servers": 2, "codec": "bf16", "quorum": 0.75, "overlap": true}})");
+        "strategy": {"name": "downpour", "communication_window": 3, "overlap_steps": 3},
+        "cluster": {"workers": 3, "servers": 2, "codec": "bf16", "quorum": 0.75}})");
     const RunConfig config = load_config(dir.file("cluster.json"), {"cluster.worker_timeout_ms=4000", "cluster.heartbeat_ms=500",
                                                                     "cluster.round_timeout_ms=9000", "cluster.center_restart_ms=25000"});
     ServiceOptions o;  // as the Python binding fills it: the defaults, then each keyword argument
-    o.strategy = R"({"name": "downpour", "communication_window": 3})";
+    o.strategy = R"({"name": "downpour", "communication_window": 3, "overlap_steps": 3})";
     o.workers = 3;
     o.servers = 2;
     o.codec = "bf16";
     o.quorum = 0.75;
-    o.overlap_exchange = true;
     o.worker_timeout_ms = 4000;
     o.center_restart_ms = 25000;
     o.heartbeat_ms = 500;

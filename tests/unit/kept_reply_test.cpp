@@ -90,8 +90,8 @@ template <typename CenterRule>
 class KeepingStrategy final : public tether::WindowedStrategy {
 public:
     // Wire kinds, so that a lossy codec (decoded replies) is allowed too.
-    explicit KeepingStrategy(int window)
-        : WindowedStrategy(window, {tether::WireVector::update, tether::WireVector::state}) {}
+    KeepingStrategy(int window, tether::Landing landing)
+        : WindowedStrategy(window, {tether::WireVector::update, tether::WireVector::state}, landing) {}
     std::unique_ptr<tether::WorkerRule> make_worker_rule(const tether::StrategyContext& c) const override {
         return std::make_unique<KeepingWorker>(c.num_parameters);
     }
@@ -104,10 +104,12 @@ void register_once() {
     static std::once_flag once;
     std::call_once(once, [] {
         tether::register_strategy("keeps-reply", "DOWNPOUR that keeps the reply as x_pull", [](tether::StrategyOptions& o, const tether::StrategyContext&) {
-            return std::make_shared<KeepingStrategy<SummingCenter>>(o.communication_window(1));
+            const int window = o.communication_window(1);
+            return std::make_shared<KeepingStrategy<SummingCenter>>(window, o.landing(window));
         });
         tether::register_strategy("keeps-reply-rounds", "the same in synchronous rounds", [](tether::StrategyOptions& o, const tether::StrategyContext&) {
-            return std::make_shared<KeepingStrategy<SummingRounds>>(o.communication_window(1));
+            const int window = o.communication_window(1);
+            return std::make_shared<KeepingStrategy<SummingRounds>>(window, o.landing(window));
         });
     });
 }
@@ -156,11 +158,11 @@ TEST_CASE("a rule that keeps the reply never sees it change: inproc and tcp, 1 a
                         CAPTURE(codec);
                         CAPTURE(reply_codec);
                         tether::ServiceOptions o;
-                        o.strategy = std::string(R"({"name": ")") + strategy + R"(", "communication_window": 2})";
+                        o.strategy = std::string(R"({"name": ")") + strategy + R"(", "communication_window": 2, "overlap_steps": )" +
+                                     (overlap ? "2}" : "0}");
                         if (std::string(transport) == "tcp")
                             o.address = servers == 1 ? "tcp://127.0.0.1:*" : "tcp://127.0.0.1:*,tcp://127.0.0.1:*";
                         o.servers = servers;
-                        o.overlap_exchange = overlap;
                         o.codec = codec;
                         o.reply_codec = reply_codec;
                         const int kept_before = replies_kept;

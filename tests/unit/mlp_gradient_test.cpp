@@ -283,21 +283,3 @@ TEST_CASE("evaluate_with_gradient overwrites the gradient buffer and is repeatab
     CHECK(first == second);
 }
 
-TEST_CASE("Mlp predict and evaluate agree on the classes") {
-    const Problem problem = make_problem({5, 7, 4, 3}, 6, 31);
-    Harness harness(problem);
-    const std::vector<float> x = initial_parameters(harness.mlp(), 4);
-    Backend& backend = harness.backend();
-    DeviceBuffer<float> parameters(backend, x.size()), inputs(backend, problem.inputs.size());
-    DeviceBuffer<std::int32_t> labels(backend, 6), from_evaluate(backend, 6), from_predict(backend, 6);
-    parameters.upload(x.data(), x.size());
-    inputs.upload(problem.inputs.data(), problem.inputs.size());
-    labels.upload(problem.labels.data(), 6);
-    harness.mlp().evaluate(parameters.data(), Batch{inputs.data(), labels.data(), 6}, from_evaluate.data());
-    harness.mlp().predict(parameters.data(), inputs.data(), 6, from_predict.data());
-    std::vector<std::int32_t> a(6), b(6);
-    from_evaluate.download(a.data(), 6);
-    from_predict.download(b.data(), 6);
-    CHECK(a == b);
-    for (auto c : a) CHECK((c >= 0 && c < 3));
-}
