@@ -163,6 +163,7 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
                      text.c_str());
     Header h;
     h.type = MessageType::error;
+    h.error_code = error_code_for(reason);  // what the receiver acts on; the text is for people
     h.worker_id = worker_id;
     h.center_version = state_.version;
     send_text(peer, h, text);

@@ -206,7 +206,7 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
                 center.stop();
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "worker (rank 0) failed: %s\n", e.what());
-                failures.push_back({0, e.what()});
+                failures.push_back({0, e.what(), dynamic_cast<const DivergedError*>(&e) != nullptr});
             }
         });
     // Once the center is done nobody answers: closing the transport ends a wait of rank 0's worker.

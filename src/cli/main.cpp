@@ -35,7 +35,8 @@ const char* kUsage =
     "\n"
     "any command: --plugin LIB.so (repeatable; or TETHER_PLUGINS=LIB.so:...) loads strategies of your own\n"
     "\n"
-    "exit codes: 0 success, 2 usage or config error, 1 runtime failure\n"
+    "exit codes: 0 success, 2 usage or config error, 3 training diverged (non-finite loss or parameters), 1 any other\n"
+    "runtime failure\n"
     "docs: docs/config.md (every config key), docs/strategies.md\n";
 
 int version() {
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
     } catch (const po::error& e) {
         std::fprintf(stderr, "tether: %s (see tether --help)\n", e.what());
         return 2;
+    } catch (const tether::DivergedError& e) {
+        std::fprintf(stderr, "tether: error: %s\n", e.what());
+        return tether::kDivergedExit;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tether: error: %s\n", e.what());
         return 1;

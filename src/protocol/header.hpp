@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "protocol/error_code.hpp"
+
 namespace tether {
 
 constexpr std::uint32_t kProtocolMagic = 0x48544554;  // "TETH" read as little-endian bytes
-constexpr std::uint16_t kProtocolVersion = 1;
-constexpr std::size_t kHeaderBytes = 72;
+constexpr std::uint16_t kProtocolVersion = 2;
+constexpr std::size_t kHeaderBytes = 80;
 
 enum class MessageType : std::uint8_t {
     hello = 1,      // worker -> center: join; payload empty, element_count = parameter count
@@ -62,6 +64,7 @@ struct Header {
     std::uint32_t chunk_count = 1;
     std::uint64_t element_count = 0;   // elements in this message's payload
     std::uint64_t fingerprint = 0;     // of the agreed settings (cluster/agreed_settings.hpp); checked on every message
+    ErrorCode error_code = ErrorCode::none;  // an `error` message's kind (protocol/error_code.hpp); none otherwise
 };
 
 std::vector<std::uint8_t> encode(const Header& header);

@@ -22,7 +22,7 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
     int diverged = 0;
     nlohmann::json listed = nlohmann::json::array();
     for (const auto& f : failures) {
-        if (f.reason.find("diverged at step") != std::string::npos) ++diverged;
+        if (f.diverged) ++diverged;
         listed.push_back({{"worker", f.worker}, {"reason", f.reason}});
     }
     summary["failed_workers"] = failed;
@@ -54,7 +54,7 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
     if (!reason.empty() && diverged > 0)
         reason += "; " + std::to_string(diverged) + " diverged (first: worker " + [&] {
             for (const auto& f : failures)
-                if (f.reason.find("diverged at step") != std::string::npos) return std::to_string(f.worker) + ": " + f.reason;
+                if (f.diverged) return std::to_string(f.worker) + ": " + f.reason;
             return std::string();
         }() + ")";
     summary["run_failed"] = !reason.empty();

@@ -18,6 +18,9 @@ namespace tether {
 struct WorkerFailure {
     int worker = 0;
     std::string reason;
+    // Its loss or parameters went non-finite (a DivergedError; a worker process's exit code
+    // kDivergedExit), which the verdict counts apart from crashes and losses.
+    bool diverged = false;
 };
 
 // Writes into `summary`: failed_workers, diverged_workers, worker_failures, run_failed and,

@@ -94,7 +94,7 @@ nlohmann::json run_embedded(const RunConfig& given, const std::string& directory
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "worker %d failed: %s\n", i, e.what());
                 std::lock_guard<std::mutex> lock(config_error_mutex);
-                failures.push_back({i, e.what()});
+                failures.push_back({i, e.what(), dynamic_cast<const DivergedError*>(&e) != nullptr});
             }
         });
     // Once the center is done nobody answers: a worker counted lost but still running (it
@@ -166,7 +166,7 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
         const std::string log = directory + "/worker-" + std::to_string(i) + ".log";
         std::string reason = last_error_line(log);
         if (reason.empty()) reason = exit.rfind("signal", 0) == 0 ? "ended by " + exit : "exit code " + exit;
-        failures.push_back({int(i), reason});
+        failures.push_back({int(i), reason, exit == std::to_string(kDivergedExit)});
     }
     if (failure) std::rethrow_exception(failure);
     summary["worker_exit_status"] = exits;

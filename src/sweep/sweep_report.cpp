@@ -89,8 +89,7 @@ const char* const kAccuracyColumns[] = {"final_test_accuracy", "final_validation
 std::string run_status(const json& summary, bool is_reference) {
     if (!summary.is_object()) return "missing";
     if (summary.value("run_failed", false))
-        return summary.value("failure_reason", std::string()).find("diverged") != std::string::npos ? "failed: diverged"
-                                                                                                    : "failed";
+        return summary.value("diverged_workers", 0) > 0 ? "failed: diverged" : "failed";
     return is_reference ? "reference" : "complete";
 }
 

@@ -17,4 +17,8 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A `tether` process whose training diverged exits with this (0 success, 1 other failures, 2
+// usage or config errors): the parent of local workers knows the kind without reading text.
+constexpr int kDivergedExit = 3;
+
 }  // namespace tether

@@ -137,13 +137,13 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         if (!h) throw std::runtime_error("malformed message from the server: " + reason);
         if (h->type == MessageType::error) {
             const std::string text(frames.payload.begin(), frames.payload.end());
-            if (text.rfind("unknown worker", 0) == 0) {
+            if (h->error_code == ErrorCode::unknown_worker) {
                 if (type == MessageType::reply) throw ServerForgotThisWorker{};
                 // Waiting for a welcome after joining again: answers to what was sent before the
                 // hello, which all arrive before the welcome.
                 if (type == MessageType::welcome && rejoining_) continue;
             }
-            if (type == MessageType::welcome && text.rfind("id taken", 0) == 0) throw IdTaken{text};
+            if (type == MessageType::welcome && h->error_code == ErrorCode::id_taken) throw IdTaken{text};
             throw std::runtime_error("the server rejected this worker: " + text);
         }
         if (h->type == MessageType::heartbeat) {  // the server's answer: alive

@@ -155,7 +155,7 @@ TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and 
             bytes_to_workers[codec] = summary["bytes_to_workers"].get<double>();
         }
         CAPTURE(strategy);
-        // The model has 195 parameters: a 72-byte header weighs on every message, and every
+        // The model has 195 parameters: an 80-byte header weighs on every message, and every
         // welcome is float32, so the ratios sit above 1/2, 1/4 and 2 x 1/4.
         for (auto* bytes : {&bytes_to_center, &bytes_to_workers}) {
             CHECK((*bytes)["fp16"] == (*bytes)["bf16"]);

@@ -100,9 +100,10 @@ TEST_CASE("downpour, top-k both ways: x~ follows the sum of the true updates, th
     CHECK(stats.rejected_total() == 0);
     // Frames of 1024, 1024 and 952 elements, of which ceil(5%) = 52, 52 and 48 go as (index,
     // value) pairs after 8 bytes of counts, instead of 4 bytes for every element.
-    const std::uint64_t per_exchange = 3 * 72 + 2 * (8 + 8 * 52) + (8 + 8 * 48);
-    CHECK(stats.bytes_received == 200 * per_exchange + 72 + 72 /* hello, bye */);
-    CHECK(stats.bytes_sent == 3 * 72 + 4 * n /* the welcome, float32 */ + 200 * per_exchange);
+    const std::uint64_t H = tether::kHeaderBytes;
+    const std::uint64_t per_exchange = 3 * H + 2 * (8 + 8 * 52) + (8 + 8 * 48);
+    CHECK(stats.bytes_received == 200 * per_exchange + H + H /* hello, bye */);
+    CHECK(stats.bytes_sent == 3 * H + 4 * n /* the welcome, float32 */ + 200 * per_exchange);
     CHECK(link.session->bytes_sent() == stats.bytes_received);
 }
 
@@ -128,8 +129,9 @@ TEST_CASE("aeasgd, bf16 out and int8 back: the worker's sum of e follows what th
     CHECK(distance(applied, center) < 1e-3 * moved);
     CHECK(link.center->stats().rejected_total() == 0);
     // bf16: 2 bytes an element; int8: 1 + 4 per 256.
-    CHECK(link.center->stats().bytes_received == 150 * (72 + 2 * n) + 72 + 72);
-    CHECK(link.center->stats().bytes_sent == (72 + 4 * n) + 150 * (72 + n + 4 * 4));
+    const std::uint64_t H = tether::kHeaderBytes;
+    CHECK(link.center->stats().bytes_received == 150 * (H + 2 * n) + H + H);
+    CHECK(link.center->stats().bytes_sent == (H + 4 * n) + 150 * (H + n + 4 * 4));
 }
 
 TEST_CASE("a worker refuses a compressed reply that does not decode, or comes in another dtype, naming it") {

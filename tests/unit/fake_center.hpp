@@ -67,9 +67,11 @@ struct FakeCenter {
         h.fingerprint = kFingerprint;
         endpoint->send(peer, tether::encode(h), token.data(), token.size());
     }
-    void send_error(const std::string& peer, const std::string& text) {
+    // The kind travels as the code; the text is for people, and a worker must not read it.
+    void send_error(const std::string& peer, tether::ErrorCode code, const std::string& text) {
         Header h;
         h.type = MessageType::error;
+        h.error_code = code;
         h.dtype = Dtype::utf8;
         h.element_count = text.size();
         h.fingerprint = kFingerprint;

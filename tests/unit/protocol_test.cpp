@@ -1,4 +1,4 @@
-// The wire header: every field survives encode/decode, the encoding is the documented 72-byte
+// The wire header: every field survives encode/decode, the encoding is the documented 80-byte
 // little-endian layout, and decode refuses anything malformed with a machine-readable reason.
 #include <doctest/doctest.h>
 
@@ -29,6 +29,7 @@ Header every_field_set() {
     h.chunk_count = 7;
     h.element_count = 0x4142434445464748ull;
     h.fingerprint = 0xF1F2F3F4F5F6F7F8ull;
+    h.error_code = tether::ErrorCode::id_taken;
     return h;
 }
 
@@ -50,11 +51,11 @@ constexpr std::size_t kMagicAt = 0, kVersionAt = 4, kTypeAt = 6, kDtypeAt = 7, k
 
 }  // namespace
 
-TEST_CASE("encode writes 72 bytes that decode to the same header, field by field") {
+TEST_CASE("encode writes 80 bytes that decode to the same header, field by field") {
     const Header in = every_field_set();
     const std::vector<std::uint8_t> bytes = tether::encode(in);
     REQUIRE(bytes.size() == tether::kHeaderBytes);
-    REQUIRE(tether::kHeaderBytes == 72);
+    REQUIRE(tether::kHeaderBytes == 80);
 
     std::string reason;
     const auto out = tether::decode(bytes.data(), bytes.size(), reason);
@@ -71,6 +72,21 @@ TEST_CASE("encode writes 72 bytes that decode to the same header, field by field
     CHECK(out->chunk_count == in.chunk_count);
     CHECK(out->element_count == in.element_count);
     CHECK(out->fingerprint == in.fingerprint);
+    CHECK(out->error_code == in.error_code);
+}
+
+TEST_CASE("an error's kind travels as its code: a receiver branches on it, and a code it does not know is `other`") {
+    Header h;
+    h.type = MessageType::error;
+    h.error_code = tether::error_code_for("unknown worker");
+    CHECK(h.error_code == tether::ErrorCode::unknown_worker);
+    std::vector<std::uint8_t> bytes = tether::encode(h);
+    std::string reason;
+    CHECK(tether::decode(bytes.data(), bytes.size(), reason)->error_code == tether::ErrorCode::unknown_worker);
+    put_u32(bytes, 72, 9999);  // a newer sender's code
+    CHECK(tether::decode(bytes.data(), bytes.size(), reason)->error_code == tether::ErrorCode::other);
+    CHECK(tether::error_code_for("a reason nobody wrote") == tether::ErrorCode::other);
+    CHECK(std::string(tether::reason_of(tether::ErrorCode::id_taken)) == "id taken");
 }
 
 TEST_CASE("every message type and dtype round-trips") {

@@ -126,3 +126,18 @@ TEST_CASE("workers welcomed but lost before their first exchange fail a run only
     CHECK(unplanned["failed_workers"] == 1);
     CHECK(unplanned["run_failed"] == true);
 }
+
+TEST_CASE("divergence is counted by kind, not by the words of a failure") {
+    // A worker whose loss went non-finite, in words of its own; and a crash whose message quotes
+    // a divergence it did not have (a user's log line, an assertion's text).
+    const std::vector<tether::WorkerFailure> failures = {{0, "loss went nan after 12 steps", true},
+                                                         {1, "segfault while printing 'diverged at step 3'", false},
+                                                         {2, "diverged at step 9 (loss inf)", true}};
+    nlohmann::json summary = {{"updates_applied", 100}, {"workers_lost", 0}};
+    tether::judge_run(summary, four_workers(), failures);
+    CHECK(summary["failed_workers"] == 3);
+    CHECK(summary["diverged_workers"] == 2);
+    CHECK(summary["run_failed"] == true);
+    const std::string reason = summary["failure_reason"];
+    CHECK(reason.find("2 diverged (first: worker 0: loss went nan after 12 steps)") != std::string::npos);
+}

@@ -82,8 +82,9 @@ TEST_CASE("two servers: ids agree, slices go out in parallel, versions are per s
     CHECK(to_zero.header.center_version == 10);  // each server's own version
     CHECK(to_one.header.center_version == 20);
     zero.send(to_zero.peer, MessageType::reply, 11, {10, 20, 30}, to_zero.header.sequence, kFingerprint, 4);
-    // Server 1 has forgotten the worker: it joins that server again, with its id.
-    one.send_error(to_one.peer, "unknown worker: send hello first");
+    // Server 1 has forgotten the worker: it joins that server again, with its id. The code
+    // says so, whatever the text.
+    one.send_error(to_one.peer, tether::ErrorCode::unknown_worker, "this server restarted and has never heard of you");
     hello = one.receive();
     CHECK(hello.header.type == MessageType::hello);
     CHECK(hello.header.worker_id == 4);
@@ -177,7 +178,7 @@ TEST_CASE("a server k > 0 that answers `id taken` is asked again until it welcom
     zero.send_token(hello.peer, "", 3);
     // Server 1 still holds id 3 for a worker server 0 has counted lost; a moment later it has too.
     hello = one.receive();
-    one.send_error(hello.peer, "id taken: worker id 3 belongs to a live worker here");
+    one.send_error(hello.peer, tether::ErrorCode::id_taken, "id taken: worker id 3 belongs to a live worker here");
     do hello = one.receive();
     while (hello.header.type != MessageType::hello);  // heartbeats may come between
     CHECK(hello.header.worker_id == 3);

@@ -90,7 +90,7 @@ TEST_CASE("join fails with the center's reason, on a fingerprint mismatch, and o
         tether::WorkerNode node(center.transport->connect(address, "w", {}), worker_options(address), 3);
         auto joined = std::async(std::launch::async, [&] { node.join(); });
         const auto hello = center.receive();
-        center.send_error(hello.peer, "wrong count: worker has 3 parameters, center 4");
+        center.send_error(hello.peer, tether::ErrorCode::wrong_count, "wrong count: worker has 3 parameters, center 4");
         const std::string error = failure_of(joined);
         CHECK(contains(error, "rejected"));
         CHECK(contains(error, "wrong count: worker has 3 parameters, center 4"));
@@ -235,7 +235,7 @@ TEST_CASE("train stops with the center's reason when an exchange is refused") {
     center.send(hello.peer, MessageType::welcome, 0, std::vector<float>(n, 0.f));
     const auto exchange = center.receive();
     REQUIRE(exchange.header.type == MessageType::exchange);
-    center.send_error(exchange.peer, "non-finite payload: the exchange holds NaN or Inf");
+    center.send_error(exchange.peer, tether::ErrorCode::non_finite_payload, "non-finite payload: the exchange holds NaN or Inf");
     REQUIRE(trained.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
     CHECK(contains(failure_of(trained), "non-finite payload: the exchange holds NaN or Inf"));
 }

@@ -1,0 +1,61 @@
+#include "protocol/error_code.hpp"
+
+#include <utility>
+
+namespace tether {
+
+namespace {
+
+constexpr std::pair<ErrorCode, const char*> kReasons[] = {
+    {ErrorCode::short_header, "short header"},
+    {ErrorCode::long_header, "long header"},
+    {ErrorCode::bad_magic, "bad magic"},
+    {ErrorCode::protocol_version, "protocol version"},
+    {ErrorCode::unknown_type, "unknown type"},
+    {ErrorCode::unknown_dtype, "unknown dtype"},
+    {ErrorCode::bad_chunk, "bad chunk"},
+    {ErrorCode::wrong_fingerprint, "wrong fingerprint"},
+    {ErrorCode::message_too_large, "message too large"},
+    {ErrorCode::extra_frames, "extra frames"},
+    {ErrorCode::wrong_count, "wrong count"},
+    {ErrorCode::duplicate_hello, "duplicate hello"},
+    {ErrorCode::not_joined, "not joined"},
+    {ErrorCode::too_many_requests, "too many requests"},
+    {ErrorCode::bad_token, "bad token"},
+    {ErrorCode::no_token, "no token"},
+    {ErrorCode::id_taken, "id taken"},
+    {ErrorCode::too_many_peers, "too many peers"},
+    {ErrorCode::run_full, "run full"},
+    {ErrorCode::unknown_worker, "unknown worker"},
+    {ErrorCode::not_welcomed, "not welcomed"},
+    {ErrorCode::exchange_in_flight, "exchange in flight"},
+    {ErrorCode::stale_sequence, "stale sequence"},
+    {ErrorCode::future_version, "future version"},
+    {ErrorCode::wrong_dtype, "wrong dtype"},
+    {ErrorCode::wrong_chunk_count, "wrong chunk count"},
+    {ErrorCode::chunk_out_of_order, "chunk out of order"},
+    {ErrorCode::wrong_encoding, "wrong encoding"},
+    {ErrorCode::wrong_size, "wrong size"},
+    {ErrorCode::non_finite_payload, "non-finite payload"},
+    {ErrorCode::bad_encoding, "bad encoding"},
+    {ErrorCode::unexpected_type, "unexpected type"},
+    {ErrorCode::malformed_log, "malformed log"},
+    {ErrorCode::log_too_large, "log too large"},
+    {ErrorCode::implausible_samples, "implausible samples"},
+};
+
+}  // namespace
+
+ErrorCode error_code_for(const std::string& reason) {
+    for (const auto& [code, text] : kReasons)
+        if (reason == text) return code;
+    return ErrorCode::other;
+}
+
+const char* reason_of(ErrorCode code) {
+    for (const auto& [c, text] : kReasons)
+        if (c == code) return text;
+    return "";
+}
+
+}  // namespace tether
