@@ -35,7 +35,11 @@ void SnapshotEvaluator::start() {
 
 void SnapshotEvaluator::push(PendingSnapshot snapshot) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!queue_.empty()) {
+    // The first snapshot (x~ at t = 0, the curve's first point) is never replaced: a run that
+    // trains faster than one evaluation would otherwise start its curve at the end. The next
+    // one waits behind it.
+    const bool first = pushed_++ == 0;
+    if (!queue_.empty() && !(queue_.size() == 1 && first_waiting_)) {
         // The final snapshot is pushed last, so the one waiting is never final. A final one
         // marked not to be recorded is unchanged since the one waiting: it is recorded instead.
         PendingSnapshot& waiting = queue_.back();
@@ -45,6 +49,7 @@ void SnapshotEvaluator::push(PendingSnapshot snapshot) {
     } else {
         queue_.push_back(std::move(snapshot));
     }
+    if (first) first_waiting_ = true;
     ready_.notify_one();
 }
 
@@ -76,6 +81,7 @@ void SnapshotEvaluator::loop() {
         if (queue_.empty()) return;
         PendingSnapshot s = std::move(queue_.front());
         queue_.pop_front();
+        first_waiting_ = false;
         lock.unlock();
         if (remote_ && !remote_->empty()) {
             try {

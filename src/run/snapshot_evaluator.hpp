@@ -1,6 +1,7 @@
 // Server 0's evaluation of x~ during a distributed run: snapshots wait here and one thread
-// scores them in order, so no server ever waits for an evaluation. At most one waits: a newer
-// snapshot replaces one not yet scored (counted in skipped()), so evaluations that cannot keep
+// scores them in order, so no server ever waits for an evaluation. At most one waits (two
+// behind the first, x~ at t = 0, which is always scored): a newer snapshot replaces one not yet
+// scored (counted in skipped()), so evaluations that cannot keep
 // up with training cost points of the curve, never memory (one x~ waiting, one being scored). A snapshot holds x~ from
 // every range served in this process; ranges served by other processes (`tether server
 // --server K/S`) are fetched on this thread just before the snapshot is scored (within
@@ -69,6 +70,8 @@ private:
 
     mutable std::mutex mutex_;
     std::uint64_t skipped_ = 0;
+    std::uint64_t pushed_ = 0;
+    bool first_waiting_ = false;  // the first snapshot is queued, not yet taken up
     std::condition_variable ready_;
     std::deque<PendingSnapshot> queue_;
     bool done_ = false;

@@ -181,11 +181,14 @@ TEST_CASE("a local synchronous run survives a worker killed with SIGKILL") {
     TempDir dir;
     json document = cluster_config("killed", "averaging", 4);
     document["cluster"]["mode"] = "local";
-    // Long enough (about 4 s on an idle 2-core machine: an exchange after every step) that the
-    // kill lands mid-run; evaluations every quarter epoch tell us training has started.
+    // Long enough that the kill lands mid-run however fast the machine: 1,250 steps a worker,
+    // each 2 ms longer (cluster.step_delay_ms), 2.5 s or more, where the same run without the
+    // delay took 0.5 s on an idle 2-core machine and was sometimes over before the kill.
+    // Evaluations every quarter epoch tell us training has started.
     document["data"]["train_samples"] = 4000;
-    document["training"]["epochs"] = 40;
+    document["training"]["epochs"] = 10;
     document["training"]["batch_size"] = 8;
+    document["cluster"]["step_delay_ms"] = {2, 2, 2, 2};
     document["model"]["hidden_layers"] = {32};
     document["strategy"]["communication_window"] = 1;
     document["eval"]["per_epoch"] = 4;

@@ -1,9 +1,13 @@
-// Server 0's evaluation queue holds one snapshot waiting at most: a flood of snapshots (a center
-// whose sample count leaps, or evaluations slower than training) costs points of the curve,
-// counted, never memory; the final x~ is never lost.
+// Server 0's evaluation queue holds one snapshot waiting at most (two behind the first): a flood
+// of snapshots (a center whose sample count leaps, or evaluations slower than training) costs
+// points of the curve, counted, never memory; the first point (t = 0) and the final x~ are
+// never lost.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
 
 #include "config/config.hpp"
 #include "data/load.hpp"
@@ -33,7 +37,8 @@ TEST_CASE("snapshots that evaluation cannot keep up with are coalesced to the la
     RunRecorder recorder(record_settings(config), dir.file("run"));
     ProgressPrinter progress(config.name, 1.0, data.train->size(), "test");
     SnapshotEvaluator evaluator(config, data, recorder, progress, nullptr);
-    // 1,000 snapshots before the evaluation thread scores any: one waits, 999 are replaced.
+    // 1,000 snapshots before the evaluation thread scores any: the first and the latest wait,
+    // 998 are replaced.
     for (std::uint64_t i = 1; i <= 1000; ++i) {
         PendingSnapshot p;
         p.x = identity.initial;
@@ -43,7 +48,7 @@ TEST_CASE("snapshots that evaluation cannot keep up with are coalesced to the la
         p.wall_seconds = 0.001 * double(i);
         evaluator.push(std::move(p));
     }
-    CHECK(evaluator.skipped() == 999);
+    CHECK(evaluator.skipped() == 998);
     evaluator.start();
     // The final x~, unchanged since the last snapshot (so not to be recorded twice): it replaces
     // the waiting one, if still waiting, and is then recorded in its place.
@@ -60,6 +65,11 @@ TEST_CASE("snapshots that evaluation cannot keep up with are coalesced to the la
     const std::vector<float> final_x = evaluator.finish();
     CHECK(final_x.size() == identity.initial.size());
     CHECK(final_x[0] == identity.initial[0] + 1.0f);
-    CHECK(evaluator.skipped() == 999);
-    CHECK(tether::testing::lines_in(dir.file("run") + "/metrics.jsonl") == 1);  // the latest state, once
+    CHECK(evaluator.skipped() == 998);
+    // The first snapshot, then the latest state, once.
+    CHECK(tether::testing::lines_in(dir.file("run") + "/metrics.jsonl") == 2);
+    std::ifstream in(dir.file("run") + "/metrics.jsonl");
+    std::string first;
+    std::getline(in, first);
+    CHECK(nlohmann::json::parse(first)["center_version"] == 1);
 }
