@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -56,7 +57,58 @@ std::vector<float> train_two_workers(const std::string& strategy, int steps, std
     return x;
 }
 
+// A strategy of one's own with an exchange policy of its own: damped-sum's rules, exchanging
+// after the steps 1, 3, 6, 10, ... (each window one step longer than the last, set by the
+// policy itself through set_window).
+class GrowingWindow final : public tether::ExchangePolicy {
+public:
+    std::optional<std::size_t> due(std::size_t) override {
+        if (++since_ < std::size_t(window_)) return std::nullopt;
+        since_ = 0;
+        set_window(window_ + 1);
+        return 0;
+    }
+    int window() const override { return window_; }
+    void set_window(int steps) override { window_ = steps; }
+
+private:
+    int window_ = 1;
+    std::size_t since_ = 0;
+};
+
+class GrowingSum final : public tether::Strategy {
+public:
+    int communication_window() const override { return 1; }
+    std::unique_ptr<tether::WorkerRule> make_worker_rule(const tether::StrategyContext& c) const override {
+        return std::make_unique<damped_sum::Worker>(c.num_parameters);
+    }
+    std::unique_ptr<tether::CenterRule> make_center_rule(const tether::StrategyContext&) const override {
+        return tether::center_rule<damped_sum::Center>(1.f);
+    }
+    std::unique_ptr<tether::ExchangePolicy> make_exchange_policy(const tether::StrategyContext&) const override {
+        return std::make_unique<GrowingWindow>();
+    }
+};
+
 }  // namespace
+
+TEST_CASE("a strategy of one's own brings its own exchange policy: the worker exchanges when it says") {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        tether::register_strategy("growing-sum", "damped-sum at scale 1, windows 1, 2, 3, ...",
+                                  [](tether::StrategyOptions&, const tether::StrategyContext&) {
+                                      return std::make_shared<GrowingSum>();
+                                  });
+    });
+    // 10 steps a worker: exchanges after steps 1, 3, 6 and 10, none left for finish(). Every step
+    // reaches x~ once: 1 + 10 * 1 + 10 * 2.
+    std::string stats;
+    for (float v : train_two_workers(R"({"name": "growing-sum"})", 10, &stats)) CHECK(v == doctest::Approx(31));
+    CHECK(json::parse(stats)["updates_applied"] == 8);
+    // 11 steps: the 11th goes out at finish().
+    for (float v : train_two_workers(R"({"name": "growing-sum"})", 11, &stats)) CHECK(v == doctest::Approx(34));
+    CHECK(json::parse(stats)["updates_applied"] == 10);
+}
 
 TEST_CASE("a registered strategy works from ServiceOptions.strategy, with its own options") {
     register_once();
