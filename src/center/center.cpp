@@ -19,12 +19,12 @@ namespace tether {
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
     : endpoint_(std::move(endpoint)), rule_(std::move(rule)), options_(options),
-      float32_out_(ChunkFormat{initial.size(), options.chunk_elements}), checkpoints_(options.checkpoint_ms) {
+      float32_out_(ChunkFormat{initial.size(), options.updates.chunk_elements}), checkpoints_(options.snapshots.checkpoint_ms) {
     state_.x = std::move(initial);
-    next_snapshot_samples_ = options_.samples_per_snapshot;
+    next_snapshot_samples_ = options_.snapshots.samples_per_snapshot;
     // Known only here, where the strategy's center rule is: a round waits for every worker.
-    if (options_.warmstart_samples > 0 && rule_->synchronous())
-        throw ConfigError("cluster.warmstart_samples: " + std::to_string(options_.warmstart_samples) +
+    if (options_.membership.warmstart_samples > 0 && rule_->synchronous())
+        throw ConfigError("cluster.warmstart_samples: " + std::to_string(options_.membership.warmstart_samples) +
                           " with a synchronous strategy; its rounds wait for every worker, so worker 0 cannot train "
                           "alone: use an asynchronous strategy (adag, downpour, dynsgd, aeasgd, ...) or 0");
 }
@@ -37,7 +37,7 @@ Center::Worker* Center::find(const std::string& peer) {
 }
 
 void Center::serve() {
-    const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.join_timeout_ms);
+    const auto join_deadline = Clock::now() + std::chrono::milliseconds(options_.membership.join_timeout_ms);
     checkpoints_.start(state_.version);
     std::string peer;
     Frames frames;
@@ -48,20 +48,20 @@ void Center::serve() {
         if (received) handle(peer, frames);
         if (!started_ && Clock::now() > join_deadline)
             throw std::runtime_error(options_.name + " at " + address() + ": only " + std::to_string(stats_.workers_joined) +
-                                     " of " + std::to_string(options_.expected_workers) + " workers joined within " +
-                                     std::to_string(options_.join_timeout_ms) +
+                                     " of " + std::to_string(options_.membership.expected_workers) + " workers joined within " +
+                                     std::to_string(options_.membership.join_timeout_ms) +
                                      " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
         check_liveness();
         prune_departed();
         release_held();
-        if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.round_timeout_ms));
+        if (!round_.empty()) maybe_close_round(Clock::now() > round_opened_ + std::chrono::milliseconds(options_.rounds.round_timeout_ms));
         if (started_ && stats_.live_workers() == 0 && may_conclude(Clock::now()) && places_back(join_deadline)) {
             answer_final_snapshots();
-            if (!options_.await_final_snapshot || final_answered_) break;
+            if (!options_.end.await_final_snapshot || final_answered_) break;
             if (!done_at) done_at = Clock::now();
-            if (Clock::now() > *done_at + std::chrono::milliseconds(options_.join_timeout_ms)) {
+            if (Clock::now() > *done_at + std::chrono::milliseconds(options_.membership.join_timeout_ms)) {
                 std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
-                             "worker leaving; is server 0 running?\n", options_.name.c_str(), options_.join_timeout_ms);
+                             "worker leaving; is server 0 running?\n", options_.name.c_str(), options_.membership.join_timeout_ms);
                 break;
             }
         }
@@ -72,7 +72,7 @@ void Center::serve() {
     }
     std::lock_guard<std::mutex> lock(state_mutex_);
     if (on_checkpoint) on_checkpoint(checkpoint());
-    maybe_snapshot(/*final=*/options_.final_snapshot);
+    maybe_snapshot(/*final=*/options_.snapshots.final_snapshot);
 }
 
 void Center::handle(const std::string& peer, Frames& frames) {
@@ -100,8 +100,8 @@ void Center::handle(const std::string& peer, Frames& frames) {
     if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
     if (header->type == MessageType::snapshot) {
         // x~ goes only to whom the run trusts with it: a joined worker (which holds x~ anyway),
-        // or any peer where every peer is trusted (CenterOptions::snapshots_for_any_peer).
-        if (!options_.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
+        // or any peer where every peer is trusted (SnapshotOptions::snapshots_for_any_peer).
+        if (!options_.snapshots.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
             return reject(peer, header->worker_id, "not joined",
                           "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
         // A server that waits for the final request leaves once it is answered: only server 0's.
@@ -148,10 +148,10 @@ void Center::welcome(Worker& w) {
     w.state = Worker::State::active;
     w.pull_version = state_.version;
     w.last_seen = w.last_exchange = Clock::now();
-    const std::size_t n = state_.x.size(), chunk = options_.chunk_elements;
-    w.from_worker = std::make_unique<ChunkAssembler>(ChunkFormat{n, chunk, options_.payload_codec, options_.wire_kinds.payload},
+    const std::size_t n = state_.x.size(), chunk = options_.updates.chunk_elements;
+    w.from_worker = std::make_unique<ChunkAssembler>(ChunkFormat{n, chunk, options_.updates.payload_codec, options_.updates.wire_kinds.payload},
                                                      "exchange", "cluster.codec", /*refuse_non_finite=*/true);
-    w.to_worker = std::make_unique<ChunkSender>(ChunkFormat{n, chunk, options_.reply_codec, options_.wire_kinds.reply});
+    w.to_worker = std::make_unique<ChunkSender>(ChunkFormat{n, chunk, options_.updates.reply_codec, options_.updates.wire_kinds.reply});
     // The worker's x_i is the x~ it is welcomed with: both compressed directions start from it.
     w.from_worker->reset(state_.x.data());
     w.to_worker->reset(state_.x.data());
@@ -248,7 +248,7 @@ void Center::maybe_close_round(bool deadline_passed) {
     const int live = stats_.live_workers();
     const std::size_t waiting = std::size_t(std::count_if(round_.begin(), round_.end(),
                                                           [](const Worker* w) { return w->state != Worker::State::lost; }));
-    const std::size_t quorum = std::max<std::size_t>(1, std::size_t(std::ceil(options_.quorum * live)));
+    const std::size_t quorum = std::max<std::size_t>(1, std::size_t(std::ceil(options_.rounds.quorum * live)));
     if (round_.empty() || (int(waiting) < live && !(deadline_passed && waiting >= quorum))) return;
     // One reply for every contributor, sent from one buffer.
     const Payload round_reply = round_replies_.next(state_.x.size() * sizeof(float));
@@ -289,7 +289,7 @@ void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::
     h.worker_id = w.id;
     h.sequence = sequence;
     // How far its place got: a new holder trains the rest (a placeless joiner: nothing).
-    if (type == MessageType::welcome) h.samples = w.placeless ? options_.max_samples_per_worker : w.samples;
+    if (type == MessageType::welcome) h.samples = w.placeless ? options_.membership.max_samples_per_worker : w.samples;
     try {
         // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
         send_chunks(w.peer, h, data, type == MessageType::reply ? *w.to_worker : float32_out_);

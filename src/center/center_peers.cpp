@@ -15,29 +15,29 @@ void Center::handle_hello(const std::string& peer, const Header& h, const Frames
         return reject(peer, 0, "wrong count",
                       "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(state_.x.size()));
     if (find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
-    if (options_.ids_from_hello && !admits_id(peer, h, frames)) return;  // center_tokens.cpp
-    if (by_peer_.size() >= options_.max_peers)
+    if (options_.membership.ids_from_hello && !admits_id(peer, h, frames)) return;  // center_tokens.cpp
+    if (by_peer_.size() >= options_.membership.max_peers)
         return reject(peer, 0, "too many peers",
                       "the center holds " + std::to_string(by_peer_.size()) + " peers (cluster.max_peers)");
     // A place freed by a lost or finished worker may be taken again; more than cluster.workers
     // only with cluster.elastic.
-    if (!options_.elastic && stats_.live_workers() >= options_.expected_workers) lose_disconnected();
-    if (!options_.elastic && stats_.live_workers() >= options_.expected_workers)
+    if (!options_.membership.elastic && stats_.live_workers() >= options_.membership.expected_workers) lose_disconnected();
+    if (!options_.membership.elastic && stats_.live_workers() >= options_.membership.expected_workers)
         return reject(peer, 0, "run full",
-                      "all " + std::to_string(options_.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
+                      "all " + std::to_string(options_.membership.expected_workers) + " places (cluster.workers) are taken and cluster.elastic is false");
     auto w = std::make_unique<Worker>();
     w->peer = peer;
-    w->id = options_.ids_from_hello ? h.worker_id : free_worker_id(h.worker_id);
+    w->id = options_.membership.ids_from_hello ? h.worker_id : free_worker_id(h.worker_id);
     w->last_seen = Clock::now();
     // A worker coming back says what it trained before: what it trained beyond the record of a
     // place this center (or the checkpoint it resumed) knows counts once, and its later claims
     // are measured from there, so they neither count that work again nor leap past what one
     // window trains. A new holder of a place starts from the place's record.
     const std::uint64_t record = places_.trained(w->id);
-    if (h.samples > options_.max_samples_per_worker) ++stats_.rejected["implausible samples"];
+    if (h.samples > options_.membership.max_samples_per_worker) ++stats_.rejected["implausible samples"];
     else if (h.samples > record && places_.known(w->id)) stats_.total_samples += h.samples - record;
-    w->samples = w->exchanged_samples = h.samples > options_.max_samples_per_worker ? record : std::max(record, h.samples);
-    if (options_.places_hold_shards && w->id >= std::uint32_t(options_.expected_workers)) {
+    w->samples = w->exchanged_samples = h.samples > options_.membership.max_samples_per_worker ? record : std::max(record, h.samples);
+    if (options_.membership.places_hold_shards && w->id >= std::uint32_t(options_.membership.expected_workers)) {
         w->placeless = true;
         std::fprintf(stderr, "%s: every place holds a live worker; worker %u has no untrained data to take over\n",
                      options_.name.c_str(), w->id);
@@ -52,18 +52,18 @@ void Center::handle_hello(const std::string& peer, const Header& h, const Frames
         started_ = true;
         return welcome_or_hold(*workers_.back());
     }
-    if (stats_.live_workers() < options_.expected_workers) return;
+    if (stats_.live_workers() < options_.membership.expected_workers) return;
     started_ = true;
     if (on_start) on_start();
     if (warming_up())
         std::printf("%s: warmstart: worker 0 trains alone until %llu samples (cluster.warmstart_samples); the other "
-                    "workers wait\n", options_.name.c_str(), static_cast<unsigned long long>(options_.warmstart_samples));
+                    "workers wait\n", options_.name.c_str(), static_cast<unsigned long long>(options_.membership.warmstart_samples));
     for (auto& worker : workers_)
         if (worker->state == Worker::State::joining) welcome_or_hold(*worker);
 }
 
 bool Center::warming_up() const {
-    if (options_.warmstart_samples == 0 || warmstart_over_ || stats_.total_samples >= options_.warmstart_samples)
+    if (options_.membership.warmstart_samples == 0 || warmstart_over_ || stats_.total_samples >= options_.membership.warmstart_samples)
         return false;
     for (const auto& [peer, w] : by_peer_)
         if (w->id == 0 && (w->state == Worker::State::active || w->state == Worker::State::joining)) return true;
@@ -78,7 +78,7 @@ void Center::welcome_or_hold(Worker& w) {
 
 void Center::release_held() {
     // Once over, over: a later worker 0 (a replacement) does not start another warmstart.
-    if (options_.warmstart_samples == 0 || warmstart_over_ || !started_ || warming_up()) return;
+    if (options_.membership.warmstart_samples == 0 || warmstart_over_ || !started_ || warming_up()) return;
     warmstart_over_ = true;
     int released = 0;
     for (auto& w : workers_)
@@ -90,7 +90,7 @@ void Center::release_held() {
     if (released == 0) return;  // none was held (a resumed run past its warmstart)
     std::printf("%s: warmstart over at %llu samples%s: welcomed the %d workers held back\n", options_.name.c_str(),
                 static_cast<unsigned long long>(stats_.total_samples),
-                stats_.total_samples >= options_.warmstart_samples ? "" : " (worker 0 left)", released);
+                stats_.total_samples >= options_.membership.warmstart_samples ? "" : " (worker 0 left)", released);
     std::fflush(stdout);
 }
 
@@ -100,7 +100,7 @@ std::uint32_t Center::free_worker_id(std::uint32_t preferred) const {
     // lost one takes its shard.
     std::set<std::uint32_t> held;
     for (const auto& [peer, w] : by_peer_) held.insert(w->id);
-    if (preferred != 0 && preferred < std::uint32_t(options_.expected_workers) && !held.count(preferred)) return preferred;
+    if (preferred != 0 && preferred < std::uint32_t(options_.membership.expected_workers) && !held.count(preferred)) return preferred;
     std::uint32_t id = 0;
     while (held.count(id)) ++id;
     return id;
@@ -139,7 +139,7 @@ bool Center::first_unknown_answer(const std::string& peer) {
     // per 500 ms. The map holds recent askers only (older entries go once it grows).
     const auto now = Clock::now();
     const auto window = std::chrono::milliseconds(500);
-    if (unknown_answered_.size() > 4 * options_.max_peers)
+    if (unknown_answered_.size() > 4 * options_.membership.max_peers)
         for (auto it = unknown_answered_.begin(); it != unknown_answered_.end();)
             it = now - it->second > window ? unknown_answered_.erase(it) : std::next(it);
     const auto it = unknown_answered_.find(peer);
@@ -228,28 +228,28 @@ bool Center::places_back(Clock::time_point join_deadline) const {
     // A resumed center welcomes each worker as it comes back, with no barrier, so the first to
     // come back may finish before the others have said hello: the run is not over until as
     // many workers as it has places have joined, or cluster.join_timeout_ms has passed.
-    return !resumed_ || stats_.workers_joined >= options_.expected_workers || Clock::now() > join_deadline;
+    return !resumed_ || stats_.workers_joined >= options_.membership.expected_workers || Clock::now() > join_deadline;
 }
 
 bool Center::may_conclude(Clock::time_point now) const {
-    return !all_silent_since_ || now > *all_silent_since_ + std::chrono::milliseconds(options_.center_restart_ms);
+    return !all_silent_since_ || now > *all_silent_since_ + std::chrono::milliseconds(options_.end.center_restart_ms);
 }
 
 void Center::check_liveness() {
     const auto now = Clock::now();
     forgive_own_stall(now);
-    const auto timeout = std::chrono::milliseconds(options_.worker_timeout_ms);
+    const auto timeout = std::chrono::milliseconds(options_.membership.worker_timeout_ms);
     for (auto& w : workers_) {
         // Re-read each time: losing a worker may close the round.
         const bool round_waiting = rule_->synchronous() && !round_.empty() && now - round_opened_ > timeout;
         const bool waiting_for_us = w->in_round;
         if ((w->state == Worker::State::active || w->state == Worker::State::joining) && !waiting_for_us &&
             now - w->last_seen > timeout)
-            lose(*w, "silent for more than " + std::to_string(options_.worker_timeout_ms) + " ms (cluster.worker_timeout_ms)");
+            lose(*w, "silent for more than " + std::to_string(options_.membership.worker_timeout_ms) + " ms (cluster.worker_timeout_ms)");
         else if (round_waiting && w->state == Worker::State::active && !waiting_for_us && now - w->last_exchange > timeout)
             // Heartbeats alone do not hold a synchronous round: a peer that joined but sends no
             // exchange counts as lost after the heartbeat timeout.
-            lose(*w, "sent no exchange for more than " + std::to_string(options_.worker_timeout_ms) +
+            lose(*w, "sent no exchange for more than " + std::to_string(options_.membership.worker_timeout_ms) +
                          " ms while a synchronous round waited on it (cluster.worker_timeout_ms)");
     }
 }
@@ -281,10 +281,10 @@ void Center::lose(Worker& w, const std::string& why) {
     if (exchanged) lost_places_.insert(w.id);  // a silent worker was never counted lost: nothing to take back
     std::fprintf(stderr, "%s: worker %u lost%s: %s; continuing with %d live workers\n", options_.name.c_str(), w.id,
                  exchanged ? "" : " before its first exchange", why.c_str(), stats_.live_workers());
-    if (stats_.live_workers() == 0 && options_.center_restart_ms > 0) {
+    if (stats_.live_workers() == 0 && options_.end.center_restart_ms > 0) {
         all_silent_since_ = Clock::now();
         std::fprintf(stderr, "%s: every worker went silent; waiting up to %d ms (cluster.center_restart_ms) for them to come "
-                     "back before the run ends\n", options_.name.c_str(), options_.center_restart_ms);
+                     "back before the run ends\n", options_.name.c_str(), options_.end.center_restart_ms);
     }
     if (!round_.empty()) maybe_close_round(false);
 }
@@ -292,8 +292,8 @@ void Center::lose(Worker& w, const std::string& why) {
 void Center::count_samples(Worker& w, std::uint64_t samples, bool exchange) {
     // More than this worker's shard times the epochs, or more than it can have trained since
     // its last exchange: not believed, and counted.
-    const std::uint64_t window = options_.max_samples_per_window;
-    if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window) ||
+    const std::uint64_t window = options_.membership.max_samples_per_window;
+    if (samples > options_.membership.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window) ||
         (w.placeless && samples > w.samples)) {
         ++stats_.rejected["implausible samples"];
         return;

@@ -54,8 +54,8 @@ void Center::resume(const Checkpoint& c) {
                                      "; it belongs to a run of another model");
         buffers_.restore(c.buffers);
     }
-    next_snapshot_samples_ = options_.samples_per_snapshot
-                                 ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
+    next_snapshot_samples_ = options_.snapshots.samples_per_snapshot
+                                 ? (c.total_samples / options_.snapshots.samples_per_snapshot + 1) * options_.snapshots.samples_per_snapshot
                                  : 0;
     resumed_ = true;
     // What progress displays and the run directory read go on from the checkpoint too.
@@ -92,12 +92,12 @@ void Center::maybe_snapshot(bool final) {
     live_samples_.store(total, std::memory_order_relaxed);
     live_version_.store(state_.version, std::memory_order_relaxed);
     if (!on_snapshot) return;
-    const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
+    const bool due = options_.snapshots.samples_per_snapshot && total >= next_snapshot_samples_;
     // The last periodic snapshot often is the final state already; evaluate it once.
     const bool unchanged = total == last_snapshot_.first && state_.version == last_snapshot_.second;
     if (!due && !(final && !unchanged)) return;
     last_snapshot_ = {total, state_.version};
-    if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
+    if (due) next_snapshot_samples_ = (total / options_.snapshots.samples_per_snapshot + 1) * options_.snapshots.samples_per_snapshot;
     on_snapshot(Snapshot{state_.x, state_.version, stats_});
 }
 

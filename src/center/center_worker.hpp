@@ -21,10 +21,10 @@ struct Center::Worker {
     // the samples its last accepted exchange (or its hello) claimed.
     std::uint64_t accepted_sequence = 0, exchanged_samples = 0;
     bool in_round = false;
-    // A joiner beyond the places that hold shards (CenterOptions::places_hold_shards): it has no
+    // A joiner beyond the places that hold shards (MembershipOptions::places_hold_shards): it has no
     // data of its own, is told so in its welcome, and any sample it claims is implausible.
     bool placeless = false;
-    // Joined and held back by the warmstart (CenterOptions::warmstart_samples) until worker 0
+    // Joined and held back by the warmstart (MembershipOptions::warmstart_samples) until worker 0
     // has trained alone for long enough.
     bool held = false;
     // From its welcome until it leaves: its exchanges' chunks in (checked, reassembled or
