@@ -46,7 +46,7 @@ void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
 }
 
 void Center::send_buffers(Worker& w) {
-    if (buffers_.size() == 0 || w.state == Worker::State::lost || w.state == Worker::State::finished) return;
+    if (buffers_.size() == 0 || w.gone()) return;
     const std::vector<float>& mean = buffers_.mean();
     Payload b = Payload::allocate(mean.size() * sizeof(float));
     std::memcpy(b.data(), mean.data(), b.size());
@@ -63,7 +63,7 @@ void Center::send_buffers(Worker& w) {
 CenterState Center::snapshot_now(std::vector<float>& buffers) const {
     std::lock_guard<std::mutex> lock(state_mutex_);
     buffers = buffers_.mean();
-    return state_;
+    return updates_.state();
 }
 
 }  // namespace tether
