@@ -1,11 +1,6 @@
 #include "center/center.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <cstdio>
-#include <optional>
-#include <stdexcept>
 
 #include <tether/errors.hpp>
 

@@ -1,7 +1,6 @@
 // The center's side of membership (center/membership.hpp decides): hellos checked before a
 // join, welcomes or holds after it, losses told to the strategy, the round and the end of the
 // run, and the small answers that keep a worker's waits bounded.
-#include <algorithm>
 #include <cstdio>
 
 #include "center/center.hpp"
