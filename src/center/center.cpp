@@ -13,7 +13,7 @@ namespace tether {
 
 Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> rule, std::vector<float> initial,
                CenterOptions options)
-    : endpoint_(std::move(endpoint)), options_(options), updates_(std::move(rule), std::move(initial), stats_),
+    : endpoint_(std::move(endpoint)), options_(options), updates_(std::move(rule), std::move(initial), options.updates, stats_),
       membership_(options.membership, stats_, options.name), rounds_(options.rounds), snapshots_(options.snapshots),
       end_(options.end, options.membership, options.name),
       float32_out_(ChunkFormat{updates_.size(), options.updates.chunk_elements}) {
@@ -125,19 +125,11 @@ void Center::handle(const std::string& peer, Frames& frames) {
 }
 
 void Center::welcome(Worker& w) {
-    updates_.join(w.id);
+    updates_.join(w);
     membership_.welcomed(w, Clock::now());
-    w.pull_version = updates_.version();
-    const CenterState& state = updates_.state();
-    const std::size_t n = state.x.size(), chunk = options_.updates.chunk_elements;
-    w.from_worker = std::make_unique<ChunkAssembler>(ChunkFormat{n, chunk, options_.updates.payload_codec, options_.updates.wire_kinds.payload},
-                                                     "exchange", "cluster.codec", /*refuse_non_finite=*/true);
-    w.to_worker = std::make_unique<ChunkSender>(ChunkFormat{n, chunk, options_.updates.reply_codec, options_.updates.wire_kinds.reply});
-    // The worker's x_i is the x~ it is welcomed with: both compressed directions start from it.
-    w.from_worker->reset(state.x.data());
-    w.to_worker->reset(state.x.data());
-    Payload center = Payload::allocate(n * sizeof(float));
-    std::memcpy(center.data(), state.x.data(), center.size());
+    const std::vector<float>& x = updates_.state().x;
+    Payload center = Payload::allocate(x.size() * sizeof(float));
+    std::memcpy(center.data(), x.data(), center.size());
     send_vector(w, MessageType::welcome, center, 0);
     send_buffers(w);  // b~ right after x~: the worker takes both before it trains
     send_token(w);    // server 0 of several: what the other servers will ask the worker for

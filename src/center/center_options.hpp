@@ -1,6 +1,8 @@
-// What a center is told, grouped by the part that reads each group (center/membership.hpp,
+// What a center is told, grouped by the part each group concerns (center/membership.hpp,
 // rounds.hpp, update_path.hpp, snapshot_schedule.hpp, run_end.hpp); the center itself reads the
-// rest. cluster/cluster_options.cpp fills them from the run's settings.
+// rest, and the parts of a group that it acts on for its part (the checks before a join, who
+// may ask for x~, the final snapshot). cluster/cluster_options.cpp fills them from the run's
+// settings.
 #pragma once
 
 #include <cstdint>

@@ -4,9 +4,21 @@
 
 namespace tether {
 
-UpdatePath::UpdatePath(std::unique_ptr<CenterRule> rule, std::vector<float> initial, CenterStats& stats)
-    : rule_(std::move(rule)), stats_(stats) {
+UpdatePath::UpdatePath(std::unique_ptr<CenterRule> rule, std::vector<float> initial, const UpdateOptions& options,
+                       CenterStats& stats)
+    : rule_(std::move(rule)), options_(options), stats_(stats) {
     state_.x = std::move(initial);
+}
+
+void UpdatePath::join(CenterWorker& w) {
+    rule_->on_join(state_, w.id);
+    w.pull_version = state_.version;
+    const std::size_t n = state_.x.size(), chunk = options_.chunk_elements;
+    w.from_worker = std::make_unique<ChunkAssembler>(ChunkFormat{n, chunk, options_.payload_codec, options_.wire_kinds.payload},
+                                                     "exchange", "cluster.codec", /*refuse_non_finite=*/true);
+    w.to_worker = std::make_unique<ChunkSender>(ChunkFormat{n, chunk, options_.reply_codec, options_.wire_kinds.reply});
+    w.from_worker->reset(state_.x.data());
+    w.to_worker->reset(state_.x.data());
 }
 
 void UpdatePath::resume(std::vector<float> x, std::uint64_t version) {

@@ -1,8 +1,9 @@
-// The update path: x~, its version, and the strategy's CenterRule over it. An asynchronous rule
-// applies each complete exchange at once and writes its reply; a synchronous one collects the
-// round's exchanges and, when Rounds says the round closes, closes it into one reply for every
-// contributor. Counts what it applies (CenterStats' exchanges, updates, rounds, late reports,
-// staleness); sends nothing.
+// The update path: x~, its version, the strategy's CenterRule over it, and each welcomed worker's
+// two directions (its exchanges in, decoded by the payload codec; its replies out, through the
+// reply codec). An asynchronous rule applies each complete exchange at once and writes its
+// reply; a synchronous one collects the round's exchanges and, when Rounds says the round
+// closes, closes it into one reply for every contributor. Counts what it applies (CenterStats'
+// exchanges, updates, rounds, late reports, staleness); sends nothing.
 #pragma once
 
 #include <cstdint>
@@ -10,21 +11,26 @@
 #include <vector>
 
 #include <tether/strategy.hpp>
+#include "center/center_options.hpp"
 #include "center/center_stats.hpp"
+#include "center/center_worker.hpp"
 #include "transport/payload.hpp"
 
 namespace tether {
 
 class UpdatePath {
 public:
-    UpdatePath(std::unique_ptr<CenterRule> rule, std::vector<float> initial, CenterStats& stats);
+    UpdatePath(std::unique_ptr<CenterRule> rule, std::vector<float> initial, const UpdateOptions& options,
+               CenterStats& stats);
 
     bool synchronous() const { return rule_->synchronous(); }
     const CenterState& state() const { return state_; }
     std::uint64_t version() const { return state_.version; }
     std::size_t size() const { return state_.x.size(); }
-    // The rule's per-worker state: from a worker's welcome to its departure.
-    void join(std::uint32_t worker_id) { rule_->on_join(state_, worker_id); }
+    // A worker is welcomed with x~ as it is now: the rule's per-worker state starts, and both of
+    // its directions start from that x~ (its x_i).
+    void join(CenterWorker& w);
+    // The rule's per-worker state ends (the worker's directions go with its record).
     void leave(std::uint32_t worker_id) { rule_->on_leave(worker_id); }
     // Goes on from a checkpoint's x~ and version.
     void resume(std::vector<float> x, std::uint64_t version);
@@ -47,6 +53,7 @@ public:
 private:
     std::unique_ptr<CenterRule> rule_;
     CenterState state_;
+    UpdateOptions options_;
     CenterStats& stats_;
     RecycledPayloads round_replies_;  // a round's one reply
 };

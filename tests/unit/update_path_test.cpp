@@ -16,7 +16,8 @@ namespace {
 
 UpdatePath path(const nlohmann::json& strategy, const Vec& initial, CenterStats& stats) {
     const nlohmann::json document = {{"strategy", strategy}, {"cluster", {{"workers", 2}}}};
-    return UpdatePath(tether::parse_config(document).cluster.strategy->make_center_rule({2, initial.size()}), initial, stats);
+    return UpdatePath(tether::parse_config(document).cluster.strategy->make_center_rule({2, initial.size()}), initial,
+                      tether::UpdateOptions{}, stats);
 }
 
 }  // namespace
@@ -25,7 +26,6 @@ TEST_CASE("an asynchronous rule applies each exchange at once: one version each,
     CenterStats stats;
     UpdatePath updates = path({{"name", "downpour"}}, {1.f, -1.f, 0.5f}, stats);
     CHECK_FALSE(updates.synchronous());
-    updates.join(0);
     Vec delta{1.f, 1.f, 1.f}, reply(3);
     CHECK(updates.receive(0) == 0);
     updates.apply(Exchange{0, 0, delta.data(), 3}, reply.data());
@@ -69,4 +69,17 @@ TEST_CASE("the update path goes on from a checkpoint's x~ and version") {
     CHECK(updates.version() == 7);
     CHECK(updates.state().x == Vec{5.f});
     CHECK(updates.receive(3) == 4);
+}
+
+TEST_CASE("a worker joins at the current version, with its exchanges in and replies out starting from x~") {
+    CenterStats stats;
+    UpdatePath updates = path({{"name", "downpour"}}, {1.f, 2.f}, stats);
+    Vec delta{1.f, 1.f}, reply(2);
+    updates.apply(Exchange{0, 0, delta.data(), 2}, reply.data());
+    tether::CenterWorker w;
+    updates.join(w);
+    CHECK(w.pull_version == 1);
+    REQUIRE(w.from_worker);
+    REQUIRE(w.to_worker);
+    CHECK(w.from_worker->chunks_received() == 0);
 }
