@@ -90,7 +90,7 @@ public:
     std::function<void()> on_start;
     std::function<void(Snapshot&&)> on_snapshot;
     std::function<void(const ExchangeRecord&)> on_exchange;
-    // Soon after the first update, then every options.checkpoint_ms, and when serve() ends, with
+    // Soon after the first update, then every options.snapshots.checkpoint_ms, and when serve() ends, with
     // checkpoint(); writes it somewhere safe.
     std::function<void(const Checkpoint&)> on_checkpoint;
     // center_log.cpp: a joined worker's scalars, checked; unset: they are dropped.
