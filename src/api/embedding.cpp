@@ -113,7 +113,7 @@ public:
             identities, initial,
             // Its center ends when its workers are all gone, and the caller's wait() decides what
             // comes next; ServiceOptions.center_restart_ms is its workers' window for a lost center.
-            [](CenterOptions& c, std::size_t) { c.center_restart_ms = 0; });
+            [](CenterOptions& c, std::size_t) { c.end.center_restart_ms = 0; });
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
         if (!initial_buffers.empty()) group_->center(0).hold_buffers(std::move(initial_buffers));
         if (!o.run_dir.empty())  // resumes from its checkpoint: after the buffers are held

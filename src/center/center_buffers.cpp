@@ -17,7 +17,7 @@
 namespace tether {
 
 void Center::hold_buffers(std::vector<float> initial) {
-    buffers_out_ = std::make_unique<ChunkSender>(ChunkFormat{initial.size(), options_.chunk_elements});
+    buffers_out_ = std::make_unique<ChunkSender>(ChunkFormat{initial.size(), options_.updates.chunk_elements});
     buffers_ = BufferAverage(std::move(initial));
 }
 
@@ -31,7 +31,7 @@ void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
                       "buffers of exchange " + std::to_string(h.sequence) + " after exchange " +
                           std::to_string(w.accepted_sequence) + " was accepted");
     if (!w.buffers_from)
-        w.buffers_from = std::make_unique<ChunkAssembler>(ChunkFormat{buffers_.size(), options_.chunk_elements}, "buffers",
+        w.buffers_from = std::make_unique<ChunkAssembler>(ChunkFormat{buffers_.size(), options_.updates.chunk_elements}, "buffers",
                                                           "", /*refuse_non_finite=*/true);
     switch (w.buffers_from->add(h, frames.payload)) {
         case ChunkAssembler::Result::refused:
@@ -46,7 +46,7 @@ void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
 }
 
 void Center::send_buffers(Worker& w) {
-    if (buffers_.size() == 0 || w.state == Worker::State::lost || w.state == Worker::State::finished) return;
+    if (buffers_.size() == 0 || w.gone()) return;
     const std::vector<float>& mean = buffers_.mean();
     Payload b = Payload::allocate(mean.size() * sizeof(float));
     std::memcpy(b.data(), mean.data(), b.size());
@@ -63,7 +63,7 @@ void Center::send_buffers(Worker& w) {
 CenterState Center::snapshot_now(std::vector<float>& buffers) const {
     std::lock_guard<std::mutex> lock(state_mutex_);
     buffers = buffers_.mean();
-    return state_;
+    return updates_.state();
 }
 
 }  // namespace tether

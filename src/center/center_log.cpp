@@ -21,7 +21,7 @@ void Center::handle_log(Worker& w, const Header& h, const Frames& frames) {
     std::string problem;
     std::optional<nlohmann::json> scalars = decode_log(frames.payload.data(), bytes, problem);
     if (!scalars) return reject(w.peer, w.id, "malformed log", problem);
-    count_samples(w, h.samples);
+    membership_.count_samples(w, h.samples);
     if (on_log) on_log(LogRecord{w.id, w.samples, stats_.total_samples, std::move(*scalars)});
 }
 

@@ -38,13 +38,12 @@ nlohmann::json CenterStats::to_json() const {
 }
 
 void Center::resume(const Checkpoint& c) {
-    state_.x = c.x;
-    state_.version = c.version;
+    updates_.resume(c.x, c.version);
     stats_.updates_applied = c.updates_applied;
     stats_.exchanges = c.exchanges;
     stats_.rounds = c.rounds;
     stats_.total_samples = c.total_samples;
-    places_.restore(c.places);
+    membership_.resume(c.places);
     // b~ goes on from the checkpoint's; one written before buffers existed (format 1), or by a
     // center without them, leaves b~(0).
     if (!c.buffers.empty()) {
@@ -54,10 +53,7 @@ void Center::resume(const Checkpoint& c) {
                                      "; it belongs to a run of another model");
         buffers_.restore(c.buffers);
     }
-    next_snapshot_samples_ = options_.samples_per_snapshot
-                                 ? (c.total_samples / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot
-                                 : 0;
-    resumed_ = true;
+    snapshots_.resume(c.total_samples);
     // What progress displays and the run directory read go on from the checkpoint too.
     live_samples_.store(c.total_samples, std::memory_order_relaxed);
     live_version_.store(c.version, std::memory_order_relaxed);
@@ -66,20 +62,20 @@ void Center::resume(const Checkpoint& c) {
 Checkpoint Center::checkpoint() const {
     Checkpoint c;
     c.fingerprint = options_.fingerprint;
-    c.version = state_.version;
+    c.version = updates_.version();
     c.updates_applied = stats_.updates_applied;
     c.exchanges = stats_.exchanges;
     c.rounds = stats_.rounds;
     c.total_samples = stats_.total_samples;
-    c.places = places_.all();
-    c.x = state_.x;
+    c.places = membership_.places();
+    c.x = updates_.state().x;
     c.buffers = buffers_.mean();
     return c;
 }
 
 CenterState Center::snapshot_now() const {
     std::lock_guard<std::mutex> lock(state_mutex_);
-    return state_;
+    return updates_.state();
 }
 
 CenterStats Center::stats_now() const {
@@ -90,44 +86,38 @@ CenterStats Center::stats_now() const {
 void Center::maybe_snapshot(bool final) {
     const std::uint64_t total = stats_.total_samples;
     live_samples_.store(total, std::memory_order_relaxed);
-    live_version_.store(state_.version, std::memory_order_relaxed);
-    if (!on_snapshot) return;
-    const bool due = options_.samples_per_snapshot && total >= next_snapshot_samples_;
-    // The last periodic snapshot often is the final state already; evaluate it once.
-    const bool unchanged = total == last_snapshot_.first && state_.version == last_snapshot_.second;
-    if (!due && !(final && !unchanged)) return;
-    last_snapshot_ = {total, state_.version};
-    if (due) next_snapshot_samples_ = (total / options_.samples_per_snapshot + 1) * options_.samples_per_snapshot;
-    on_snapshot(Snapshot{state_.x, state_.version, stats_});
+    live_version_.store(updates_.version(), std::memory_order_relaxed);
+    if (!on_snapshot || !snapshots_.due(total, updates_.version(), final)) return;
+    on_snapshot(Snapshot{updates_.state().x, updates_.version(), stats_});
 }
 
 void Center::answer_snapshot(const std::string& peer, const Header& request) {
-    const bool done = started_ && stats_.live_workers() == 0;
+    const bool done = membership_.started() && stats_.live_workers() == 0;
     if ((request.flags & kFlagFinal) && !done) {
-        // Answered when every worker has finished; a handful of such peers at most.
-        if (final_requests_.size() >= 16)
-            return reject(peer, 0, "too many requests", "16 requests for the final x~ are already waiting");
-        final_requests_.emplace_back(peer, request);
+        // Answered when every worker has finished.
+        if (!snapshots_.wait_for_end(peer, request))
+            return reject(peer, 0, "too many requests",
+                          std::to_string(SnapshotSchedule::kMaxFinalRequests) +
+                              " requests for the final x~ are already waiting");
         return;
     }
     Header h;
     h.type = MessageType::snapshot;
     h.sequence = request.sequence;
     h.samples = stats_.total_samples;
-    Payload x = Payload::allocate(state_.x.size() * sizeof(float));
-    std::memcpy(x.data(), state_.x.data(), x.size());
+    const std::vector<float>& x = updates_.state().x;
+    Payload copy = Payload::allocate(x.size() * sizeof(float));
+    std::memcpy(copy.data(), x.data(), copy.size());
     try {
-        send_chunks(peer, h, x, float32_out_);
+        send_chunks(peer, h, copy, float32_out_);
     } catch (const DeliveryError&) {
         ++stats_.replies_dropped;  // the center never waits on a peer; the asker times out
     }
-    if (request.flags & kFlagFinal) final_answered_ = true;
+    if (request.flags & kFlagFinal) snapshots_.final_answered();
 }
 
 void Center::answer_final_snapshots() {
-    std::vector<std::pair<std::string, Header>> waiting;
-    waiting.swap(final_requests_);
-    for (const auto& [peer, request] : waiting) answer_snapshot(peer, request);
+    for (const auto& [peer, request] : snapshots_.take_waiting()) answer_snapshot(peer, request);
 }
 
 }  // namespace tether

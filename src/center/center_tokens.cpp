@@ -22,10 +22,8 @@ bool Center::admits_id(const std::string& peer, const Header& hello, const Frame
     }
     // A live worker keeps its id: another peer asking for it is a stranger, or a worker server 0
     // gave the id to after counting its holder lost, which asks again until this server has too.
-    for (const auto& [other, w] : by_peer_)
-        if (other != peer && w->id == hello.worker_id &&
-            (w->state == Worker::State::active || w->state == Worker::State::joining))
-            return refuse("id taken", "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here");
+    if (membership_.id_held(hello.worker_id, peer))
+        return refuse("id taken", "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here");
     return true;
 }
 
@@ -45,7 +43,7 @@ void Center::send_token(Worker& w) {
     Header h;
     h.type = MessageType::token;
     h.worker_id = w.id;
-    h.center_version = state_.version;
+    h.center_version = updates_.version();
     h.fingerprint = options_.fingerprint;
     h.element_count = token.size();
     try {

@@ -1,13 +1,19 @@
-// What the center keeps per peer, shared by center.cpp (messages, rounds) and
-// center_peers.cpp (joining, liveness). Private to the center.
+// What the center keeps per peer, from its hello to its bye, loss or refusal. Membership
+// (center/membership.hpp) owns the records; the other parts see the ones it hands them.
+// Private to the center.
 #pragma once
 
-#include "center/center.hpp"
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include "protocol/framing.hpp"
 
 namespace tether {
 
-struct Center::Worker {
+struct CenterWorker {
+    using Clock = std::chrono::steady_clock;
     enum class State { joining, active, finished, lost };
     std::string peer;
     std::uint32_t id = 0;
@@ -21,10 +27,10 @@ struct Center::Worker {
     // the samples its last accepted exchange (or its hello) claimed.
     std::uint64_t accepted_sequence = 0, exchanged_samples = 0;
     bool in_round = false;
-    // A joiner beyond the places that hold shards (CenterOptions::places_hold_shards): it has no
-    // data of its own, is told so in its welcome, and any sample it claims is implausible.
+    // A joiner beyond the places that hold shards (MembershipOptions::places_hold_shards): it has
+    // no data of its own, is told so in its welcome, and any sample it claims is implausible.
     bool placeless = false;
-    // Joined and held back by the warmstart (CenterOptions::warmstart_samples) until worker 0
+    // Joined and held back by the warmstart (MembershipOptions::warmstart_samples) until worker 0
     // has trained alone for long enough.
     bool held = false;
     // From its welcome until it leaves: its exchanges' chunks in (checked, reassembled or
@@ -33,6 +39,9 @@ struct Center::Worker {
     std::unique_ptr<ChunkSender> to_worker;
     std::unique_ptr<ChunkAssembler> buffers_from;  // its model buffers, float32 (a center that holds buffers)
     Clock::time_point last_exchange;  // or the welcome: a round waits on it at most the heartbeat timeout
+
+    bool live() const { return state == State::active || state == State::joining; }
+    bool gone() const { return state == State::lost || state == State::finished; }
 };
 
 }  // namespace tether

@@ -94,25 +94,25 @@ std::shared_ptr<const ServerTokens> server_tokens(const ClusterSettings& k, std:
 
 CenterOptions ClusterSettings::center_options(const ServerIdentity& server) const {
     CenterOptions o;
-    o.expected_workers = int(workers);
+    o.membership.expected_workers = int(workers);
     o.fingerprint = server.fingerprint;
     o.explain_mismatch = mismatch_explainer(server.agreed);
     o.agreed_settings = server.agreed.dump();
-    o.chunk_elements = std::size_t(chunk_elements);
-    o.quorum = quorum;
-    o.round_timeout_ms = int(round_timeout_ms);
-    o.worker_timeout_ms = int(worker_timeout_ms);
-    o.center_restart_ms = int(center_restart_ms);
-    o.join_timeout_ms = int(join_timeout_ms);
+    o.updates.chunk_elements = std::size_t(chunk_elements);
+    o.rounds.quorum = quorum;
+    o.rounds.round_timeout_ms = int(round_timeout_ms);
+    o.membership.worker_timeout_ms = int(worker_timeout_ms);
+    o.end.center_restart_ms = int(center_restart_ms);
+    o.membership.join_timeout_ms = int(join_timeout_ms);
     o.max_message_bytes = max_message_bytes(*this);
-    o.max_peers = std::size_t(max_peers);
-    o.elastic = elastic;
-    o.warmstart_samples = std::uint64_t(warmstart_samples);
-    o.checkpoint_ms = int(std::min<std::int64_t>(checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
-    o.payload_codec = payload_codec();
-    o.reply_codec = reply_codec_options();
-    o.wire_kinds = strategy->wire_kinds();
-    o.ids_from_hello = server.index > 0;  // server 0 gives the worker ids
+    o.membership.max_peers = std::size_t(max_peers);
+    o.membership.elastic = elastic;
+    o.membership.warmstart_samples = std::uint64_t(warmstart_samples);
+    o.snapshots.checkpoint_ms = int(std::min<std::int64_t>(checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
+    o.updates.payload_codec = payload_codec();
+    o.updates.reply_codec = reply_codec_options();
+    o.updates.wire_kinds = strategy->wire_kinds();
+    o.membership.ids_from_hello = server.index > 0;  // server 0 gives the worker ids
     o.issues_tokens = server.index == 0 && servers > 1;  // and the tokens the others check (make_servers)
     if (servers > 1) o.name = "server " + std::to_string(server.index) + "/" + std::to_string(servers);
     return o;
@@ -227,7 +227,7 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
         CenterOptions o = center_options(server);
         // With CURVE every peer holds an allowed key (server 0 fetching this server's range holds
         // one); without, only a joined worker may read x~ (or anyone, when asked to be insecure).
-        o.snapshots_for_any_peer = !endpoint_options.curve_server_secret.empty() || security.insecure;
+        o.snapshots.snapshots_for_any_peer = !endpoint_options.curve_server_secret.empty() || security.insecure;
         o.tokens = tokens;
         if (adjust) adjust(o, server.index);
         const auto begin = x.begin() + std::ptrdiff_t(server.range.first);

@@ -107,13 +107,13 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     const std::uint64_t samples_per_window =
         std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size);
     s.group = k.make_servers(transport, s.plan.bind, s.plan.first, s.identity.servers, s.identity.initial, [&](CenterOptions& o, std::size_t index) {
-        o.max_samples_per_worker = max_samples_per_worker;
-        o.max_samples_per_window = samples_per_window;
-        o.await_final_snapshot = index > 0 && !s.lead();  // server 0 in another process fetches it
-        o.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
-        o.final_snapshot = false;  // serve() takes it once every server here is done
-        if (s.plan.workers_started_here) o.center_restart_ms = 0;
-        o.places_hold_shards = true;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
+        o.membership.max_samples_per_worker = max_samples_per_worker;
+        o.membership.max_samples_per_window = samples_per_window;
+        o.end.await_final_snapshot = index > 0 && !s.lead();  // server 0 in another process fetches it
+        o.snapshots.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
+        o.snapshots.final_snapshot = false;  // serve() takes it once every server here is done
+        if (s.plan.workers_started_here) o.end.center_restart_ms = 0;
+        o.membership.places_hold_shards = true;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
     });
     s.records = std::make_unique<ServerRecords>(*s.group, s.identity.servers, s.recorder.directory(), resume,
                                                 "resume it with the config in its run directory");

@@ -41,8 +41,8 @@ std::string refusal(Channel& worker, const Header& h, const std::vector<std::uin
 // An aeasgd center (alpha 0.25) whose exchanges (x_i: states) come through `codec`.
 CenterOptions with_codec(CodecKind codec) {
     CenterOptions o = options_for(1);
-    o.payload_codec = {codec, 1.0 / 3};  // top-k: one element of three
-    o.wire_kinds = {tether::WireVector::state, tether::WireVector::update};
+    o.updates.payload_codec = {codec, 1.0 / 3};  // top-k: one element of three
+    o.updates.wire_kinds = {tether::WireVector::state, tether::WireVector::update};
     return o;
 }
 

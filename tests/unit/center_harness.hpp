@@ -49,10 +49,10 @@ inline std::unique_ptr<CenterRule> center_rule(const nlohmann::json& strategy_bl
 
 inline CenterOptions options_for(int workers) {
     CenterOptions o;
-    o.expected_workers = workers;
+    o.membership.expected_workers = workers;
     o.fingerprint = kFingerprint;
-    o.join_timeout_ms = 10000;
-    o.worker_timeout_ms = 20000;
+    o.membership.join_timeout_ms = 10000;
+    o.membership.worker_timeout_ms = 20000;
     return o;
 }
 
@@ -67,7 +67,7 @@ public:
         TransportOptions transport_options;
         transport_options.send_timeout_ms = send_timeout_ms;
         center_ = std::make_unique<Center>(transport_->bind(address, transport_options),
-                                           center_rule(strategy_block, options.expected_workers), kInitial, options);
+                                           center_rule(strategy_block, options.membership.expected_workers), kInitial, options);
         if (before_serve) before_serve(*center_);
         thread_ = std::thread([this] {
             try {

@@ -135,8 +135,8 @@ TEST_CASE("a message of many frames is refused by its total size, and its frames
 
 TEST_CASE("peers are capped, and a bye frees the place") {
     CenterOptions options = options_for(2);
-    options.max_peers = 2;
-    options.elastic = true;
+    options.membership.max_peers = 2;
+    options.membership.elastic = true;
     ServedCenter served(kAeasgd, options);
     auto a = served.connect("a"), b = served.connect("b"), c = served.connect("c");
     send(*a, header(MessageType::hello, 3), {});
@@ -158,7 +158,7 @@ TEST_CASE("peers are capped, and a bye frees the place") {
 
 TEST_CASE("a heartbeat claiming 2^60 samples is not believed; the center answers heartbeats") {
     CenterOptions options = options_for(1);
-    options.max_samples_per_worker = 1000;
+    options.membership.max_samples_per_worker = 1000;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     join(*worker, 0, kInitial);
@@ -177,8 +177,8 @@ TEST_CASE("a heartbeat claiming 2^60 samples is not believed; the center answers
 
 TEST_CASE("a synchronous round does not wait on a peer that joined but sends only heartbeats") {
     CenterOptions options = options_for(2);
-    options.worker_timeout_ms = 400;
-    options.round_timeout_ms = 60000;  // the deadline would not save the round
+    options.membership.worker_timeout_ms = 400;
+    options.rounds.round_timeout_ms = 60000;  // the deadline would not save the round
     ServedCenter served({{"name", "averaging"}}, options);
     auto real = served.connect("real"), idle = served.connect("idle");
     send(*real, header(MessageType::hello, 3), {});

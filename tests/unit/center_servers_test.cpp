@@ -102,7 +102,7 @@ TEST_CASE("server 0 of several sends each worker its token right after the welco
 
 TEST_CASE("a server k > 0 takes the id server 0 gave only with its token, and never a live worker's") {
     CenterOptions options = options_for(2);
-    options.ids_from_hello = true;
+    options.membership.ids_from_hello = true;
     options.tokens = test_tokens();
     ServedCenter served(kAeasgd, options);
     auto a = served.connect("a"), b = served.connect("b"), c = served.connect("c");
@@ -135,7 +135,7 @@ TEST_CASE("a server k > 0 takes the id server 0 gave only with its token, and ne
 
 TEST_CASE("without a shared key a server k > 0 checks no token, but still evicts no live worker") {
     CenterOptions options = options_for(2);
-    options.ids_from_hello = true;
+    options.membership.ids_from_hello = true;
     ServedCenter served(kAeasgd, options);
     auto a = served.connect("a"), b = served.connect("b"), c = served.connect("c");
     hello_as(*a, 5);
@@ -153,8 +153,8 @@ TEST_CASE("without a shared key a server k > 0 checks no token, but still evicts
 
 TEST_CASE("snapshot requests: answered at once, or with kFlagFinal once every worker is done") {
     CenterOptions options = options_for(1);
-    options.await_final_snapshot = true;
-    options.snapshots_for_any_peer = true;  // as behind CURVE, where server 0 holds an allowed key
+    options.end.await_final_snapshot = true;
+    options.snapshots.snapshots_for_any_peer = true;  // as behind CURVE, where server 0 holds an allowed key
     ServedCenter served(kAeasgd, options);
     auto monitor = served.connect("server-0-snapshots");  // never joins
     send(*monitor, snapshot_request(1, false), {});
@@ -180,8 +180,8 @@ TEST_CASE("snapshot requests: answered at once, or with kFlagFinal once every wo
 
 TEST_CASE("a server waiting for the final request leaves after join_timeout_ms without it, saying so") {
     CenterOptions options = options_for(1);
-    options.await_final_snapshot = true;
-    options.join_timeout_ms = 400;
+    options.end.await_final_snapshot = true;
+    options.membership.join_timeout_ms = 400;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker");
     join(*worker, 0, kInitial);
@@ -194,9 +194,9 @@ TEST_CASE("a server waiting for the final request leaves after join_timeout_ms w
 
 TEST_CASE("a server waiting for the final request leaves on server 0's token, not on a stranger's request") {
     CenterOptions options = options_for(1);
-    options.await_final_snapshot = true;
-    options.snapshots_for_any_peer = true;  // as behind CURVE: the stranger holds an allowed key
-    options.ids_from_hello = true;
+    options.end.await_final_snapshot = true;
+    options.snapshots.snapshots_for_any_peer = true;  // as behind CURVE: the stranger holds an allowed key
+    options.membership.ids_from_hello = true;
     options.tokens = test_tokens();
     ServedCenter served(kAeasgd, options);
     auto stranger = served.connect("stranger"), lead = served.connect("server-0-snapshots");

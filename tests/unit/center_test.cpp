@@ -78,7 +78,7 @@ TEST_CASE("the join barrier: no welcome until every expected worker has said hel
 
 TEST_CASE("the center gives up when not every worker joins in time") {
     CenterOptions options = options_for(2);
-    options.join_timeout_ms = 200;
+    options.membership.join_timeout_ms = 200;
     ServedCenter served(kAeasgd, options);
     auto only = served.connect("worker-a");
     send(*only, header(MessageType::hello, 3), {});
@@ -121,7 +121,7 @@ TEST_CASE("a synchronous round closes when every live worker has reported") {
 
 TEST_CASE("a silent worker is counted lost and no longer blocks the round") {
     CenterOptions options = options_for(2);
-    options.worker_timeout_ms = 300;
+    options.membership.worker_timeout_ms = 300;
     ServedCenter served({{"name", "averaging"}}, options);
     auto alive = served.connect("worker-a");
     auto silent = served.connect("worker-b");
@@ -156,8 +156,8 @@ TEST_CASE("a silent worker is counted lost and no longer blocks the round") {
 
 TEST_CASE("a round closes at its deadline with a quorum; the late report is folded into the next round") {
     CenterOptions options = options_for(2);
-    options.quorum = 0.5;
-    options.round_timeout_ms = 200;
+    options.rounds.quorum = 0.5;
+    options.rounds.round_timeout_ms = 200;
     ServedCenter served({{"name", "averaging"}}, options);
     auto prompt = served.connect("worker-a");
     auto late = served.connect("worker-b");

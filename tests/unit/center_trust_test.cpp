@@ -90,7 +90,7 @@ TEST_CASE("a replayed or reordered exchange is refused and leaves x~ alone; so i
 
 TEST_CASE("a worker that joins again starts its sequence afresh: its next exchange is accepted") {
     CenterOptions options = options_for(2);
-    options.worker_timeout_ms = 300;  // the center forgets a silent worker soon
+    options.membership.worker_timeout_ms = 300;  // the center forgets a silent worker soon
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker"), keeper = served.connect("keeper");  // the keeper keeps the run going
     send(*worker, header(MessageType::hello, 3), {});
@@ -121,8 +121,8 @@ TEST_CASE("a worker that joins again starts its sequence afresh: its next exchan
 
 TEST_CASE("sample claims move the count only as far as a worker can have trained, and heartbeats add nothing that stays") {
     CenterOptions options = options_for(2);
-    options.max_samples_per_worker = 100000;
-    options.max_samples_per_window = 64;  // a window of 4 steps of 16 samples
+    options.membership.max_samples_per_worker = 100000;
+    options.membership.max_samples_per_window = 64;  // a window of 4 steps of 16 samples
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker"), flooder = served.connect("flooder");
     send(*worker, header(MessageType::hello, 3), {});
@@ -161,8 +161,8 @@ TEST_CASE("sample claims move the count only as far as a worker can have trained
 
 TEST_CASE("a worker coming back says what it trained before; its claims count from there") {
     CenterOptions options = options_for(1);
-    options.max_samples_per_worker = 100000;
-    options.max_samples_per_window = 64;
+    options.membership.max_samples_per_worker = 100000;
+    options.membership.max_samples_per_window = 64;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker");
     Header hello = header(MessageType::hello, 3);
@@ -187,7 +187,7 @@ TEST_CASE("a resumed center counts from each place's record: a returning worker 
     saved.x = kInitial;
     saved.places = {{0, 640}, {1, 320}};
     CenterOptions options = options_for(2);
-    options.max_samples_per_worker = 10000;
+    options.membership.max_samples_per_worker = 10000;
     ServedCenter served(kAeasgd, options, unique_inproc(), 2000, [&](tether::Center& c) { c.resume(saved); });
     // A fresh worker (it trained nothing itself) takes place 0 and is told how far the place got.
     auto fresh = served.connect("fresh");
@@ -224,8 +224,8 @@ tether::Checkpoint two_places() {
 
 CenterOptions resumed_options() {
     CenterOptions options = options_for(2);
-    options.max_samples_per_worker = 10000;
-    options.center_restart_ms = 0;
+    options.membership.max_samples_per_worker = 10000;
+    options.end.center_restart_ms = 0;
     return options;
 }
 

@@ -181,7 +181,7 @@ TEST_CASE("a message with an extra frame is rejected") {
 
 TEST_CASE("an exchange split into chunks is reassembled; a bad chunk drops the whole exchange") {
     CenterOptions options = options_for(1);
-    options.chunk_elements = 2;  // 3 elements: chunk 0 holds 2, chunk 1 holds 1
+    options.updates.chunk_elements = 2;  // 3 elements: chunk 0 holds 2, chunk 1 holds 1
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     send(*worker, header(MessageType::hello, 3), {});
@@ -246,7 +246,7 @@ TEST_CASE("an exchange split into chunks is reassembled; a bad chunk drops the w
 // Whichever check rejects a message (hello, type, chunk), the sender's partial exchange goes.
 TEST_CASE("a rejection of any kind drops a partly received exchange") {
     CenterOptions options = options_for(1);
-    options.chunk_elements = 2;
+    options.updates.chunk_elements = 2;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     send(*worker, header(MessageType::hello, 3), {});

@@ -18,7 +18,7 @@ namespace {
 
 CenterOptions warmstart_options(std::uint64_t samples) {
     CenterOptions o = options_for(2);
-    o.warmstart_samples = samples;
+    o.membership.warmstart_samples = samples;
     return o;
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("warmstart: the others are held, told so, and welcomed with the x~ wor
 
 TEST_CASE("warmstart: when worker 0 is lost before the warmstart ends, the held workers start anyway") {
     CenterOptions options = warmstart_options(1000);
-    options.worker_timeout_ms = 400;
+    options.membership.worker_timeout_ms = 400;
     ServedCenter served(kAeasgd, options);
     auto first = served.connect("worker-a");
     auto second = served.connect("worker-b");

@@ -27,16 +27,16 @@ json of(const CodecOptions& c) { return {to_string(c.kind), c.topk_ratio}; }
 json of(const WireKinds& k) { return {int(k.payload), int(k.reply)}; }
 
 json of(const CenterOptions& o) {
-    return {{"expected_workers", o.expected_workers}, {"fingerprint", o.fingerprint}, {"chunk_elements", o.chunk_elements},
-            {"quorum", o.quorum}, {"round_timeout_ms", o.round_timeout_ms}, {"worker_timeout_ms", o.worker_timeout_ms},
-            {"center_restart_ms", o.center_restart_ms},
-            {"join_timeout_ms", o.join_timeout_ms}, {"samples_per_snapshot", o.samples_per_snapshot},
-            {"max_message_bytes", o.max_message_bytes}, {"max_peers", o.max_peers},
-            {"max_samples_per_worker", o.max_samples_per_worker}, {"elastic", o.elastic},
+    return {{"expected_workers", o.membership.expected_workers}, {"fingerprint", o.fingerprint}, {"chunk_elements", o.updates.chunk_elements},
+            {"quorum", o.rounds.quorum}, {"round_timeout_ms", o.rounds.round_timeout_ms}, {"worker_timeout_ms", o.membership.worker_timeout_ms},
+            {"center_restart_ms", o.end.center_restart_ms},
+            {"join_timeout_ms", o.membership.join_timeout_ms}, {"samples_per_snapshot", o.snapshots.samples_per_snapshot},
+            {"max_message_bytes", o.max_message_bytes}, {"max_peers", o.membership.max_peers},
+            {"max_samples_per_worker", o.membership.max_samples_per_worker}, {"elastic", o.membership.elastic},
             {"explain_mismatch", o.explain_mismatch ? o.explain_mismatch("{}") : "unset"},
-            {"checkpoint_ms", o.checkpoint_ms}, {"payload_codec", of(o.payload_codec)}, {"reply_codec", of(o.reply_codec)},
-            {"wire_kinds", of(o.wire_kinds)}, {"ids_from_hello", o.ids_from_hello},
-            {"await_final_snapshot", o.await_final_snapshot}, {"name", o.name}, {"final_snapshot", o.final_snapshot}};
+            {"checkpoint_ms", o.snapshots.checkpoint_ms}, {"payload_codec", of(o.updates.payload_codec)}, {"reply_codec", of(o.updates.reply_codec)},
+            {"wire_kinds", of(o.updates.wire_kinds)}, {"ids_from_hello", o.membership.ids_from_hello},
+            {"await_final_snapshot", o.end.await_final_snapshot}, {"name", o.name}, {"final_snapshot", o.snapshots.final_snapshot}};
 }
 
 json of(const WorkerOptions& o) {
@@ -112,12 +112,12 @@ TEST_CASE("the defaults are the same in a config file and in ServiceOptions: 10 
     const ClusterSettings api = cluster_settings(ServiceOptions{}, kParameters);
     CHECK(products(config) == products(api));
     const CenterOptions center = api.center_options(api.server_identities(kParameters).front());
-    CHECK(center.worker_timeout_ms == 10000);
+    CHECK(center.membership.worker_timeout_ms == 10000);
     CHECK(api.worker_options().heartbeat_ms == 2000);
     CHECK(api.worker_options().center_timeout_ms == 10000);
     CHECK(api.worker_options().center_restart_ms == 60000);
-    CHECK(center.center_restart_ms == 60000);
-    CHECK(center.join_timeout_ms == 60000);
+    CHECK(center.end.center_restart_ms == 60000);
+    CHECK(center.membership.join_timeout_ms == 60000);
 }
 
 TEST_CASE("the transport's heartbeat, timeouts and message cap come from the same settings as the center's and workers'") {
@@ -136,8 +136,8 @@ TEST_CASE("the transport's heartbeat, timeouts and message cap come from the sam
     // stalled or cut-off far end gets what was on its way late, not never.
     CHECK(center.heartbeat_timeout_ms == 60000);
     CHECK(worker.heartbeat_timeout_ms == 60000);
-    CHECK(options.worker_timeout_ms == 3000);
-    CHECK(options.center_restart_ms == 60000);
+    CHECK(options.membership.worker_timeout_ms == 3000);
+    CHECK(options.end.center_restart_ms == 60000);
     CHECK(k.worker_options().center_restart_ms == 60000);
     o.center_restart_ms = 0;  // no restart window: the liveness bound alone
     CHECK(cluster_settings(o, kParameters).worker_transport("tcp://127.0.0.1:5555").heartbeat_timeout_ms == 3000);

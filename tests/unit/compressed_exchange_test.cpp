@@ -37,11 +37,11 @@ struct Link {
         const RunConfig config = parse_config(document);
         CenterOptions c;
         c.fingerprint = kFingerprint;
-        c.chunk_elements = frame;
-        c.payload_codec = payload;
-        c.reply_codec = reply;
-        c.wire_kinds = config.cluster.strategy->wire_kinds();
-        c.worker_timeout_ms = 20000;
+        c.updates.chunk_elements = frame;
+        c.updates.payload_codec = payload;
+        c.updates.reply_codec = reply;
+        c.updates.wire_kinds = config.cluster.strategy->wire_kinds();
+        c.membership.worker_timeout_ms = 20000;
         center = std::make_unique<Center>(transport->bind(address, TransportOptions{}),
                                           config.cluster.strategy->make_center_rule({1, initial.size()}), initial, c);
         serving = std::thread([this] { center->serve(); });
@@ -50,7 +50,7 @@ struct Link {
         s.chunk_elements = frame;
         s.payload_codec = payload;
         s.reply_codec = reply;
-        s.wire_kinds = c.wire_kinds;
+        s.wire_kinds = c.updates.wire_kinds;
         s.heartbeat_ms = 10000;  // none in these short tests: the byte counts are exact
         s.center_timeout_ms = 20000;
         s.server_address = address;

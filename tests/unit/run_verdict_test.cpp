@@ -49,7 +49,7 @@ TEST_CASE("without a plan (the embedding API) no trained share is computed") {
 
 TEST_CASE("peers that said hello and went silent before their welcome are not lost workers") {
     CenterOptions options = options_for(3);
-    options.worker_timeout_ms = 300;
+    options.membership.worker_timeout_ms = 300;
     ServedCenter served(kAeasgd, options);
     // Two strangers take places while the run waits for its workers, then say nothing more.
     std::vector<std::unique_ptr<tether::Channel>> strangers;
@@ -85,8 +85,8 @@ TEST_CASE("peers that said hello and went silent before their welcome are not lo
 
 TEST_CASE("workers welcomed but lost before their first exchange fail a run only where there is no plan") {
     CenterOptions options = options_for(1);
-    options.worker_timeout_ms = 300;
-    options.elastic = true;  // an elastic run: anyone who says hello is welcomed
+    options.membership.worker_timeout_ms = 300;
+    options.membership.elastic = true;  // an elastic run: anyone who says hello is welcomed
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker");
     join(*worker, 0, kInitial);

@@ -1,0 +1,45 @@
+#include "center/run_end.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace tether {
+
+RunEnd::RunEnd(const RunEndOptions& options, const MembershipOptions& membership, std::string name)
+    : options_(options), expected_workers_(membership.expected_workers), join_timeout_ms_(membership.join_timeout_ms),
+      name_(std::move(name)) {}
+
+void RunEnd::start(Clock::time_point now) { join_deadline_ = now + std::chrono::milliseconds(join_timeout_ms_); }
+
+void RunEnd::check_started(bool started, const CenterStats& stats, Clock::time_point now, const std::string& address) const {
+    if (started || now <= join_deadline_) return;
+    throw std::runtime_error(name_ + " at " + address + ": only " + std::to_string(stats.workers_joined) + " of " +
+                             std::to_string(expected_workers_) + " workers joined within " +
+                             std::to_string(join_timeout_ms_) +
+                             " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
+}
+
+void RunEnd::all_silent(Clock::time_point now) {
+    if (options_.center_restart_ms <= 0) return;
+    all_silent_since_ = now;
+    std::fprintf(stderr, "%s: every worker went silent; waiting up to %d ms (cluster.center_restart_ms) for them to come "
+                 "back before the run ends\n", name_.c_str(), options_.center_restart_ms);
+}
+
+bool RunEnd::over(bool started, bool resumed, const CenterStats& stats, Clock::time_point now) const {
+    if (!started || stats.live_workers() != 0) return false;
+    if (all_silent_since_ && now <= *all_silent_since_ + std::chrono::milliseconds(options_.center_restart_ms)) return false;
+    // A resumed center's first worker back may finish before the others have said hello.
+    return !resumed || stats.workers_joined >= expected_workers_ || now > join_deadline_;
+}
+
+bool RunEnd::leaves(bool final_answered, Clock::time_point now) {
+    if (!options_.await_final_snapshot || final_answered) return true;
+    if (!over_at_) over_at_ = now;
+    if (now <= *over_at_ + std::chrono::milliseconds(join_timeout_ms_)) return false;
+    std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
+                 "worker leaving; is server 0 running?\n", name_.c_str(), join_timeout_ms_);
+    return true;
+}
+
+}  // namespace tether

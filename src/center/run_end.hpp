@@ -1,0 +1,48 @@
+// When a center's run is over. It must start (every expected worker joined) within
+// membership.join_timeout_ms. It is over once no worker is live, but not while every worker went
+// silent less than end.center_restart_ms ago (they may come back: a link down, a stall), and for a
+// resumed center, which welcomes each worker as it comes back with no barrier, not before as many
+// workers as it has places have joined (or the join timeout passed). A server that waits for the
+// lead's request for the final x~ (end.await_final_snapshot) leaves once it is answered, or
+// join_timeout_ms after the run was over. RunEnd decides from the counters; it calls nothing.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "center/center_options.hpp"
+#include "center/center_stats.hpp"
+
+namespace tether {
+
+class RunEnd {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    RunEnd(const RunEndOptions& options, const MembershipOptions& membership, std::string name);
+
+    // serve() starts at `now`: the join deadline runs from here.
+    void start(Clock::time_point now);
+    // Throws, naming `address`, when the run has not started by the join deadline.
+    void check_started(bool started, const CenterStats& stats, Clock::time_point now, const std::string& address) const;
+    // The last live worker was lost (not finished): the restart window opens.
+    void all_silent(Clock::time_point now);
+    // A worker joined: the restart window, if open, is over.
+    void joined() { all_silent_since_.reset(); }
+    // Whether the run is over at `now`.
+    bool over(bool started, bool resumed, const CenterStats& stats, Clock::time_point now) const;
+    // Once over: whether serve() may leave, the final x~ having been asked for (`final_answered`)
+    // or not.
+    bool leaves(bool final_answered, Clock::time_point now);
+
+private:
+    RunEndOptions options_;
+    int expected_workers_, join_timeout_ms_;
+    std::string name_;
+    Clock::time_point join_deadline_;
+    std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
+    std::optional<Clock::time_point> over_at_;            // the run was first seen over
+};
+
+}  // namespace tether
