@@ -1,7 +1,7 @@
 // When a center writes its checkpoint: kFirstDelay after the first update x~ takes (the first
 // update of a resumed center too), then every cluster.checkpoint_seconds, and when serve()
 // ends. A run killed in its first minute can then be resumed: waiting a whole period for the
-// first checkpoint left nothing to resume from (issue 26, item 6). Before the first update
+// first checkpoint left nothing to resume from. Before the first update
 // there is nothing a checkpoint would save that the run's start does not give again.
 #pragma once
 

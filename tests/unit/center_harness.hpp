@@ -156,7 +156,11 @@ inline std::string receive_error(Channel& channel) {
     CHECK(h.dtype == Dtype::utf8);
     CHECK(h.element_count == frames.payload.size());
     CHECK(h.fingerprint == kFingerprint);
-    return std::string(frames.payload.begin(), frames.payload.end());
+    std::string text(frames.payload.begin(), frames.payload.end());
+    // The kind travels as the code of the reason the text opens with, one of protocol.md's.
+    CHECK_MESSAGE(h.error_code == tether::error_code_for(text.substr(0, text.find(':'))), text);
+    CHECK_MESSAGE(h.error_code != tether::ErrorCode::other, text);
+    return text;
 }
 
 inline Vec floats_of(const Frames& frames) {

@@ -1,4 +1,4 @@
-// What a center believes, and whom it answers (issue 26): x~ goes only to joined workers (a
+// What a center believes, and whom it answers: x~ goes only to joined workers (a
 // `snapshot` request from anyone else is refused "not joined"); an exchange is applied once and
 // in order (a replayed or reordered one is refused "stale sequence", a pull from a version the
 // center never had "future version"); sample claims move the count only as far as a worker can
