@@ -28,14 +28,15 @@ Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates
                     "and b~, the averaged model buffers (empty without buffers).")
 
 
-def launcher_keys(rank, job_id, directory="", join_timeout_ms=60000):
+def launcher_keys(rank, job_id, directory="", join_timeout_ms=None):
     """The CURVE key options of a launcher job's rank (torchrun, srun, mpirun), to pass as
     ``**options`` to the center (rank 0) and to every worker: all ranks derive the same keys from
     the TETHER_SECRET environment variable, or else from a secret rank 0 writes to
     ``directory/run-<job_id>/secret`` (default ``~/.tether``, user-only; every rank must see it)
-    and the others read within join_timeout_ms. Raises TetherError (a config error) saying how to
-    set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
-    return _tether.launcher_keys(int(rank), str(job_id), str(directory), int(join_timeout_ms))
+    and the others read within join_timeout_ms (None: the option's default). Raises TetherError (a
+    config error) saying how to set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
+    return _tether.launcher_keys(int(rank), str(job_id), str(directory),
+                                 None if join_timeout_ms is None else int(join_timeout_ms))
 
 
 def remove_launcher_secret(rank, job_id, directory=""):
@@ -54,6 +55,12 @@ def strategy_text(strategy):
     if isinstance(strategy, str):
         return strategy if strategy.lstrip().startswith("{") else json.dumps({"name": strategy})
     raise TypeError(f"strategy: expected a name such as 'adag' or a dict such as {{'name': 'adag'}}, got {strategy!r}")
+
+
+def option(options, name):
+    """The option `name` as `options` (a dict of keyword arguments) gives it, else its default:
+    the C++ one, so that Python keeps no copy of it."""
+    return options[name] if name in options else _tether.default_options()[name]
 
 
 def _options(workers, strategy, **overrides):

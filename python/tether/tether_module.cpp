@@ -12,6 +12,7 @@
 #include <tether/tether.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -154,9 +155,9 @@ PYBIND11_MODULE(_tether, m) {
 
     m.def(
         "launcher_keys",
-        [](int rank, const std::string& job_id, const std::string& directory, int join_timeout_ms) {
-            tether::ServiceOptions o;
-            o.join_timeout_ms = join_timeout_ms;
+        [](int rank, const std::string& job_id, const std::string& directory, std::optional<int> join_timeout_ms) {
+            tether::ServiceOptions o;  // None: its join_timeout_ms, the default
+            if (join_timeout_ms) o.join_timeout_ms = *join_timeout_ms;
             {
                 py::gil_scoped_release release;  // a rank > 0 waits for rank 0's secret
                 o = tether::with_launcher_keys(o, rank, job_id, directory);
@@ -169,7 +170,7 @@ PYBIND11_MODULE(_tether, m) {
             keys["authorized_workers"] = o.authorized_workers;
             return keys;
         },
-        py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = 60000);
+        py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = py::none());
     m.def("remove_launcher_secret", &tether::remove_launcher_secret, py::arg("rank"), py::arg("job_id"),
           py::arg("directory") = "", "Rank 0, once its center is done: removes the secret launcher_keys wrote.");
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,

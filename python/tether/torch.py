@@ -259,8 +259,8 @@ def _with_launcher_keys(rank, launcher, options):
     insecure are given. Returns (options, whether the keys were derived)."""
     derived = not options.get("insecure") and not options.get("center_public_key")
     if derived:
-        options = {**tether.launcher_keys(rank, launcher.job_id,
-                                          join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+        options = {**tether.launcher_keys(rank, launcher.job_id, join_timeout_ms=options.get("join_timeout_ms")),
+                   **options}
     return options, derived
 
 
@@ -343,7 +343,7 @@ class Worker(tether.WorkerClient):
         else:
             count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
             options, derived_keys = _with_launcher_keys(rank, launcher, options)
-        servers = int(options.get("servers", 1))
+        servers = int(tether.option(options, "servers"))
         center = None
         if rank == 0:
             address = launcher.bind_address(servers) if launcher else ""
@@ -391,7 +391,7 @@ class Worker(tether.WorkerClient):
             # torch.distributed's store: torchrun's MASTER_ADDR / MASTER_PORT; under srun or
             # mpirun (which set neither) rank 0's host and the port after the center's.
             import os
-            servers = int(options.get("servers", 1))
+            servers = int(tether.option(options, "servers"))
             host, port = launcher.center_address(servers).split(",")[0][len("tcp://"):].rsplit(":", 1)
             os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
             os.environ.setdefault("MASTER_PORT", str(int(port) + servers))
@@ -412,7 +412,7 @@ class Worker(tether.WorkerClient):
             # A leader is a worker of a center of `groups` workers; the launcher's own check
             # (workers = world size) does not apply, so the center and the join are made here.
             options, derived_keys = _with_launcher_keys(rank, launcher, options)
-            servers = int(options.get("servers", 1))
+            servers = int(tether.option(options, "servers"))
             center = None
             if rank == 0:
                 center = _rank0_center(model, strategy, groups, launcher.bind_address(servers), options)

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Each default and each field exists once, in C++: the Python package keeps no copy of an
+option's default (it reads tether's default_options()), and the defaults its docstrings and
+docs/python.md state are those. Run by meson test with PYTHONPATH=build/python and
+TETHER_SOURCE_DIR."""
+import os
+import re
+import sys
+from pathlib import Path
+
+import tether
+from tether import _tether
+from harness import case, main
+
+SOURCE = Path(os.environ["TETHER_SOURCE_DIR"])
+
+
+def numeric_defaults():
+    return {name: value for name, value in _tether.default_options().items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+@case
+def the_package_keeps_no_copy_of_an_options_default():
+    names = "|".join(numeric_defaults())
+    # `join_timeout_ms=60000` in a signature, `.get("join_timeout_ms", 60000)` in a body.
+    literal = re.compile(rf"\b({names})\b['\"]?\s*[=,]\s*-?[0-9]")
+    copies = [f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
+              for path in sorted((SOURCE / "python/tether").glob("*.py"))
+              for code in [path.read_text()] for m in literal.finditer(code)]
+    assert not copies, f"defaults copied into Python (take them from _tether.default_options()): {copies}"
+
+
+@case
+def the_defaults_the_docs_state_are_the_modules():
+    defaults = numeric_defaults()
+    # `worker_timeout_ms` (10,000), max_failed_share (option, 0.5), heartbeat_ms (2000, at most ...
+    stated = re.compile(rf"\b({'|'.join(defaults)})\b`*\s*\((?:option, )?(-?[0-9][0-9,]*(?:\.[0-9]+)?)")
+    texts = {"CenterService": tether.CenterService.__doc__, "CenterService.wait": tether.CenterService.wait.__doc__,
+             "docs/python.md": (SOURCE / "docs/python.md").read_text()}
+    checked, wrong = 0, []
+    for where, text in texts.items():
+        for m in stated.finditer(text):
+            checked += 1
+            if float(m.group(2).replace(",", "")) != defaults[m.group(1)]:
+                wrong.append(f"{where}: {m.group(0)}, but the default is {defaults[m.group(1)]}")
+    assert not wrong, wrong
+    assert checked >= 10, checked
+
+
+if __name__ == "__main__":
+    sys.exit(main())
