@@ -43,6 +43,7 @@
 #include <vector>
 
 #include <tether/cluster_defaults.hpp>
+#include <tether/curve_keys.hpp>
 #include <tether/errors.hpp>
 #include <tether/version.hpp>  // TETHER_VERSION_MAJOR, _MINOR, _PATCH, _STRING
 
@@ -119,14 +120,10 @@ struct ServiceOptions {
     double metrics_seconds = cluster_defaults::metrics_seconds;
     // And every this many samples, all workers together (0: not by samples)
     std::int64_t metrics_samples = cluster_defaults::metrics_samples;
-    // CURVE, as the "security" block of a config file (docs/config.md): each key a key file as
-    // `tether keygen` writes it, or the Z85 key itself (40 characters); authorized_workers a
-    // file of allowed worker public keys, or the keys separated by ','. A center whose
+    // CURVE, as the "security" block of a config file (<tether/curve_keys.hpp>). A center whose
     // `address` is tcp:// beyond loopback needs keys, or `insecure` = true to bind without
     // (docs/embedding.md, "Security"); loopback without keys is allowed, with a warning.
-    std::string center_public_key, center_secret_key;  // the center's pair (a worker: the public key)
-    std::string worker_public_key, worker_secret_key;  // a worker's own pair
-    std::string authorized_workers;                    // the center's allowlist
+    CurveKeys keys;
     bool insecure = false;
     // CenterService::wait() throws RunFailedError when more than this share of `workers`
     // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).

@@ -61,11 +61,7 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("checkpoint_seconds", o.checkpoint_seconds);
     visit("metrics_seconds", o.metrics_seconds);
     visit("metrics_samples", o.metrics_samples);
-    visit("center_public_key", o.center_public_key);
-    visit("center_secret_key", o.center_secret_key);
-    visit("worker_public_key", o.worker_public_key);
-    visit("worker_secret_key", o.worker_secret_key);
-    visit("authorized_workers", o.authorized_workers);
+    tether::for_each_curve_key(o.keys, visit);
     visit("insecure", o.insecure);
     visit("max_failed_share", o.max_failed_share);
     visit("warmstart_samples", o.warmstart_samples);
@@ -163,11 +159,7 @@ PYBIND11_MODULE(_tether, m) {
                 o = tether::with_launcher_keys(o, rank, job_id, directory);
             }
             py::dict keys;
-            keys["center_public_key"] = o.center_public_key;
-            keys["center_secret_key"] = o.center_secret_key;
-            keys["worker_public_key"] = o.worker_public_key;
-            keys["worker_secret_key"] = o.worker_secret_key;
-            keys["authorized_workers"] = o.authorized_workers;
+            tether::for_each_curve_key(o.keys, [&](const char* name, const std::string& key) { keys[name] = key; });
             return keys;
         },
         py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = py::none());

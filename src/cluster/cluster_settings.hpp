@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <tether/cluster_defaults.hpp>
+#include <tether/curve_keys.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -35,21 +36,15 @@ struct ServerLink;      // worker/server_sessions.hpp
 class ServerGroup;      // center/server_group.hpp
 class Transport;
 
-// CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when
-// center_public_key is empty. Each key is a key file holding one Z85 key (40 characters), as
-// `tether keygen` writes them, or the Z85 key itself; the allowlist a file of one public key
-// per line, or the keys separated by ','. Runs tether starts itself get keys of their own
-// when none are given (cluster/run_keys.hpp); `insecure` says the user wants none.
+// CURVE authentication and encryption (<tether/curve_keys.hpp>). Off when
+// keys.center_public_key is empty. Runs tether starts itself get keys of their own when none
+// are given (cluster/run_keys.hpp); `insecure` says the user wants none.
 struct SecuritySettings {
-    std::string center_public_key;   // both sides: the center's public key
-    std::string center_secret_key;   // center: its secret key
-    std::string worker_public_key;   // worker: its own key pair
-    std::string worker_secret_key;
-    std::string authorized_workers;  // center: the allowed worker public keys
+    CurveKeys keys;
     // No keys on purpose: a center may bind beyond loopback without them (with a warning), no
     // keys are made for a local or launcher run, and any peer may ask for a snapshot.
     bool insecure = false;
-    bool enabled() const { return !center_public_key.empty(); }
+    bool enabled() const { return !keys.center_public_key.empty(); }
 };
 
 struct ClusterSettings {
@@ -165,6 +160,9 @@ ClusterSettings read_cluster_settings(JsonReader cluster, JsonReader security, J
 // resolved (every key with its value), as a config file's config.json holds them.
 ClusterSettings cluster_settings(const ServiceOptions& options, std::size_t num_parameters,
                                  nlohmann::json* resolved_blocks = nullptr);
+
+// `keys` as the entries of a "security" block (all but insecure).
+nlohmann::json security_block(const CurveKeys& keys);
 
 // "tcp://a:1,tcp://a:2" -> its addresses; throws ConfigError naming `what` for an empty entry.
 std::vector<std::string> split_addresses(const std::string& list, const std::string& what);
