@@ -168,7 +168,8 @@ class WorkerClient:
         return self._client.step(samples)
 
     def finish(self):
-        """The final exchange (nothing trained is lost) and goodbye; returns the worker's counters."""
+        """The final exchange (nothing trained is lost) and goodbye; returns the worker's counters:
+        a dict of the fields of WorkerReport (<tether/tether.hpp>), rejoins among them."""
         return self._client.finish()
 
     def log(self, **scalars):
@@ -200,6 +201,7 @@ class CenterService:
     max_failed_share (0.5: ``wait()`` raises RunFailedError when more workers than this share were lost).
     warmstart_samples (0; Dean et al.'s warmstart: the first worker trains alone until the center
     counted this many samples, the others' joins wait until then; asynchronous strategies only).
+    flush_denormals (True: the center's thread flushes subnormal floats to zero; yours never change).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.

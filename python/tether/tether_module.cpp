@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "struct_fields.hpp"
+
 namespace py = pybind11;
 
 namespace {
@@ -63,6 +65,7 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("metrics_samples", o.metrics_samples);
     tether::for_each_curve_key(o.keys, visit);
     visit("insecure", o.insecure);
+    visit("flush_denormals", o.flush_denormals);
     visit("max_failed_share", o.max_failed_share);
     visit("warmstart_samples", o.warmstart_samples);
 }
@@ -114,14 +117,26 @@ std::unique_ptr<Worker> joined(py::object owner, Connect connect) {
 
 py::dict report_dict(const tether::WorkerReport& r) {
     py::dict d;
-    d["worker_id"] = r.worker_id;
-    d["steps"] = r.steps;
-    d["samples"] = r.samples;
-    d["exchanges"] = r.exchanges;
-    d["bytes_sent"] = r.bytes_sent;
-    d["bytes_received"] = r.bytes_received;
-    d["seconds_waiting"] = r.seconds_waiting;
+    tether_python::for_each_field(r, [&](const char* name, const auto& field) { d[name] = field; });
     return d;
+}
+
+// Each struct Python sees as a dict: (the names its table gives, the fields the struct has).
+py::dict struct_fields() {
+    py::list report_names, key_names, option_names;
+    const auto into = [](py::list& names) { return [&names](const char* name, const auto&) { names.append(name); }; };
+    const tether::WorkerReport report;
+    tether_python::for_each_field(report, into(report_names));
+    const tether::CurveKeys keys;
+    tether::for_each_curve_key(keys, into(key_names));
+    for (const char* name : tether_python::kOwnArguments) option_names.append(name);
+    tether::ServiceOptions options;
+    for_each_option(options, into(option_names));
+    py::dict fields;
+    fields["WorkerReport"] = py::make_tuple(report_names, tether_python::field_count<tether::WorkerReport>());
+    fields["CurveKeys"] = py::make_tuple(key_names, tether_python::field_count<tether::CurveKeys>());
+    fields["ServiceOptions"] = py::make_tuple(option_names, tether_python::service_option_fields());
+    return fields;
 }
 
 }  // namespace
@@ -293,6 +308,8 @@ PYBIND11_MODULE(_tether, m) {
             return py::make_tuple(to_numpy(c.x), c.version, to_numpy(c.buffers));
         },
         py::arg("path"));
+
+    m.def("struct_fields", &struct_fields);
 
     // The C++ defaults, so the Python layer never keeps a second copy of them.
     m.def("default_options", [] {

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Each default and each field exists once, in C++: the Python package keeps no copy of an
-option's default (it reads tether's default_options()), and the defaults its docstrings and
-docs/python.md state are those. Run by meson test with PYTHONPATH=build/python and
-TETHER_SOURCE_DIR."""
+option's default (it reads tether's default_options()), the defaults its docstrings and
+docs/python.md state are those, and every field of a C++ struct Python sees as a dict is in
+that dict. Run by meson test with PYTHONPATH=build/python and TETHER_SOURCE_DIR."""
 import os
 import re
 import sys
 from pathlib import Path
+
+import numpy as np
 
 import tether
 from tether import _tether
@@ -46,6 +48,33 @@ def the_defaults_the_docs_state_are_the_modules():
                 wrong.append(f"{where}: {m.group(0)}, but the default is {defaults[m.group(1)]}")
     assert not wrong, wrong
     assert checked >= 10, checked
+
+
+@case
+def every_field_of_a_cpp_struct_python_sees_as_a_dict_is_in_it():
+    fields = _tether.struct_fields()
+    for struct, (names, count) in fields.items():
+        assert len(set(names)) == len(names) == count, f"{struct} has {count} fields in C++; Python names {names}"
+    center = tether.CenterService(np.zeros(2, np.float32), strategy={"name": "adag", "communication_window": 1})
+    x = np.zeros(2, np.float32)
+    worker = center.connect_worker(x)
+    x += 1
+    worker.step(1)
+    report = worker.finish()
+    center.wait()
+    assert sorted(report) == sorted(fields["WorkerReport"][0]) and "rejoins" in report, report
+    old = os.environ.get("TETHER_SECRET")
+    os.environ["TETHER_SECRET"] = "cd" * 32
+    try:
+        keys = tether.launcher_keys(0, "job")
+    finally:
+        if old is None:
+            del os.environ["TETHER_SECRET"]
+        else:
+            os.environ["TETHER_SECRET"] = old
+    assert sorted(keys) == sorted(fields["CurveKeys"][0]), keys
+    own_arguments = {"strategy", "workers", "address"}  # CenterService's own, not **options
+    assert set(_tether.default_options()) == set(fields["ServiceOptions"][0]) - own_arguments
 
 
 if __name__ == "__main__":
