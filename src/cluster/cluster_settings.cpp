@@ -145,11 +145,18 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
                           "strategy such as \"adag\" or \"aeasgd\" for more)");
     check_codecs(k, r);
     check_schedule(k, strategy);
-    if (k.warmstart_samples > 0 && k.servers > 1)
-        throw ConfigError(r.path_of("warmstart_samples") + ": " + std::to_string(k.warmstart_samples) + " with " +
-                          r.path_of("servers") + " " + std::to_string(k.servers) + "; the warmstart is built for one "
-                          "server (give 1 server, or 0)");
+    k.check_warmstart();
     return k;
+}
+
+void ClusterSettings::check_warmstart(std::uint64_t samples_per_worker) const {
+    if (warmstart_samples > 0 && servers > 1)
+        throw ConfigError(key("warmstart_samples") + ": " + std::to_string(warmstart_samples) + " with " + key("servers") + " " +
+                          std::to_string(servers) + "; the warmstart is built for one server (give 1 server, or 0)");
+    if (samples_per_worker > 0 && std::uint64_t(warmstart_samples) > samples_per_worker)
+        throw ConfigError(key("warmstart_samples") + ": " + std::to_string(warmstart_samples) + " is more than worker 0 trains in "
+                          "all (training.epochs x its shard = " + std::to_string(samples_per_worker) +
+                          "), so the other workers would never start; give at most that");
 }
 
 ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters, nlohmann::json* resolved_blocks) {

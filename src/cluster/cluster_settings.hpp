@@ -109,6 +109,12 @@ struct ClusterSettings {
     // "ServiceOptions.insecure".
     std::string security_key(const std::string& name) const;
 
+    // Every rule of warmstart_samples, but one: a single server, and (`samples_per_worker` > 0,
+    // where a run knows its data) no more than worker 0 trains in all, training.epochs x its
+    // shard, or the others would never start. The one left is the center rule's: a synchronous
+    // rule refuses a warmstart (center/center.cpp), and only the rule knows it is one.
+    void check_warmstart(std::uint64_t samples_per_worker = 0) const;
+
     // Per server of x~: its range and the settings it agrees with its workers: these, the
     // `model` (with "parameters" set here) and, when not null, the `data` the workers train on
     // and the `training` keys both ends must share (a config file's learning rate, batch size and
