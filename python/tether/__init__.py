@@ -63,7 +63,7 @@ def option(options, name):
     return options[name] if name in options else _tether.default_options()[name]
 
 
-def _options(workers, strategy, **overrides):
+def _options(**overrides):
     unknown = set(overrides) - set(_tether.default_options())
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(_tether.default_options())}")
@@ -71,7 +71,13 @@ def _options(workers, strategy, **overrides):
         overrides["run_dir"] = os.fspath(overrides["run_dir"])
     options = _tether.default_options()
     options.update(overrides)
-    return dict(strategy=strategy_text(strategy), workers=int(workers), options=options)
+    return options
+
+
+def _worker_options(workers, strategy, **overrides):
+    """A worker's strategy, workers and options; strategy and workers None: the center's."""
+    return dict(strategy=strategy_text(strategy), workers=0 if workers is None else int(workers),
+                options=_options(**overrides))
 
 
 def _scalar(name, value):
@@ -152,8 +158,8 @@ class WorkerClient:
                                 "give them to CenterService")
             self._client = center._service.connect_spans(spans, cuda, owners, buffer_spans)
         elif isinstance(center, str):
-            options = _options(0 if workers is None else workers, strategy, **options)
-            self._client = _tether.connect_spans(center, spans, cuda, owners, buffers=buffer_spans, **options)
+            self._client = _tether.connect_spans(center, spans, cuda, owners, buffers=buffer_spans,
+                                                 **_worker_options(workers, strategy, **options))
         else:
             raise TypeError(f"WorkerClient: expected a CenterService or an address such as 'tcp://host:5555', "
                             f"got {type(center).__name__}")
@@ -186,6 +192,7 @@ class WorkerClient:
 class CenterService:
     """The center on its own thread, with x~(0) = ``initial`` (a float32 vector).
 
+    ``strategy`` and ``workers`` left None are ServiceOptions' defaults: "aeasgd", 1 worker.
     ``address=""`` keeps it private to this process (use ``connect_worker``); give
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options, as ServiceOptions in C++ and the "cluster" keys of a config file
@@ -215,12 +222,13 @@ class CenterService:
     given them ignores them.
     """
 
-    def __init__(self, initial, strategy="aeasgd", workers=1, address="", buffers=None, **options):
+    def __init__(self, initial, strategy=None, workers=None, address="", buffers=None, **options):
         import numpy
         initial = numpy.ascontiguousarray(initial, dtype=numpy.float32).reshape(-1)
         buffers = numpy.ascontiguousarray([] if buffers is None else buffers, dtype=numpy.float32).reshape(-1)
-        self._service = _tether.start_center(initial, address=address, initial_buffers=buffers,
-                                             **_options(0 if workers is None else workers, strategy, **options))
+        self._service = _tether.start_center(initial, strategy=None if strategy is None else strategy_text(strategy),
+                                             workers=None if workers is None else int(workers), address=address,
+                                             options=_options(**options), initial_buffers=buffers)
 
     @property
     def address(self):
@@ -265,7 +273,7 @@ def connect_pointer(address, pointer, count, owner, cuda=False, strategy=None, w
     is kept alive as long as the worker (e.g. the tensor whose ``data_ptr()`` this is)."""
     client = WorkerClient.__new__(WorkerClient)
     client._client = _tether.connect_spans(address, [(int(pointer), int(count))], bool(cuda), [owner],
-                                           **_options(workers, strategy, **options))
+                                           **_worker_options(workers, strategy, **options))
     return client
 
 

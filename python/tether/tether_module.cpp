@@ -70,11 +70,12 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("warmstart_samples", o.warmstart_samples);
 }
 
-tether::ServiceOptions options_from(const std::string& strategy, int workers, const std::string& address,
-                                    const py::dict& options) {
+// `strategy` and `workers` None: ServiceOptions' defaults.
+tether::ServiceOptions options_from(const std::optional<std::string>& strategy, std::optional<int> workers,
+                                    const std::string& address, const py::dict& options) {
     tether::ServiceOptions o;
-    o.strategy = strategy;
-    o.workers = workers;
+    if (strategy) o.strategy = *strategy;
+    if (workers) o.workers = *workers;
     o.address = address;
     for_each_option(o, [&](const char* name, auto& field) {
         using Field = std::remove_reference_t<decltype(field)>;
@@ -321,8 +322,8 @@ PYBIND11_MODULE(_tether, m) {
 
     m.def(
         "start_center",
-        [](FloatArray initial, const std::string& strategy, int workers, const std::string& address,
-           const py::dict& service_options, FloatArray initial_buffers) {
+        [](FloatArray initial, const std::optional<std::string>& strategy, std::optional<int> workers,
+           const std::string& address, const py::dict& service_options, FloatArray initial_buffers) {
             std::vector<float> x(initial.data(), initial.data() + initial.size());
             std::vector<float> b(initial_buffers.data(), initial_buffers.data() + initial_buffers.size());
             const auto options = options_from(strategy, workers, address, service_options);

@@ -205,7 +205,7 @@ class CenterService:
 
     launcher_secret = None  # (rank, job id) of the secret Worker.from_env's rank 0 wrote, removed by wait()
 
-    def __init__(self, model, strategy="aeasgd", workers=1, address="", **options):
+    def __init__(self, model, strategy=None, workers=None, address="", **options):
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
                                             address=address, buffers=self.model_state.buffer_vector(), **options)

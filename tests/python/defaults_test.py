@@ -3,6 +3,7 @@
 option's default (it reads tether's default_options()), the defaults its docstrings and
 docs/python.md state are those, and every field of a C++ struct Python sees as a dict is in
 that dict. Run by meson test with PYTHONPATH=build/python and TETHER_SOURCE_DIR."""
+import ast
 import os
 import re
 import sys
@@ -24,12 +25,21 @@ def numeric_defaults():
 
 @case
 def the_package_keeps_no_copy_of_an_options_default():
-    names = "|".join(numeric_defaults())
-    # `join_timeout_ms=60000` in a signature, `.get("join_timeout_ms", 60000)` in a body.
-    literal = re.compile(rf"\b({names})\b['\"]?\s*[=,]\s*-?[0-9]")
-    copies = [f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
-              for path in sorted((SOURCE / "python/tether").glob("*.py"))
-              for code in [path.read_text()] for m in literal.finditer(code)]
+    # Its options, and CenterService's strategy and workers (ServiceOptions' too).
+    names = {*_tether.default_options(), "strategy", "workers"}
+    copies = []
+    for path in sorted((SOURCE / "python/tether").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            given = []  # (name, default) pairs: `def f(join_timeout_ms=60000)`, `.get("servers", 1)`
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                positional = node.args.posonlyargs + node.args.args
+                given += zip([a.arg for a in positional[len(positional) - len(node.args.defaults):]], node.args.defaults)
+                given += [(a.arg, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                  and len(node.args) == 2 and isinstance(node.args[0], ast.Constant)):
+                given.append((node.args[0].value, node.args[1]))
+            copies += [f"{path.name}:{node.lineno}: {name}={ast.unparse(default)}" for name, default in given
+                       if name in names and isinstance(default, ast.Constant) and default.value is not None]
     assert not copies, f"defaults copied into Python (take them from _tether.default_options()): {copies}"
 
 
