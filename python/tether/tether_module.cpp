@@ -312,7 +312,9 @@ PYBIND11_MODULE(_tether, m) {
 
     m.def("struct_fields", &struct_fields);
 
-    // The C++ defaults, so the Python layer never keeps a second copy of them.
+    // The C++ defaults, so the Python layer never keeps a second copy of them: the options', and
+    // cluster.center_trains's, which tether.torch.Worker.from_env's center_trains is.
+    m.attr("default_center_trains") = tether::cluster_defaults::center_trains;
     m.def("default_options", [] {
         tether::ServiceOptions o;
         py::dict d;

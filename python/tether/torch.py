@@ -300,15 +300,15 @@ class Worker(tether.WorkerClient):
         self.model_state.take_shadow()  # joined: the counters of b~ too
 
     @classmethod
-    def from_env(cls, model, strategy=None, workers=None, center_trains=True, connect_timeout_ms=None, replica_size=1,
+    def from_env(cls, model, strategy=None, workers=None, center_trains=None, connect_timeout_ms=None, replica_size=1,
                  **options):
         """This process's worker in a launcher's job (torchrun, srun, mpirun: read by
         tether.read_launcher(), the C++ reader the ``tether`` command uses). Rank 0 hosts the
         center (``worker.center``, a tether.torch.CenterService on its own thread, bound to
         tcp://*:PORT, with the CURVE keys of tether.launcher_keys: TETHER_SECRET, else a secret rank
         0 writes for the job id into ~/.tether; or give keys, or insecure=True) and joins it as a
-        worker too, unless ``center_trains=False`` (then
-        ``worker.trains`` is False: no step(), wait on ``worker.center``); the others wait up to
+        worker too, unless ``center_trains=False`` (None: cluster.center_trains's default; False:
+        ``worker.trains`` is False, no step(), wait on ``worker.center``); the others wait up to
         ``connect_timeout_ms`` (TETHER_CONNECT_TIMEOUT_MS, 3 s) for it to listen, and join.
         ``workers`` defaults to the world size (less one without center_trains); another value
         raises at once, naming both. ``strategy`` is needed on rank 0 (the others take the
@@ -325,6 +325,8 @@ class Worker(tether.WorkerClient):
         initialized here if it is not (gloo, or nccl for a CUDA model; its store at MASTER_ADDR /
         MASTER_PORT, else at rank 0's host and the port after the center's); every rank must
         call from_env with the same R."""
+        if center_trains is None:
+            center_trains = tether._tether.default_center_trains
         if int(replica_size) > 1:
             return cls._replica_group_from_env(model, strategy, workers, center_trains, connect_timeout_ms,
                                                int(replica_size), options)

@@ -25,8 +25,9 @@ def numeric_defaults():
 
 @case
 def the_package_keeps_no_copy_of_an_options_default():
-    # Its options, and CenterService's strategy and workers (ServiceOptions' too).
-    names = {*_tether.default_options(), "strategy", "workers"}
+    # Its options, CenterService's strategy and workers (ServiceOptions' too), and from_env's
+    # center_trains (cluster.center_trains).
+    names = {*_tether.default_options(), "strategy", "workers", "center_trains"}
     copies = []
     for path in sorted((SOURCE / "python/tether").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -40,7 +41,7 @@ def the_package_keeps_no_copy_of_an_options_default():
                 given.append((node.args[0].value, node.args[1]))
             copies += [f"{path.name}:{node.lineno}: {name}={ast.unparse(default)}" for name, default in given
                        if name in names and isinstance(default, ast.Constant) and default.value is not None]
-    assert not copies, f"defaults copied into Python (take them from _tether.default_options()): {copies}"
+    assert not copies, f"defaults copied into Python (take them from _tether: default_options() and the like): {copies}"
 
 
 @case
