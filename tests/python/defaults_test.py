@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Each default and each field exists once, in C++: the Python package keeps no copy of an
-option's default (it reads tether's default_options()), the defaults its docstrings and
-docs/python.md state are those, and every field of a C++ struct Python sees as a dict is in
+option's default (it reads tether's default_options()), the defaults its docstrings,
+docs/python.md and docs/embedding.md state are those, and every field of a C++ struct Python sees as a dict is in
 that dict. Run by meson test with PYTHONPATH=build/python and TETHER_SOURCE_DIR."""
 import ast
 import os
@@ -47,15 +47,19 @@ def the_package_keeps_no_copy_of_an_options_default():
 @case
 def the_defaults_the_docs_state_are_the_modules():
     defaults = numeric_defaults()
-    # `worker_timeout_ms` (10,000), max_failed_share (option, 0.5), heartbeat_ms (2000, at most ...
-    stated = re.compile(rf"\b({'|'.join(defaults)})\b`*\s*\((?:option, )?(-?[0-9][0-9,]*(?:\.[0-9]+)?)")
+    # `worker_timeout_ms` (10,000), max_failed_share (option, 0.5), heartbeat_ms (2000, at most
+    # ..., `heartbeat_ms` (2 s by default: a _ms option stated in seconds. (On one line: an error
+    # message quoted in the docs may break before "(1000)", a value given, not a default.)
+    stated = re.compile(rf"\b({'|'.join(defaults)})\b`*[ \t]*\((?:option, )?(-?[0-9][0-9,]*(?:\.[0-9]+)?)(\s*s\b)?")
     texts = {"CenterService": tether.CenterService.__doc__, "CenterService.wait": tether.CenterService.wait.__doc__,
-             "docs/python.md": (SOURCE / "docs/python.md").read_text()}
+             "docs/python.md": (SOURCE / "docs/python.md").read_text(),
+             "docs/embedding.md": (SOURCE / "docs/embedding.md").read_text()}
     checked, wrong = 0, []
     for where, text in texts.items():
         for m in stated.finditer(text):
             checked += 1
-            if float(m.group(2).replace(",", "")) != defaults[m.group(1)]:
+            value = float(m.group(2).replace(",", "")) * (1000 if m.group(3) and m.group(1).endswith("_ms") else 1)
+            if value != defaults[m.group(1)]:
                 wrong.append(f"{where}: {m.group(0)}, but the default is {defaults[m.group(1)]}")
     assert not wrong, wrong
     assert checked >= 10, checked
