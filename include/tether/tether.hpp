@@ -116,9 +116,9 @@ struct ServiceOptions {
     bool resume = false;
     // cluster.checkpoint_seconds; 0: only at the end
     int checkpoint_seconds = cluster_defaults::checkpoint_seconds;
-    // A metrics.jsonl row this often (0: not by time)
+    // A metrics.jsonl row every metrics_seconds (0: not by time) and every metrics_samples
+    // samples, all workers together (0: not by samples).
     double metrics_seconds = cluster_defaults::metrics_seconds;
-    // And every this many samples, all workers together (0: not by samples)
     std::int64_t metrics_samples = cluster_defaults::metrics_samples;
     // CURVE, as the "security" block of a config file (<tether/curve_keys.hpp>). A center whose
     // `address` is tcp:// beyond loopback needs keys, or `insecure` = true to bind without
