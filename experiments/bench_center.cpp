@@ -169,11 +169,7 @@ double run_tether(const std::string& strategy, const std::string& transport, int
     options.insecure = transport == "tcp";
     if (transport == "curve") {  // one pair for the center, one every client shares
         const CurvePair center, client;
-        options.center_public_key = center.public_key;
-        options.center_secret_key = center.secret_key;
-        options.worker_public_key = client.public_key;
-        options.worker_secret_key = client.secret_key;
-        options.authorized_workers = client.public_key;
+        options.curve_keys() = tether::CurveKeys{center.public_key, center.secret_key, client.public_key, client.secret_key, client.public_key};
     }
     if (transport != "inproc")
         for (int k = 0; k < servers; ++k)

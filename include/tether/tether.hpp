@@ -42,6 +42,8 @@
 #include <utility>
 #include <vector>
 
+#include <tether/cluster_defaults.hpp>
+#include <tether/curve_keys.hpp>
 #include <tether/errors.hpp>
 #include <tether/version.hpp>  // TETHER_VERSION_MAJOR, _MINOR, _PATCH, _STRING
 
@@ -56,27 +58,38 @@ struct ParameterSpan {
 };
 
 // A center's and its workers' settings. A field named like a "cluster" key of a config file
-// (docs/config.md) is that key, with the same default, checks and errors
-// ("ServiceOptions.heartbeat_ms: ..."); keys without a field here keep their defaults.
-struct ServiceOptions {
+// (docs/config.md) is that key, with the same default (<tether/cluster_defaults.hpp>), checks
+// and errors ("ServiceOptions.heartbeat_ms: ..."); keys without a field here keep their defaults.
+// The CURVE keys are the CurveKeys it derives from (options.center_public_key, ...), as the
+// "security" block of a config file (<tether/curve_keys.hpp>); curve_keys() is the set whole. A
+// center whose `address` is tcp:// beyond loopback needs keys, or `insecure` = true to bind
+// without (docs/embedding.md, "Security"); loopback without keys is allowed, with a warning.
+struct ServiceOptions : CurveKeys {
+    CurveKeys& curve_keys() { return *this; }
+    const CurveKeys& curve_keys() const { return *this; }
+
     // The strategy block, exactly as under "strategy" in a config file (docs/config.md), or a
     // strategy registered with tether::register_strategy (<tether/strategy.hpp>). "" in a
     // WorkerClient::connect: the center's (asked of it before joining); a center needs one.
     std::string strategy = R"({"name": "aeasgd"})";
-    int workers = 1;  // 0 in a WorkerClient::connect: the center's
+    int workers = cluster_defaults::workers;  // 0 in a WorkerClient::connect: the center's
     // Where the center listens (cluster.endpoint). "" = a private inproc:// address (workers in
     // this process, via connect_worker); "tcp://127.0.0.1:*" or "tcp://*:5555" for workers in
     // other processes.
     std::string address;
-    int join_timeout_ms = 60000;     // center: for all workers to join; worker: for its welcome
-    int worker_timeout_ms = 10000;   // silence after which a worker (or, to a worker, the center) counts as lost
+    // Center: for all workers to join; worker: for its welcome
+    int join_timeout_ms = cluster_defaults::join_timeout_ms;
+    // Silence after which a worker (or, to a worker, the center) counts as lost
+    int worker_timeout_ms = cluster_defaults::worker_timeout_ms;
     // Worker: past worker_timeout_ms of a center's silence, how long in all it waits for the
     // center to come back (restarted with resume, a stall, a link down) before step() throws.
     // (A CenterService ends when its workers are all gone; `tether server` waits this long.)
-    int center_restart_ms = 60000;
-    int reply_timeout_ms = 600000;   // worker: for a reply (synchronous rounds can be long)
-    int round_timeout_ms = 30000;    // synchronous strategies: round deadline (with quorum)
-    double quorum = 0.5;
+    int center_restart_ms = cluster_defaults::center_restart_ms;
+    // Worker: for a reply (synchronous rounds can be long)
+    int reply_timeout_ms = cluster_defaults::reply_timeout_ms;
+    // Synchronous strategies: round deadline (with quorum)
+    int round_timeout_ms = cluster_defaults::round_timeout_ms;
+    double quorum = cluster_defaults::quorum;
     // Flush denormal floats to zero on the center's thread (tether's own). The callers'
     // threads, where step() runs, are never changed; see set_flush_denormals() below.
     bool flush_denormals = true;
@@ -84,14 +97,14 @@ struct ServiceOptions {
     // (docs/architecture.md, "Several servers"): address() then lists them, server 0 first,
     // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
     // per server the same way.
-    int servers = 1;
+    int servers = cluster_defaults::servers;
     // What crosses the wire: "float32", "fp16", "bf16", "int8", "int4" or "topk"; "same".
-    std::string codec = "float32";
-    std::string reply_codec = "same";
-    double topk_ratio = 0.01;
+    std::string codec = cluster_defaults::codec;
+    std::string reply_codec = cluster_defaults::reply_codec;
+    double topk_ratio = cluster_defaults::topk_ratio;
     // A worker with nothing else to send tells the center it is alive this often (also while
     // your loop is away: tether's thread sends it); at most half of worker_timeout_ms.
-    int heartbeat_ms = 2000;
+    int heartbeat_ms = cluster_defaults::heartbeat_ms;
     // The center's run directory, as `tether run` writes one (docs/embedding.md, "Run
     // records"): config.json (these options as resolved and the model's sizes), metrics.jsonl
     // (the center's exchange statistics every metrics_seconds and/or metrics_samples, and the
@@ -102,25 +115,20 @@ struct ServiceOptions {
     // Go on from run_dir's checkpoint (x~, b~, the version and counters) instead of `initial`,
     // as `tether server --resume` does; metrics.jsonl and exchanges.jsonl are appended to.
     bool resume = false;
-    int checkpoint_seconds = 60;       // cluster.checkpoint_seconds; 0: only at the end
-    double metrics_seconds = 10;       // a metrics.jsonl row this often (0: not by time)
-    std::int64_t metrics_samples = 0;  // and every this many samples, all workers together (0: not by samples)
-    // CURVE, as the "security" block of a config file (docs/config.md): each key a key file as
-    // `tether keygen` writes it, or the Z85 key itself (40 characters); authorized_workers a
-    // file of allowed worker public keys, or the keys separated by ','. A center whose
-    // `address` is tcp:// beyond loopback needs keys, or `insecure` = true to bind without
-    // (docs/embedding.md, "Security"); loopback without keys is allowed, with a warning.
-    std::string center_public_key, center_secret_key;  // the center's pair (a worker: the public key)
-    std::string worker_public_key, worker_secret_key;  // a worker's own pair
-    std::string authorized_workers;                    // the center's allowlist
-    bool insecure = false;
+    // cluster.checkpoint_seconds; 0: only at the end
+    int checkpoint_seconds = cluster_defaults::checkpoint_seconds;
+    // A metrics.jsonl row every metrics_seconds (0: not by time) and every metrics_samples
+    // samples, all workers together (0: not by samples).
+    double metrics_seconds = cluster_defaults::metrics_seconds;
+    std::int64_t metrics_samples = cluster_defaults::metrics_samples;
+    bool insecure = false;  // bind beyond loopback without keys (above)
     // CenterService::wait() throws RunFailedError when more than this share of `workers`
     // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).
-    double max_failed_share = 0.5;
+    double max_failed_share = cluster_defaults::max_failed_share;
     // Dean et al.'s warmstart (cluster.warmstart_samples): the first worker to join trains
     // alone until the center has counted this many samples; the others' join() waits until
     // then and starts them from that x~. 0: all start together. Asynchronous strategies only.
-    std::int64_t warmstart_samples = 0;
+    std::int64_t warmstart_samples = cluster_defaults::warmstart_samples;
 };
 
 // `options` with the CURVE keys of a launcher job's rank (torchrun, srun, mpirun; rank 0 hosts

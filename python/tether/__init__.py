@@ -28,14 +28,15 @@ Snapshot.__doc__ = ("x~ (a float32 NumPy array, a copy) and its version (updates
                     "and b~, the averaged model buffers (empty without buffers).")
 
 
-def launcher_keys(rank, job_id, directory="", join_timeout_ms=60000):
+def launcher_keys(rank, job_id, directory="", join_timeout_ms=None):
     """The CURVE key options of a launcher job's rank (torchrun, srun, mpirun), to pass as
     ``**options`` to the center (rank 0) and to every worker: all ranks derive the same keys from
     the TETHER_SECRET environment variable, or else from a secret rank 0 writes to
     ``directory/run-<job_id>/secret`` (default ``~/.tether``, user-only; every rank must see it)
-    and the others read within join_timeout_ms. Raises TetherError (a config error) saying how to
-    set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
-    return _tether.launcher_keys(int(rank), str(job_id), str(directory), int(join_timeout_ms))
+    and the others read within join_timeout_ms (None: the option's default). Raises TetherError (a
+    config error) saying how to set TETHER_SECRET when neither can work. docs/python.md, "Security"."""
+    return _tether.launcher_keys(int(rank), str(job_id), str(directory),
+                                 None if join_timeout_ms is None else int(join_timeout_ms))
 
 
 def remove_launcher_secret(rank, job_id, directory=""):
@@ -56,7 +57,13 @@ def strategy_text(strategy):
     raise TypeError(f"strategy: expected a name such as 'adag' or a dict such as {{'name': 'adag'}}, got {strategy!r}")
 
 
-def _options(workers, strategy, **overrides):
+def option(options, name):
+    """The option `name` as `options` (a dict of keyword arguments) gives it, else its default:
+    the C++ one, so that Python keeps no copy of it."""
+    return options[name] if name in options else _tether.default_options()[name]
+
+
+def _options(**overrides):
     if "overlap_exchange" in overrides:
         raise TypeError("overlap_exchange: replaced by the strategy's overlap_steps, the local steps after which an "
                         "exchange's reply lands (e.g. strategy={'name': 'adag', 'overlap_steps': 5}); "
@@ -68,7 +75,13 @@ def _options(workers, strategy, **overrides):
         overrides["run_dir"] = os.fspath(overrides["run_dir"])
     options = _tether.default_options()
     options.update(overrides)
-    return dict(strategy=strategy_text(strategy), workers=int(workers), options=options)
+    return options
+
+
+def _worker_options(workers, strategy, **overrides):
+    """A worker's strategy, workers and options; strategy and workers None: the center's."""
+    return dict(strategy=strategy_text(strategy), workers=0 if workers is None else int(workers),
+                options=_options(**overrides))
 
 
 def _scalar(name, value):
@@ -150,8 +163,8 @@ class WorkerClient:
                                 "give them to CenterService")
             self._client = center._service.connect_spans(spans, cuda, owners, buffer_spans)
         elif isinstance(center, str):
-            options = _options(0 if workers is None else workers, strategy, **options)
-            self._client = _tether.connect_spans(center, spans, cuda, owners, buffers=buffer_spans, **options)
+            self._client = _tether.connect_spans(center, spans, cuda, owners, buffers=buffer_spans,
+                                                 **_worker_options(workers, strategy, **options))
         else:
             raise TypeError(f"WorkerClient: expected a CenterService or an address such as 'tcp://host:5555', "
                             f"got {type(center).__name__}")
@@ -166,7 +179,8 @@ class WorkerClient:
         return self._client.step(samples)
 
     def finish(self):
-        """The final exchange (nothing trained is lost) and goodbye; returns the worker's counters."""
+        """The final exchange (nothing trained is lost) and goodbye; returns the worker's counters:
+        a dict of the fields of WorkerReport (<tether/tether.hpp>), rejoins among them."""
         return self._client.finish()
 
     def log(self, **scalars):
@@ -183,6 +197,7 @@ class WorkerClient:
 class CenterService:
     """The center on its own thread, with x~(0) = ``initial`` (a float32 vector).
 
+    ``strategy`` and ``workers`` left None are ServiceOptions' defaults: "aeasgd", 1 worker.
     ``address=""`` keeps it private to this process (use ``connect_worker``); give
     ``"tcp://127.0.0.1:*"`` or ``"tcp://*:5555"`` for workers in other processes, then read
     ``.address``. Options, as ServiceOptions in C++ and the "cluster" keys of a config file
@@ -198,6 +213,7 @@ class CenterService:
     max_failed_share (0.5: ``wait()`` raises RunFailedError when more workers than this share were lost).
     warmstart_samples (0; Dean et al.'s warmstart: the first worker trains alone until the center
     counted this many samples, the others' joins wait until then; asynchronous strategies only).
+    flush_denormals (True: the center's thread flushes subnormal floats to zero; yours never change).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.
@@ -211,12 +227,13 @@ class CenterService:
     given them ignores them.
     """
 
-    def __init__(self, initial, strategy="aeasgd", workers=1, address="", buffers=None, **options):
+    def __init__(self, initial, strategy=None, workers=None, address="", buffers=None, **options):
         import numpy
         initial = numpy.ascontiguousarray(initial, dtype=numpy.float32).reshape(-1)
         buffers = numpy.ascontiguousarray([] if buffers is None else buffers, dtype=numpy.float32).reshape(-1)
-        self._service = _tether.start_center(initial, address=address, initial_buffers=buffers,
-                                             **_options(0 if workers is None else workers, strategy, **options))
+        self._service = _tether.start_center(initial, strategy=None if strategy is None else strategy_text(strategy),
+                                             workers=None if workers is None else int(workers), address=address,
+                                             options=_options(**options), initial_buffers=buffers)
 
     @property
     def address(self):
@@ -261,7 +278,7 @@ def connect_pointer(address, pointer, count, owner, cuda=False, strategy=None, w
     is kept alive as long as the worker (e.g. the tensor whose ``data_ptr()`` this is)."""
     client = WorkerClient.__new__(WorkerClient)
     client._client = _tether.connect_spans(address, [(int(pointer), int(count))], bool(cuda), [owner],
-                                           **_options(workers, strategy, **options))
+                                           **_worker_options(workers, strategy, **options))
     return client
 
 

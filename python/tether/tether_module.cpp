@@ -12,10 +12,13 @@
 #include <tether/tether.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "struct_fields.hpp"
 
 namespace py = pybind11;
 
@@ -59,21 +62,19 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("checkpoint_seconds", o.checkpoint_seconds);
     visit("metrics_seconds", o.metrics_seconds);
     visit("metrics_samples", o.metrics_samples);
-    visit("center_public_key", o.center_public_key);
-    visit("center_secret_key", o.center_secret_key);
-    visit("worker_public_key", o.worker_public_key);
-    visit("worker_secret_key", o.worker_secret_key);
-    visit("authorized_workers", o.authorized_workers);
+    tether::for_each_curve_key(o.curve_keys(), visit);
     visit("insecure", o.insecure);
+    visit("flush_denormals", o.flush_denormals);
     visit("max_failed_share", o.max_failed_share);
     visit("warmstart_samples", o.warmstart_samples);
 }
 
-tether::ServiceOptions options_from(const std::string& strategy, int workers, const std::string& address,
-                                    const py::dict& options) {
+// `strategy` and `workers` None: ServiceOptions' defaults.
+tether::ServiceOptions options_from(const std::optional<std::string>& strategy, std::optional<int> workers,
+                                    const std::string& address, const py::dict& options) {
     tether::ServiceOptions o;
-    o.strategy = strategy;
-    o.workers = workers;
+    if (strategy) o.strategy = *strategy;
+    if (workers) o.workers = *workers;
     o.address = address;
     for_each_option(o, [&](const char* name, auto& field) {
         using Field = std::remove_reference_t<decltype(field)>;
@@ -116,14 +117,26 @@ std::unique_ptr<Worker> joined(py::object owner, Connect connect) {
 
 py::dict report_dict(const tether::WorkerReport& r) {
     py::dict d;
-    d["worker_id"] = r.worker_id;
-    d["steps"] = r.steps;
-    d["samples"] = r.samples;
-    d["exchanges"] = r.exchanges;
-    d["bytes_sent"] = r.bytes_sent;
-    d["bytes_received"] = r.bytes_received;
-    d["seconds_waiting"] = r.seconds_waiting;
+    tether_python::for_each_field(r, [&](const char* name, const auto& field) { d[name] = field; });
     return d;
+}
+
+// Each struct Python sees as a dict: (the names its table gives, the fields the struct has).
+py::dict struct_fields() {
+    py::list report_names, key_names, option_names;
+    const auto into = [](py::list& names) { return [&names](const char* name, const auto&) { names.append(name); }; };
+    const tether::WorkerReport report;
+    tether_python::for_each_field(report, into(report_names));
+    const tether::CurveKeys keys;
+    tether::for_each_curve_key(keys, into(key_names));
+    for (const char* name : tether_python::kOwnArguments) option_names.append(name);
+    tether::ServiceOptions options;
+    for_each_option(options, into(option_names));
+    py::dict fields;
+    fields["WorkerReport"] = py::make_tuple(report_names, tether_python::field_count<tether::WorkerReport>());
+    fields["CurveKeys"] = py::make_tuple(key_names, tether_python::field_count<tether::CurveKeys>());
+    fields["ServiceOptions"] = py::make_tuple(option_names, tether_python::service_option_fields());
+    return fields;
 }
 
 }  // namespace
@@ -153,22 +166,18 @@ PYBIND11_MODULE(_tether, m) {
 
     m.def(
         "launcher_keys",
-        [](int rank, const std::string& job_id, const std::string& directory, int join_timeout_ms) {
-            tether::ServiceOptions o;
-            o.join_timeout_ms = join_timeout_ms;
+        [](int rank, const std::string& job_id, const std::string& directory, std::optional<int> join_timeout_ms) {
+            tether::ServiceOptions o;  // None: its join_timeout_ms, the default
+            if (join_timeout_ms) o.join_timeout_ms = *join_timeout_ms;
             {
                 py::gil_scoped_release release;  // a rank > 0 waits for rank 0's secret
                 o = tether::with_launcher_keys(o, rank, job_id, directory);
             }
             py::dict keys;
-            keys["center_public_key"] = o.center_public_key;
-            keys["center_secret_key"] = o.center_secret_key;
-            keys["worker_public_key"] = o.worker_public_key;
-            keys["worker_secret_key"] = o.worker_secret_key;
-            keys["authorized_workers"] = o.authorized_workers;
+            tether::for_each_curve_key(o.curve_keys(), [&](const char* name, const std::string& key) { keys[name] = key; });
             return keys;
         },
-        py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = 60000);
+        py::arg("rank"), py::arg("job_id"), py::arg("directory") = "", py::arg("join_timeout_ms") = py::none());
     m.def("remove_launcher_secret", &tether::remove_launcher_secret, py::arg("rank"), py::arg("job_id"),
           py::arg("directory") = "", "Rank 0, once its center is done: removes the secret launcher_keys wrote.");
     m.def("set_flush_denormals", &tether::set_flush_denormals, py::arg("on") = true,
@@ -300,7 +309,11 @@ PYBIND11_MODULE(_tether, m) {
         },
         py::arg("path"));
 
-    // The C++ defaults, so the Python layer never keeps a second copy of them.
+    m.def("struct_fields", &struct_fields);
+
+    // The C++ defaults, so the Python layer never keeps a second copy of them: the options', and
+    // cluster.center_trains's, which tether.torch.Worker.from_env's center_trains is.
+    m.attr("default_center_trains") = tether::cluster_defaults::center_trains;
     m.def("default_options", [] {
         tether::ServiceOptions o;
         py::dict d;
@@ -310,8 +323,8 @@ PYBIND11_MODULE(_tether, m) {
 
     m.def(
         "start_center",
-        [](FloatArray initial, const std::string& strategy, int workers, const std::string& address,
-           const py::dict& service_options, FloatArray initial_buffers) {
+        [](FloatArray initial, const std::optional<std::string>& strategy, std::optional<int> workers,
+           const std::string& address, const py::dict& service_options, FloatArray initial_buffers) {
             std::vector<float> x(initial.data(), initial.data() + initial.size());
             std::vector<float> b(initial_buffers.data(), initial_buffers.data() + initial_buffers.size());
             const auto options = options_from(strategy, workers, address, service_options);

@@ -205,7 +205,7 @@ class CenterService:
 
     launcher_secret = None  # (rank, job id) of the secret Worker.from_env's rank 0 wrote, removed by wait()
 
-    def __init__(self, model, strategy="aeasgd", workers=1, address="", **options):
+    def __init__(self, model, strategy=None, workers=None, address="", **options):
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
                                             address=address, buffers=self.model_state.buffer_vector(), **options)
@@ -259,8 +259,8 @@ def _with_launcher_keys(rank, launcher, options):
     insecure are given. Returns (options, whether the keys were derived)."""
     derived = not options.get("insecure") and not options.get("center_public_key")
     if derived:
-        options = {**tether.launcher_keys(rank, launcher.job_id,
-                                          join_timeout_ms=int(options.get("join_timeout_ms", 60000))), **options}
+        options = {**tether.launcher_keys(rank, launcher.job_id, join_timeout_ms=options.get("join_timeout_ms")),
+                   **options}
     return options, derived
 
 
@@ -300,15 +300,15 @@ class Worker(tether.WorkerClient):
         self.model_state.take_shadow()  # joined: the counters of b~ too
 
     @classmethod
-    def from_env(cls, model, strategy=None, workers=None, center_trains=True, connect_timeout_ms=None, replica_size=1,
+    def from_env(cls, model, strategy=None, workers=None, center_trains=None, connect_timeout_ms=None, replica_size=1,
                  **options):
         """This process's worker in a launcher's job (torchrun, srun, mpirun: read by
         tether.read_launcher(), the C++ reader the ``tether`` command uses). Rank 0 hosts the
         center (``worker.center``, a tether.torch.CenterService on its own thread, bound to
         tcp://*:PORT, with the CURVE keys of tether.launcher_keys: TETHER_SECRET, else a secret rank
         0 writes for the job id into ~/.tether; or give keys, or insecure=True) and joins it as a
-        worker too, unless ``center_trains=False`` (then
-        ``worker.trains`` is False: no step(), wait on ``worker.center``); the others wait up to
+        worker too, unless ``center_trains=False`` (None: cluster.center_trains's default; False:
+        ``worker.trains`` is False, no step(), wait on ``worker.center``); the others wait up to
         ``connect_timeout_ms`` (TETHER_CONNECT_TIMEOUT_MS, 3 s) for it to listen, and join.
         ``workers`` defaults to the world size (less one without center_trains); another value
         raises at once, naming both. ``strategy`` is needed on rank 0 (the others take the
@@ -325,6 +325,8 @@ class Worker(tether.WorkerClient):
         initialized here if it is not (gloo, or nccl for a CUDA model; its store at MASTER_ADDR /
         MASTER_PORT, else at rank 0's host and the port after the center's); every rank must
         call from_env with the same R."""
+        if center_trains is None:
+            center_trains = tether._tether.default_center_trains
         if int(replica_size) > 1:
             return cls._replica_group_from_env(model, strategy, workers, center_trains, connect_timeout_ms,
                                                int(replica_size), options)
@@ -343,7 +345,7 @@ class Worker(tether.WorkerClient):
         else:
             count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
             options, derived_keys = _with_launcher_keys(rank, launcher, options)
-        servers = int(options.get("servers", 1))
+        servers = int(tether.option(options, "servers"))
         center = None
         if rank == 0:
             address = launcher.bind_address(servers) if launcher else ""
@@ -391,7 +393,7 @@ class Worker(tether.WorkerClient):
             # torch.distributed's store: torchrun's MASTER_ADDR / MASTER_PORT; under srun or
             # mpirun (which set neither) rank 0's host and the port after the center's.
             import os
-            servers = int(options.get("servers", 1))
+            servers = int(tether.option(options, "servers"))
             host, port = launcher.center_address(servers).split(",")[0][len("tcp://"):].rsplit(":", 1)
             os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
             os.environ.setdefault("MASTER_PORT", str(int(port) + servers))
@@ -412,7 +414,7 @@ class Worker(tether.WorkerClient):
             # A leader is a worker of a center of `groups` workers; the launcher's own check
             # (workers = world size) does not apply, so the center and the join are made here.
             options, derived_keys = _with_launcher_keys(rank, launcher, options)
-            servers = int(options.get("servers", 1))
+            servers = int(tether.option(options, "servers"))
             center = None
             if rank == 0:
                 center = _rank0_center(model, strategy, groups, launcher.bind_address(servers), options)

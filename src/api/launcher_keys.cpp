@@ -8,12 +8,7 @@ namespace tether {
 
 ServiceOptions with_launcher_keys(ServiceOptions o, int rank, const std::string& job_id, const std::string& directory) {
     if (o.insecure || !o.center_public_key.empty()) return o;
-    const SecuritySettings keys = launcher_keys({rank, job_id, directory, o.join_timeout_ms});
-    o.center_public_key = keys.center_public_key;
-    o.center_secret_key = keys.center_secret_key;
-    o.worker_public_key = keys.worker_public_key;
-    o.worker_secret_key = keys.worker_secret_key;
-    o.authorized_workers = keys.authorized_workers;
+    o.curve_keys() = launcher_keys({rank, job_id, directory, o.join_timeout_ms});
     return o;
 }
 

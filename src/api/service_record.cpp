@@ -30,8 +30,9 @@ ServiceRecord::ServiceRecord(const ServiceOptions& o, nlohmann::json blocks, con
     // The cadence, read as a config block is (errors name ServiceOptions.KEY), and recorded.
     const nlohmann::json given = {{"metrics_seconds", o.metrics_seconds}, {"metrics_samples", o.metrics_samples}};
     JsonReader r(&given, "ServiceOptions", blocks["record"]);
-    metrics_seconds_ = r.number("metrics_seconds", 10.0, 0.0, 86'400.0 * 365);
-    metrics_samples_ = std::uint64_t(r.integer("metrics_samples", 0, 0, std::numeric_limits<std::int64_t>::max()));
+    metrics_seconds_ = r.number("metrics_seconds", cluster_defaults::metrics_seconds, 0.0, 86'400.0 * 365);
+    metrics_samples_ = std::uint64_t(
+        r.integer("metrics_samples", cluster_defaults::metrics_samples, 0, std::numeric_limits<std::int64_t>::max()));
     r.finish();
     records_ = std::make_unique<ServerRecords>(group, identities, o.run_dir, o.resume,
                                                "resume it with the options it was written with (its config.json)");

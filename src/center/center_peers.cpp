@@ -146,7 +146,8 @@ void Center::lose(Worker& w, const std::string& why) {
     if (loss == Membership::Loss::none) return;
     updates_.leave(w.id);
     if (loss == Membership::Loss::dropped) return;
-    if (stats_.live_workers() == 0) end_.all_silent(Clock::now());
+    // Peers lost before their first exchange trained nothing that waiting would bring back.
+    if (stats_.live_workers() == 0 && membership_.awaits_lost()) end_.all_silent(Clock::now());
     if (rounds_.open()) maybe_close_round(false);
 }
 

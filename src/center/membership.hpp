@@ -77,6 +77,8 @@ public:
 
     bool started() const { return started_; }
     bool resumed() const { return resumed_; }
+    // A lost worker that had trained, whose place nobody took back: it may still come back.
+    bool awaits_lost() const { return !lost_places_.empty(); }
     // Goes on from a checkpoint's place records; each worker is welcomed as it comes back.
     void resume(std::map<std::uint32_t, std::uint64_t> places);
     const std::map<std::uint32_t, std::uint64_t>& places() const { return places_.all(); }

@@ -151,7 +151,7 @@ LauncherKeyRequest launcher_key_request(const RunConfig& config, const Launcher&
 void secure_launcher_rank(RunConfig& config, const LauncherKeyRequest& request) {
     const SecuritySettings& given = config.cluster.security;
     if (given.enabled() || given.insecure) return;
-    config.cluster.security = launcher_keys(request);  // never written to config.json: the keys stay in memory
+    config.cluster.security.keys = launcher_keys(request);  // never written to config.json: the keys stay in memory
 }
 
 // Rank 0 removes the secret it wrote once its center is done, however it ended.

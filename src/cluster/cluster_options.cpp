@@ -79,8 +79,9 @@ void check_unsecured(const ClusterSettings& k, const std::vector<std::string>& b
 std::shared_ptr<const ServerTokens> server_tokens(const ClusterSettings& k, std::size_t here, std::size_t first) {
     const std::size_t servers = std::size_t(k.servers);
     if (servers < 2) return nullptr;
-    if (k.security.enabled() && !k.security.center_secret_key.empty())
-        return ServerTokens::from_center_secret(read_curve_key(k.security.center_secret_key, k.security_key("center_secret_key")));
+    const CurveKeys& keys = k.security.keys;
+    if (k.security.enabled() && !keys.center_secret_key.empty())
+        return ServerTokens::from_center_secret(read_curve_key(keys.center_secret_key, k.security_key("center_secret_key")));
     if (here == servers) return ServerTokens::random();
     std::fprintf(stderr,
                  "tether: WARNING: server %zu/%zu: without CURVE keys the servers of this run share no secret, so "
@@ -154,8 +155,8 @@ TransportOptions ClusterSettings::center_transport(Transport& transport, const s
     // (cluster.worker_timeout_ms); a peer whose process ends closes its connection itself.
     o.heartbeat_interval_ms = 0;
     o.heartbeat_timeout_ms = connection_timeout_ms(*this);
-    const SecuritySettings& sec = security;
-    if (!sec.enabled()) {
+    const CurveKeys& sec = security.keys;
+    if (!security.enabled()) {
         check_unsecured(*this, bind);
         return o;
     }
@@ -183,8 +184,8 @@ TransportOptions ClusterSettings::worker_transport(const std::string& address) c
     o.send_timeout_ms = int(worker_timeout_ms);  // a send, too, waits no longer than the liveness bound
     o.heartbeat_interval_ms = int(heartbeat_ms);
     o.heartbeat_timeout_ms = connection_timeout_ms(*this);
-    const SecuritySettings& sec = security;
-    if (!sec.enabled() || address.rfind("inproc://", 0) == 0) return o;
+    const CurveKeys& sec = security.keys;
+    if (!security.enabled() || address.rfind("inproc://", 0) == 0) return o;
     if (sec.worker_public_key.empty() || sec.worker_secret_key.empty())
         throw ConfigError(security_key("worker_public_key") + " / " + security_key("worker_secret_key") +
                           ": a worker (and server 0 fetching other servers' ranges) needs its own key pair when " +

@@ -16,18 +16,15 @@ constexpr const char* kServiceNames[][2] = {{"endpoint", "address"}};
 
 SecuritySettings read_security(JsonReader r) {
     SecuritySettings s;
-    s.center_public_key = r.string("center_public_key", s.center_public_key);
-    s.center_secret_key = r.string("center_secret_key", s.center_secret_key);
-    s.worker_public_key = r.string("worker_public_key", s.worker_public_key);
-    s.worker_secret_key = r.string("worker_secret_key", s.worker_secret_key);
-    s.authorized_workers = r.string("authorized_workers", s.authorized_workers);
+    for_each_curve_key(s.keys, [&](const char* name, std::string& key) { key = r.string(name, key); });
     s.insecure = r.boolean("insecure", s.insecure);
     r.finish();
+    const CurveKeys& k = s.keys;
     // Which files each side needs is checked where the keys are loaded (center_transport,
     // worker_transport): one config serves the center and the workers, each holding only its
     // own secret.
-    if (!s.enabled() && (!s.center_secret_key.empty() || !s.worker_public_key.empty() ||
-                         !s.worker_secret_key.empty() || !s.authorized_workers.empty()))
+    if (!s.enabled() && (!k.center_secret_key.empty() || !k.worker_public_key.empty() || !k.worker_secret_key.empty() ||
+                         !k.authorized_workers.empty()))
         throw ConfigError(r.path_of("center_public_key") + ": empty while other security.* keys are set; CURVE is on only "
                           "when the center's public key is given (tether keygen writes one)");
     if (s.enabled() && s.insecure)
@@ -145,11 +142,18 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
                           "strategy such as \"adag\" or \"aeasgd\" for more)");
     check_codecs(k, r);
     check_fragments(k, strategy);
-    if (k.warmstart_samples > 0 && k.servers > 1)
-        throw ConfigError(r.path_of("warmstart_samples") + ": " + std::to_string(k.warmstart_samples) + " with " +
-                          r.path_of("servers") + " " + std::to_string(k.servers) + "; the warmstart is built for one "
-                          "server (give 1 server, or 0)");
+    k.check_warmstart();
     return k;
+}
+
+void ClusterSettings::check_warmstart(std::uint64_t samples_per_worker) const {
+    if (warmstart_samples > 0 && servers > 1)
+        throw ConfigError(key("warmstart_samples") + ": " + std::to_string(warmstart_samples) + " with " + key("servers") + " " +
+                          std::to_string(servers) + "; the warmstart is built for one server (give 1 server, or 0)");
+    if (samples_per_worker > 0 && std::uint64_t(warmstart_samples) > samples_per_worker)
+        throw ConfigError(key("warmstart_samples") + ": " + std::to_string(warmstart_samples) + " is more than worker 0 trains in "
+                          "all (training.epochs x its shard = " + std::to_string(samples_per_worker) +
+                          "), so the other workers would never start; give at most that");
 }
 
 ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parameters, nlohmann::json* resolved_blocks) {
@@ -179,13 +183,8 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
         {"max_failed_share", o.max_failed_share}, {"warmstart_samples", o.warmstart_samples}};
     // The security fields, under their own names (ServiceOptions.insecure, not .security.insecure).
-    nlohmann::json security = {{"insecure", o.insecure}};
-    for (const auto& [name, value] : {std::pair<const char*, const std::string*>{"center_public_key", &o.center_public_key},
-                                      {"center_secret_key", &o.center_secret_key},
-                                      {"worker_public_key", &o.worker_public_key},
-                                      {"worker_secret_key", &o.worker_secret_key},
-                                      {"authorized_workers", &o.authorized_workers}})
-        if (!value->empty()) security[name] = *value;
+    nlohmann::json security = security_block(o.curve_keys());
+    security["insecure"] = o.insecure;
     nlohmann::json resolved;
     ClusterSettings k = read_cluster_settings(JsonReader(&cluster, "ServiceOptions", resolved["cluster"]),
                                               JsonReader(&security, "ServiceOptions", resolved["security"]),
@@ -207,6 +206,12 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
     }
     if (resolved_blocks) *resolved_blocks = std::move(resolved);
     return k;
+}
+
+nlohmann::json security_block(const CurveKeys& keys) {
+    nlohmann::json block = nlohmann::json::object();
+    for_each_curve_key(keys, [&](const char* name, const std::string& key) { block[name] = key; });
+    return block;
 }
 
 std::vector<std::string> split_addresses(const std::string& list, const std::string& what) {

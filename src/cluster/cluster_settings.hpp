@@ -2,13 +2,17 @@
 // wire, the timeouts and the heartbeat, security, and when a run counts as failed. Two ways in,
 // one reader: a config file's "cluster", "security" and "strategy" blocks (config/config.cpp),
 // and the embedding API's ServiceOptions (Python's keyword arguments arrive as ServiceOptions),
-// which become those blocks and are read by the same code; so every default exists once, and an
-// error names the key as the user wrote it ("cluster.heartbeat_ms", "ServiceOptions.heartbeat_ms").
+// which become those blocks and are read by the same code; so every default exists once
+// (<tether/cluster_defaults.hpp>), and an error names the key as the user wrote it
+// ("cluster.heartbeat_ms", "ServiceOptions.heartbeat_ms").
 // Every entry point takes the center's, the workers' and the transport's options from here
 // (cluster/cluster_options.cpp): nothing else copies a setting into them.
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <tether/cluster_defaults.hpp>
+#include <tether/curve_keys.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -32,63 +36,64 @@ struct ServerLink;      // worker/server_sessions.hpp
 class ServerGroup;      // center/server_group.hpp
 class Transport;
 
-// CURVE authentication and encryption (ZeroMQ's, with libsodium). Off when
-// center_public_key is empty. Each key is a key file holding one Z85 key (40 characters), as
-// `tether keygen` writes them, or the Z85 key itself; the allowlist a file of one public key
-// per line, or the keys separated by ','. Runs tether starts itself get keys of their own
-// when none are given (cluster/run_keys.hpp); `insecure` says the user wants none.
+// CURVE authentication and encryption (<tether/curve_keys.hpp>). Off when
+// keys.center_public_key is empty. Runs tether starts itself get keys of their own when none
+// are given (cluster/run_keys.hpp); `insecure` says the user wants none.
 struct SecuritySettings {
-    std::string center_public_key;   // both sides: the center's public key
-    std::string center_secret_key;   // center: its secret key
-    std::string worker_public_key;   // worker: its own key pair
-    std::string worker_secret_key;
-    std::string authorized_workers;  // center: the allowed worker public keys
+    CurveKeys keys;
     // No keys on purpose: a center may bind beyond loopback without them (with a warning), no
     // keys are made for a local or launcher run, and any peer may ask for a snapshot.
     bool insecure = false;
-    bool enabled() const { return !center_public_key.empty(); }
+    bool enabled() const { return !keys.center_public_key.empty(); }
 };
 
 struct ClusterSettings {
     std::shared_ptr<const ConfiguredStrategy> strategy;  // the "strategy" block
-    std::string mode = "embedded";  // embedded | local
-    std::int64_t workers = 1;
+    std::string mode = cluster_defaults::mode;  // embedded | local
+    std::int64_t workers = cluster_defaults::workers;
     // Under a launcher, rank 0 hosts the center and trains too: workers = the world size (less
     // one when false). cluster/launcher.hpp.
-    bool center_trains = true;
+    bool center_trains = cluster_defaults::center_trains;
     std::string endpoint;             // "" = inproc:// (embedded) or tcp://127.0.0.1:* (local)
-    double quorum = 0.5;              // share of live workers that closes a round at its deadline
-    std::int64_t round_timeout_ms = 30000;
-    std::int64_t worker_timeout_ms = 10000;  // silence after which a worker (or the center) counts as lost
+    double quorum = cluster_defaults::quorum;  // share of live workers that closes a round at its deadline
+    std::int64_t round_timeout_ms = cluster_defaults::round_timeout_ms;
+    // Silence after which a worker (or the center) counts as lost
+    std::int64_t worker_timeout_ms = cluster_defaults::worker_timeout_ms;
     // A worker that lost its center keeps trying to reach it for this long in all (a center
     // restarted with --resume, a stall, a link down), and a center whose workers all went silent
     // waits as long for them to come back, before either gives up.
-    std::int64_t center_restart_ms = 60000;
-    std::int64_t heartbeat_ms = 2000;        // a worker with nothing else to send says it is alive this often
-    std::int64_t join_timeout_ms = 60000;    // center: waiting for all workers; worker: for welcome
-    std::int64_t reply_timeout_ms = 600000;  // worker: waiting for a reply (a synchronous round)
-    std::int64_t chunk_elements = 1 << 20;   // elements of one chunk, the largest payload of one message (4 MiB of float32)
+    std::int64_t center_restart_ms = cluster_defaults::center_restart_ms;
+    // A worker with nothing else to send says it is alive this often
+    std::int64_t heartbeat_ms = cluster_defaults::heartbeat_ms;
+    // Center: waiting for all workers; worker: for welcome
+    std::int64_t join_timeout_ms = cluster_defaults::join_timeout_ms;
+    // Worker: waiting for a reply (a synchronous round)
+    std::int64_t reply_timeout_ms = cluster_defaults::reply_timeout_ms;
+    // Elements of one chunk, the largest payload of one message (4 MiB of float32)
+    std::int64_t chunk_elements = cluster_defaults::chunk_elements;
     // Extra milliseconds worker k sleeps after each local step (entry k; missing entries 0):
     // simulated stragglers, to study strategies with workers of unequal speed.
     std::vector<std::int64_t> step_delay_ms;
     // A run in which more than this share of the workers failed (diverged, crashed, lost)
     // exits 1, as does a run in which no update reached x~.
-    double max_failed_share = 0.5;
+    double max_failed_share = cluster_defaults::max_failed_share;
     // A run whose workers trained less than this share of the planned samples (cluster.workers x
     // shard x training.epochs) exits 1: a lost worker never replaced leaves its data untrained.
-    double min_trained_share = 0.9;
-    std::int64_t checkpoint_seconds = 60;  // center checkpoint period; 0 = only at the end
+    double min_trained_share = cluster_defaults::min_trained_share;
+    // Center checkpoint period; 0 = only at the end
+    std::int64_t checkpoint_seconds = cluster_defaults::checkpoint_seconds;
     // Dean et al.'s warmstart: worker 0 trains alone until the center has counted this many
     // samples, then the others start from that x~ (center/center.hpp). 0: all start together.
-    std::int64_t warmstart_samples = 0;
-    bool elastic = false;                  // workers beyond cluster.workers may join mid-run
-    std::int64_t max_peers = 256;          // identities each server keeps state for at once
-    std::int64_t servers = 1;              // servers that split x~ into server ranges (protocol/server_ranges.hpp)
+    std::int64_t warmstart_samples = cluster_defaults::warmstart_samples;
+    bool elastic = cluster_defaults::elastic;  // workers beyond cluster.workers may join mid-run
+    std::int64_t max_peers = cluster_defaults::max_peers;  // identities each server keeps state for at once
+    // Servers that split x~ into server ranges (protocol/server_ranges.hpp)
+    std::int64_t servers = cluster_defaults::servers;
     // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
     // ("same": as codec); topk keeps this share of the elements.
-    std::string codec = "float32";
-    std::string reply_codec = "same";
-    double topk_ratio = 0.01;
+    std::string codec = cluster_defaults::codec;
+    std::string reply_codec = cluster_defaults::reply_codec;
+    double topk_ratio = cluster_defaults::topk_ratio;
     SecuritySettings security;  // the "security" block
     std::string origin = "cluster";  // "ServiceOptions" when the embedding API gave them
 
@@ -100,6 +105,12 @@ struct ClusterSettings {
     // `name` (a key of the "security" block) as the user wrote it: "security.insecure" or
     // "ServiceOptions.insecure".
     std::string security_key(const std::string& name) const;
+
+    // Every rule of warmstart_samples, but one: a single server, and (`samples_per_worker` > 0,
+    // where a run knows its data) no more than worker 0 trains in all, training.epochs x its
+    // shard, or the others would never start. The one left is the center rule's: a synchronous
+    // rule refuses a warmstart (center/center.cpp), and only the rule knows it is one.
+    void check_warmstart(std::uint64_t samples_per_worker = 0) const;
 
     // Per server of x~: its range and the settings it agrees with its workers: these, the
     // `model` (with "parameters" set here) and, when not null, the `data` the workers train on
@@ -152,6 +163,9 @@ ClusterSettings read_cluster_settings(JsonReader cluster, JsonReader security, J
 // resolved (every key with its value), as a config file's config.json holds them.
 ClusterSettings cluster_settings(const ServiceOptions& options, std::size_t num_parameters,
                                  nlohmann::json* resolved_blocks = nullptr);
+
+// `keys` as the entries of a "security" block (all but insecure).
+nlohmann::json security_block(const CurveKeys& keys);
 
 // "tcp://a:1,tcp://a:2" -> its addresses; throws ConfigError naming `what` for an empty entry.
 std::vector<std::string> split_addresses(const std::string& list, const std::string& what);

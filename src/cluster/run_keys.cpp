@@ -22,14 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-SecuritySettings settings_of(const CurveKeyPair& center, const CurveKeyPair& worker) {
-    SecuritySettings s;
-    s.center_public_key = center.public_key;
-    s.center_secret_key = center.secret_key;
-    s.worker_public_key = worker.public_key;
-    s.worker_secret_key = worker.secret_key;
-    s.authorized_workers = worker.public_key;
-    return s;
+// The workers' public key is the allowlist: all of a run's workers share one pair.
+CurveKeys keys_of(const CurveKeyPair& center, const CurveKeyPair& worker) {
+    return {center.public_key, center.secret_key, worker.public_key, worker.secret_key, worker.public_key};
 }
 
 std::string no_secret(const std::string& why) {
@@ -78,9 +73,9 @@ std::string read_fresh_secret(const fs::path& path, std::chrono::milliseconds ma
 
 }  // namespace
 
-SecuritySettings fresh_run_keys() { return settings_of(generate_curve_key_pair(), generate_curve_key_pair()); }
+CurveKeys fresh_run_keys() { return keys_of(generate_curve_key_pair(), generate_curve_key_pair()); }
 
-SecuritySettings write_run_keys(const std::string& directory) {
+CurveKeys write_run_keys(const std::string& directory) {
     const fs::path folder = fs::absolute(fs::path(directory) / "keys");
     std::error_code error;
     fs::create_directories(folder, error);
@@ -88,23 +83,19 @@ SecuritySettings write_run_keys(const std::string& directory) {
     ::chmod(folder.c_str(), 0700);
     write_curve_key_pair((folder / "center").string(), generate_curve_key_pair());
     write_curve_key_pair((folder / "worker").string(), generate_curve_key_pair());
-    SecuritySettings s;
-    s.center_public_key = (folder / "center.pub").string();
-    s.center_secret_key = (folder / "center.key").string();
-    s.worker_public_key = (folder / "worker.pub").string();
-    s.worker_secret_key = (folder / "worker.key").string();
-    s.authorized_workers = s.worker_public_key;  // one line, the workers' public key
-    return s;
+    const std::string worker_public_key = (folder / "worker.pub").string();  // one line: also the allowlist
+    return {(folder / "center.pub").string(), (folder / "center.key").string(), worker_public_key,
+            (folder / "worker.key").string(), worker_public_key};
 }
 
-SecuritySettings keys_from_secret(const std::string& secret, const std::string& source) {
+CurveKeys keys_from_secret(const std::string& secret, const std::string& source) {
     if (secret.size() < 32)
         throw ConfigError(source + ": " + std::to_string(secret.size()) + " characters; a shared secret needs at least 32 "
                           "(tether keygen --secret prints 64 hexadecimal digits)");
-    return settings_of(derive_curve_key_pair(secret, "center"), derive_curve_key_pair(secret, "worker"));
+    return keys_of(derive_curve_key_pair(secret, "center"), derive_curve_key_pair(secret, "worker"));
 }
 
-SecuritySettings launcher_keys(const LauncherKeyRequest& r) {
+CurveKeys launcher_keys(const LauncherKeyRequest& r) {
     if (const char* secret = std::getenv("TETHER_SECRET"); secret && *secret) return keys_from_secret(secret, "TETHER_SECRET");
     if (r.job_id.empty()) throw ConfigError(no_secret("TETHER_SECRET is not set and the launcher gave no job id to name a key file by"));
     const fs::path path = secret_path(r);

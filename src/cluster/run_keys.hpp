@@ -8,30 +8,31 @@
 
 #include <string>
 
-#include "cluster/cluster_settings.hpp"
+#include <tether/cluster_defaults.hpp>
+#include <tether/curve_keys.hpp>
 
 namespace tether {
 
 // Fresh pairs for the center and for the workers (all workers share one), as the key values
 // themselves: for a run whose workers are threads of this process.
-SecuritySettings fresh_run_keys();
+CurveKeys fresh_run_keys();
 
 // Fresh pairs written into DIRECTORY/keys/ (the folder mode 0700, secret keys 0600; the workers'
 // public key file is the allowlist), named by the settings returned: the workers of a local run
 // find the paths in the run's config.json, and `--resume` uses the same keys.
-SecuritySettings write_run_keys(const std::string& directory);
+CurveKeys write_run_keys(const std::string& directory);
 
 // The pairs every holder of `secret` derives alike (transport/curve_keys.hpp); the secret must
 // hold at least 32 characters (`tether keygen --secret` prints 64 hexadecimal digits).
 // `source` names where it came from in errors ("TETHER_SECRET").
-SecuritySettings keys_from_secret(const std::string& secret, const std::string& source);
+CurveKeys keys_from_secret(const std::string& secret, const std::string& source);
 
 // What a rank of a launcher job knows that the shared secret depends on.
 struct LauncherKeyRequest {
     int rank = 0;
     std::string job_id;     // the launcher's id of this job (SLURM_JOB_ID, ...); "" when none is known
     std::string directory;  // user-only and seen by every rank; "" = ~/.tether
-    int timeout_ms = 60000;  // how long a rank > 0 waits for rank 0's secret (cluster.join_timeout_ms)
+    int timeout_ms = cluster_defaults::join_timeout_ms;  // how long a rank > 0 waits for rank 0's secret
 };
 
 // The keys of a launcher job's ranks. The secret comes from the TETHER_SECRET environment
@@ -39,7 +40,7 @@ struct LauncherKeyRequest {
 // rank 0 writes (the folders 0700, the file 0600) and the other ranks read within timeout_ms
 // (a file older than that is another job's); else a ConfigError says how to set TETHER_SECRET,
 // or security.insecure.
-SecuritySettings launcher_keys(const LauncherKeyRequest& request);
+CurveKeys launcher_keys(const LauncherKeyRequest& request);
 // Rank 0, once its run is over: removes the secret it wrote (nothing when TETHER_SECRET gave it).
 void remove_launcher_secret(const LauncherKeyRequest& request);
 

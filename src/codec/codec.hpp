@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <tether/cluster_defaults.hpp>
+
 namespace tether {
 
 enum class CodecKind : std::uint8_t { float32 = 0, fp16 = 1, bf16 = 2, int8 = 3, topk = 4, int4 = 5 };
@@ -49,7 +51,7 @@ public:
 
 struct CodecOptions {
     CodecKind kind = CodecKind::float32;
-    double topk_ratio = 0.01;  // topk: share of the elements sent, (0, 1]
+    double topk_ratio = cluster_defaults::topk_ratio;  // topk: share of the elements sent, (0, 1]
 };
 
 std::unique_ptr<Codec> make_codec(const CodecOptions& options);

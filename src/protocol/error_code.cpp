@@ -14,6 +14,7 @@ constexpr std::pair<ErrorCode, const char*> kReasons[] = {
     {ErrorCode::unknown_type, "unknown type"},
     {ErrorCode::unknown_dtype, "unknown dtype"},
     {ErrorCode::bad_chunk, "bad chunk"},
+    {ErrorCode::unknown_error_code, "unknown error code"},
     {ErrorCode::wrong_fingerprint, "wrong fingerprint"},
     {ErrorCode::message_too_large, "message too large"},
     {ErrorCode::extra_frames, "extra frames"},

@@ -11,9 +11,9 @@ namespace tether {
 
 enum class ErrorCode : std::uint32_t {
     none = 0,  // not an error message
-    other = 1,  // a reason without a code of its own (a newer sender's)
+    other = 1,  // a reason without a code of its own
     short_header, long_header, bad_magic, protocol_version, unknown_type, unknown_dtype, bad_chunk,
-    wrong_fingerprint, message_too_large, extra_frames, wrong_count, duplicate_hello, not_joined,
+    unknown_error_code, wrong_fingerprint, message_too_large, extra_frames, wrong_count, duplicate_hello, not_joined,
     too_many_requests, bad_token, no_token, id_taken, too_many_peers, run_full, unknown_worker,
     not_welcomed, exchange_in_flight, stale_sequence, future_version, wrong_dtype, wrong_chunk_count,
     chunk_out_of_order, wrong_encoding, wrong_size, non_finite_payload, bad_encoding, unexpected_type,

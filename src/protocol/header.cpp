@@ -83,8 +83,7 @@ std::vector<std::uint8_t> encode(const Header& h) {
     w.put<std::uint32_t>(h.chunk_count);
     w.put<std::uint64_t>(h.element_count);
     w.put<std::uint64_t>(h.fingerprint);
-    w.put<std::uint32_t>(std::uint32_t(h.error_code));
-    w.put<std::uint32_t>(0);  // reserved: the header stays a multiple of 8 bytes
+    w.put<std::uint64_t>(std::uint64_t(h.error_code));
     return out;
 }
 
@@ -129,13 +128,18 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     h.chunk_count = r.get<std::uint32_t>();
     h.element_count = r.get<std::uint64_t>();
     h.fingerprint = r.get<std::uint64_t>();
-    // A code this build does not know (a newer sender's) is still an error: `other`.
-    const auto code = r.get<std::uint32_t>();
-    h.error_code = code > kLastErrorCode ? ErrorCode::other : ErrorCode(code);
+    const auto code = r.get<std::uint64_t>();
     if (h.chunk_count == 0 || h.chunk_index >= h.chunk_count) {
         reason = "bad chunk";
         return std::nullopt;
     }
+    // Peers of one protocol version share one table of codes: any other is malformed, so that a
+    // header decodes only to what encode() writes.
+    if (code > kLastErrorCode) {
+        reason = "unknown error code";
+        return std::nullopt;
+    }
+    h.error_code = ErrorCode(code);
     return h;
 }
 

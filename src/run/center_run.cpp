@@ -99,10 +99,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
     const std::uint64_t max_samples_per_worker =
         std::uint64_t(config.training.epochs) * ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
-    if (std::uint64_t(k.warmstart_samples) > max_samples_per_worker)
-        throw ConfigError("cluster.warmstart_samples: " + std::to_string(k.warmstart_samples) + " is more than worker 0 trains in "
-                          "all (training.epochs x its shard = " + std::to_string(max_samples_per_worker) +
-                          "), so the other workers would never start; give at most that");
+    k.check_warmstart(max_samples_per_worker);
     // ... and one window of training.batch_size steps between two exchanges.
     const std::uint64_t samples_per_window =
         std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size);

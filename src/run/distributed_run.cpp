@@ -47,13 +47,12 @@ RunConfig with_run_keys(const RunConfig& config, const std::vector<std::string>&
     if (given.enabled() || given.insecure || user_only) return config;
     RunConfig secured = config;
     if (directory.empty()) {
-        secured.cluster.security = fresh_run_keys();
+        secured.cluster.security.keys = fresh_run_keys();
         return secured;
     }
-    const SecuritySettings& keys = secured.cluster.security = write_run_keys(directory);
-    secured.resolved["security"] = {{"center_public_key", keys.center_public_key}, {"center_secret_key", keys.center_secret_key},
-                                    {"worker_public_key", keys.worker_public_key}, {"worker_secret_key", keys.worker_secret_key},
-                                    {"authorized_workers", keys.authorized_workers}, {"insecure", false}};
+    secured.cluster.security.keys = write_run_keys(directory);
+    secured.resolved["security"] = security_block(secured.cluster.security.keys);
+    secured.resolved["security"]["insecure"] = false;
     return secured;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "cluster/cluster_settings.hpp"
 #include "cluster/run_keys.hpp"
 #include "config/config.hpp"
 #include "process_support.hpp"
@@ -29,12 +30,6 @@ namespace {
 
 using namespace tether::testing;
 using nlohmann::json;
-
-json security_of(const tether::SecuritySettings& s) {
-    return {{"center_public_key", s.center_public_key}, {"center_secret_key", s.center_secret_key},
-            {"worker_public_key", s.worker_public_key}, {"worker_secret_key", s.worker_secret_key},
-            {"authorized_workers", s.authorized_workers}};
-}
 
 }  // namespace
 
@@ -127,11 +122,7 @@ TEST_CASE("the embedding API: no keys beyond loopback is refused; Z85 keys in Se
     tether::ServiceOptions keyed;
     keyed.address = "tcp://127.0.0.1:*";
     keyed.join_timeout_ms = 20000;  // the center waits for the keyed worker past the keyless one's attempt
-    keyed.center_public_key = center.public_key;
-    keyed.center_secret_key = center.secret_key;
-    keyed.worker_public_key = worker.public_key;
-    keyed.worker_secret_key = worker.secret_key;
-    keyed.authorized_workers = worker.public_key;
+    keyed.curve_keys() = tether::CurveKeys{center.public_key, center.secret_key, worker.public_key, worker.secret_key, worker.public_key};
     TempDir dir;
     tether::ServiceOptions recorded = keyed;
     recorded.run_dir = dir.file("api-run");
@@ -173,7 +164,7 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
     const std::string secret = keygen.out().substr(0, keygen.out().find('\n'));
     REQUIRE(secret.size() == 64);
     // The server holds the keys every rank derives from the secret (rank 0 would derive them itself).
-    document["security"] = security_of(tether::keys_from_secret(secret, "test"));
+    document["security"] = tether::security_block(tether::keys_from_secret(secret, "test"));
     Process server({"server", "--config", write_config(dir, "derived.json", document), "--bind", "tcp://127.0.0.1:*", "--out",
                     dir.file("s")},
                    dir.file("s.out"), dir.file("s.err"));
@@ -184,8 +175,8 @@ TEST_CASE("launcher ranks derive keys from TETHER_SECRET or from rank 0's secret
     CAPTURE(rank1.err());
     CHECK(server.wait(30000) == std::optional<int>(0));
     // No TETHER_SECRET: the secret rank 0 wrote for this job in HOME/.tether.
-    const tether::SecuritySettings written = tether::launcher_keys({0, "4242", dir.file(".tether"), 10000});
-    document["security"] = security_of(written);
+    const tether::CurveKeys written = tether::launcher_keys({0, "4242", dir.file(".tether"), 10000});
+    document["security"] = tether::security_block(written);
     Process second({"server", "--config", write_config(dir, "written.json", document), "--bind", "tcp://127.0.0.1:*", "--out",
                     dir.file("t")},
                    dir.file("t.out"), dir.file("t.err"));

@@ -66,6 +66,11 @@ TEST_CASE("every malformed message is answered with an error, counted by reason,
         check_rejected("bad chunk", tether::encode(h));
     }
     {
+        auto bytes = good_hello;
+        bytes[72] = 200;  // error_code: no code of this protocol version
+        check_rejected("unknown error code", bytes);
+    }
+    {
         Header h = header(MessageType::hello, 3);
         h.fingerprint = kFingerprint ^ 0x100;  // another model or strategy
         check_rejected("wrong fingerprint", tether::encode(h));
@@ -107,8 +112,8 @@ TEST_CASE("every malformed message is answered with an error, counted by reason,
     REQUIRE_FALSE(served.failure());
     const auto& stats = served.center().stats();
     CHECK(stats.rejected == expected);
-    CHECK(stats.rejected_total() == 24);
-    CHECK(stats.to_json()["rejected_messages"] == 24);
+    CHECK(stats.rejected_total() == 25);
+    CHECK(stats.to_json()["rejected_messages"] == 25);
     CHECK(stats.exchanges == 0);
     CHECK(stats.updates_applied == 0);
     CHECK(stats.workers_joined == 1);

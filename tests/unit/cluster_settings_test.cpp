@@ -176,10 +176,28 @@ TEST_CASE("errors name the setting as the user wrote it: cluster.KEY in a config
     o = ServiceOptions{};
     o.strategy = R"({"name": "sequential"})";
     CHECK(contains(error_of([&] { cluster_settings(o, kParameters); }), "ServiceOptions.strategy.name: \"sequential\" has no center"));
+    o = ServiceOptions{};
+    o.warmstart_samples = 10;
+    o.servers = 2;
+    CHECK(contains(error_of([&] { cluster_settings(o, kParameters); }),
+                   "ServiceOptions.warmstart_samples: 10 with ServiceOptions.servers 2; the warmstart is built for one server"));
     // Streaming DiLoCo's fragments are exchanged in phase: a worker joining mid-run would not be.
     CHECK(contains(error_of([] {
                        parse_config({{"strategy", {{"name", "diloco"}, {"fragments", 2}}},
                                      {"cluster", {{"servers", 2}, {"elastic", true}}}});
                    }),
                    "cluster.elastic: true with 2 fragments"));
+}
+
+TEST_CASE("cluster.warmstart_samples is checked in one place: the settings' rules, and worker 0's samples where a run knows them") {
+    const ClusterSettings k =
+        parse_config({{"strategy", {{"name", "adag"}}}, {"cluster", {{"workers", 2}, {"warmstart_samples", 10}}}}).cluster;
+    k.check_warmstart();    // the data unknown: the settings alone
+    k.check_warmstart(10);  // worker 0 trains exactly that many
+    CHECK(contains(error_of([&] { k.check_warmstart(9); }),
+                   "cluster.warmstart_samples: 10 is more than worker 0 trains in all (training.epochs x its shard = 9)"));
+    CHECK(contains(error_of([] {
+                       parse_config({{"strategy", {{"name", "adag"}}}, {"cluster", {{"warmstart_samples", 10}, {"servers", 2}}}});
+                   }),
+                   "cluster.warmstart_samples: 10 with cluster.servers 2"));
 }

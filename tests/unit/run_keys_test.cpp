@@ -50,7 +50,7 @@ private:
 }  // namespace
 
 TEST_CASE("pairs derived from one secret are the same everywhere, differ by role and secret, and belong together") {
-    const SecuritySettings a = keys_from_secret(kSecret, "test"), b = keys_from_secret(kSecret, "test");
+    const CurveKeys a = keys_from_secret(kSecret, "test"), b = keys_from_secret(kSecret, "test");
     CHECK(a.center_public_key == b.center_public_key);
     CHECK(a.worker_secret_key == b.worker_secret_key);
     CHECK(a.center_public_key != a.worker_public_key);
@@ -79,7 +79,7 @@ TEST_CASE("launcher ranks take TETHER_SECRET first, else the secret rank 0 write
     // Rank 1 starts first and waits; rank 0 writes the secret into a folder only its user may enter.
     auto rank1 = std::async(std::launch::async, [&] { return launcher_keys({1, "job/42", dir.path().string(), 5000}); });
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const SecuritySettings rank0 = launcher_keys({0, "job/42", dir.path().string(), 5000});
+    const CurveKeys rank0 = launcher_keys({0, "job/42", dir.path().string(), 5000});
     CHECK(rank1.get().center_public_key == rank0.center_public_key);
     const std::string folder = dir.file("run-job_42");
     CHECK(mode_of(folder) == 0700);
@@ -101,7 +101,7 @@ TEST_CASE("a secret left by an earlier job of the same id is not taken") {
 
 TEST_CASE("a local run's keys are files in RUN_DIR/keys that only the user may read") {
     TempDir dir;
-    const SecuritySettings keys = write_run_keys(dir.file("run"));
+    const CurveKeys keys = write_run_keys(dir.file("run"));
     CHECK(mode_of(dir.file("run/keys")) == 0700);
     CHECK(mode_of(keys.center_secret_key) == 0600);
     CHECK(mode_of(keys.worker_secret_key) == 0600);
@@ -109,7 +109,7 @@ TEST_CASE("a local run's keys are files in RUN_DIR/keys that only the user may r
     CHECK(curve_public_key_of(center_secret) == read_curve_key(keys.center_public_key, "k"));
     CHECK(read_curve_allowlist(keys.authorized_workers, "k") ==
           std::set<std::string>{read_curve_key(keys.worker_public_key, "k")});
-    const SecuritySettings other = write_run_keys(dir.file("other"));
+    const CurveKeys other = write_run_keys(dir.file("other"));
     CHECK(read_curve_key(other.center_public_key, "k") != read_curve_key(keys.center_public_key, "k"));  // fresh each run
 }
 
