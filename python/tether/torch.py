@@ -344,28 +344,31 @@ class Worker(tether.WorkerClient):
             count = 1
         else:
             count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
-            options, derived_keys = _with_launcher_keys(rank, launcher, options)
-        servers = int(tether.option(options, "servers"))
-        center = None
-        if rank == 0:
-            address = launcher.bind_address(servers) if launcher else ""
-            center = _rank0_center(model, strategy, count, address, options)
-            if launcher is not None and derived_keys:
-                center.launcher_secret = (rank, launcher.job_id)
-        if rank == 0 and not center_trains:
-            self = cls._without_client(center.model_state)
-        elif rank == 0:
-            self = cls(model, center=center)
-        else:
-            address = launcher.center_address(servers)
-            launcher.wait_for_center(address)
-            self = cls(model, address, strategy=strategy, workers=count, **options)
+        self, center = cls._join_job(model, launcher, rank, strategy, count, options, center_trains)
         self.launcher, self.center, self.rank, self.world_size = launcher, center, rank, world
         self.local_rank = launcher.local_rank if launcher else 0
         self.trains = rank > 0 or bool(center_trains)
         self.shards = count
         self.shard_index = rank - (0 if center_trains else 1)
         return self
+
+    @classmethod
+    def _join_job(cls, model, launcher, rank, strategy, count, options, center_trains):
+        """A job's worker of a center of ``count`` workers: on rank 0 the center (bound where the
+        launcher says, or private without one) and, when it trains, its worker; on another rank
+        the worker, once rank 0 listens. Returns (worker, center or None)."""
+        derived_keys = False
+        if launcher is not None:
+            options, derived_keys = _with_launcher_keys(rank, launcher, options)
+        servers = int(tether.option(options, "servers"))
+        if rank != 0:
+            address = launcher.center_address(servers)
+            launcher.wait_for_center(address)
+            return cls(model, address, strategy=strategy, workers=count, **options), None
+        center = _rank0_center(model, strategy, count, launcher.bind_address(servers) if launcher else "", options)
+        if derived_keys:
+            center.launcher_secret = (rank, launcher.job_id)
+        return (cls(model, center=center) if center_trains else cls._without_client(center.model_state)), center
 
     # Replica groups (from_env(replica_size=R)): this rank's group, its leader's global rank, and
     # whether this rank is it. None / self.rank / True for a worker of its own.
@@ -412,22 +415,10 @@ class Worker(tether.WorkerClient):
         leader = rank - rank % size
         if rank == leader:
             # A leader is a worker of a center of `groups` workers; the launcher's own check
-            # (workers = world size) does not apply, so the center and the join are made here.
-            options, derived_keys = _with_launcher_keys(rank, launcher, options)
-            servers = int(tether.option(options, "servers"))
-            center = None
-            if rank == 0:
-                center = _rank0_center(model, strategy, groups, launcher.bind_address(servers), options)
-                if derived_keys:
-                    center.launcher_secret = (rank, launcher.job_id)
-                self = cls(model, center=center)
-            else:
-                if connect_timeout_ms is not None:
-                    launcher.connect_timeout_ms = int(connect_timeout_ms)
-                address = launcher.center_address(servers)
-                launcher.wait_for_center(address)
-                self = cls(model, address, strategy=strategy, workers=groups, **options)
-            self.center = center
+            # (workers = world size) does not apply.
+            if connect_timeout_ms is not None:
+                launcher.connect_timeout_ms = int(connect_timeout_ms)
+            self, self.center = cls._join_job(model, launcher, rank, strategy, groups, options, center_trains)
         else:
             self = cls._without_client(ModelState(model))
             self.center = None
