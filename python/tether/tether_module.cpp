@@ -139,11 +139,28 @@ py::dict struct_fields() {
     return fields;
 }
 
+// pybind11 before 2.12 reads NumPy 2's array descriptors with NumPy 1's layout: an array's
+// item size comes out wrong and every element of a float32 array reads as its first, silently
+// (measured: a model's x~ of 0.3, -0.4, ... arrived as -0.0045 everywhere). Refuse at import.
+void refuse_numpy_this_pybind11_cannot_read() {
+#if PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR < 12
+    const std::string version = py::module_::import("numpy").attr("__version__").cast<std::string>();
+    if (!version.empty() && version[0] >= '2' && version[0] <= '9' && version[1] == '.')
+        throw py::import_error("tether: this build's pybind11 (" + std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+                               std::to_string(PYBIND11_VERSION_MINOR) + ", Debian 12's) reads only NumPy 1 arrays, "
+                               "but NumPy " + version + " is imported here; use NumPy 1 in this environment "
+                               "(pip install 'numpy<2'), or build tether for it with pybind11 2.12 or later "
+                               "(pip install . in this environment, docs/python.md)");
+#endif
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_tether, m) {
+    refuse_numpy_this_pybind11_cannot_read();
     m.doc() = "tether: asynchronous elastic-averaging distributed training (C++ core)";
     m.attr("__version__") = TETHER_VERSION;
+    m.attr("pybind11_version") = py::make_tuple(PYBIND11_VERSION_MAJOR, PYBIND11_VERSION_MINOR);  // built with
     // tether's errors (std::runtime_error and below) as tether.TetherError, a RuntimeError;
     // pybind11's own (TypeError, ValueError, ...) derive from std::runtime_error too and are
     // passed on as what they are.

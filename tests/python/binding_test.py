@@ -26,6 +26,21 @@ def run_workers(center, arrays, body):
 
 
 @case
+def a_numpy_this_build_reads_wrongly_is_refused_at_import():
+    """pybind11 before 2.12 (Debian 12's) reads NumPy 2 arrays with NumPy 1's layout: every element
+    would read as the first. Importing tether under NumPy 2 must fail by name, not run on garbage.
+    NumPy 2 is not installed here: its version is faked before the import, which is all the check reads."""
+    code = "import numpy; numpy.__version__ = '2.1.0'; import tether"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    if tuple(tether._tether.pybind11_version) >= (2, 12):
+        assert done.returncode == 0, done.stderr  # a pybind11 that reads NumPy 2
+        return
+    assert done.returncode != 0, "tether imported under NumPy 2 with a pybind11 that cannot read its arrays"
+    assert "reads only NumPy 1 arrays, but NumPy 2.1.0 is imported here" in done.stderr, done.stderr
+    assert "pip install 'numpy<2'" in done.stderr, done.stderr
+
+
+@case
 def averaging_writes_the_callers_arrays_in_place():
     center = tether.CenterService(np.zeros(5, np.float32), strategy={"name": "averaging", "communication_window": 1},
                                   workers=2)
