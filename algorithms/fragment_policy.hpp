@@ -7,6 +7,9 @@
 
 #include <tether/exchange_policy.hpp>
 
+#include <stdexcept>
+#include <string>
+
 namespace tether {
 
 class FragmentPolicy final : public ExchangePolicy {
@@ -24,7 +27,13 @@ public:
     std::size_t fragments() const override { return fragments_; }
     Landing landing() const override { return landing_; }
     int window() const override { return int(window_); }
-    void set_window(int steps) override { window_ = std::size_t(steps); }
+    // Each fragment needs a step of its own in the window.
+    void set_window(int steps) override {
+        if (steps < int(fragments_))
+            throw std::invalid_argument("FragmentPolicy::set_window: " + std::to_string(steps) + " steps for " +
+                                        std::to_string(fragments_) + " fragments; at least one step each");
+        window_ = std::size_t(steps);
+    }
 
 private:
     std::size_t window_, fragments_;

@@ -13,8 +13,9 @@
 //            With x(t) sent and x(t + d) trained since, x <- reply + (x(t + d) - x(t)) keeps
 //            the d steps; with a mixing factor a (parts only), x <- a x(t + d) + (1 - a) reply.
 //   window   the local steps between two exchanges of the same part; set_window() changes it
-//            for this worker from its next exchange on (a center that sizes windows to each
-//            worker's speed).
+//            for this worker (a center that sizes windows to each worker's speed; nothing in
+//            tether calls it yet): WindowPolicy counts the new window from its last exchange,
+//            FragmentPolicy's phase follows step mod window from the next step on.
 // A reply must land before the next exchange goes out: d is at most the fewest steps between
 // two due exchanges (window() / max(fragments(), 1)).
 #pragma once
@@ -22,12 +23,14 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace tether {
 
 struct Landing {
     int after_steps = 0;           // d
-    std::optional<double> mixing;  // a in [0, 1); none: the d local steps are kept
+    std::optional<double> mixing;  // a in [0, 1), fragments only; none: the d local steps are kept
     bool late() const { return after_steps > 0; }
 };
 
@@ -36,6 +39,7 @@ public:
     virtual ~ExchangePolicy() = default;
     // After local step `step` (1, 2, ...; a worker that takes over a place's trained samples
     // counts on from that place's steps): the part due now (0 when fragments() is 0), if any.
+    // WindowPolicy counts calls since its last exchange; FragmentPolicy reads the step itself.
     virtual std::optional<std::size_t> due(std::size_t step) = 0;
     virtual std::size_t fragments() const { return 0; }
     virtual Landing landing() const { return {}; }
@@ -54,7 +58,10 @@ public:
     }
     Landing landing() const override { return landing_; }
     int window() const override { return window_; }
-    void set_window(int steps) override { window_ = steps; }
+    void set_window(int steps) override {
+        if (steps < 1) throw std::invalid_argument("WindowPolicy::set_window: " + std::to_string(steps) + "; at least 1");
+        window_ = steps;
+    }
 
 private:
     int window_;

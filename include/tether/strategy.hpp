@@ -193,7 +193,7 @@ public:
     int communication_window() const override { return window_; }
     WireKinds wire_kinds() const override { return wire_kinds_; }
     std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext&) const override {
-        return std::make_unique<WindowPolicy>(window_, landing_);
+        return std::make_unique<WindowPolicy>(communication_window(), landing_);
     }
 
 protected:

@@ -41,6 +41,17 @@ const json& with_current_names(const json& document, json& renamed) {
         moved.erase(k.old_name);
         std::fprintf(stderr, "tether: config key %s is deprecated; it is now %s\n", old_path.c_str(), new_path.c_str());
     }
+    // cluster.overlap, replaced by strategy.overlap_steps: false, which every config.json of an
+    // earlier run holds (--resume reads it), changes nothing and is dropped; true is refused by
+    // the reader, naming its replacement.
+    if (current->is_object() && current->contains("cluster") && current->at("cluster").is_object() &&
+        current->at("cluster").contains("overlap") && current->at("cluster").at("overlap") == false) {
+        if (current == &document) {
+            renamed = document;
+            current = &renamed;
+        }
+        renamed["cluster"].erase("overlap");
+    }
     return *current;
 }
 

@@ -49,7 +49,6 @@ Payload& WorkerNode::make_payload(const std::vector<std::size_t>& parts) {
         if (layout_->staged()) layout_->gather();  // the snapshot x(t) the exchange is about; the buffers train on
         check_finite(layout_->x(), num_parameters_, "");
         rule_->make_payload(*backend_, layout_->x(), payload.floats());
-        changed_[0] = false;
         return payload;
     }
     for (std::size_t f : parts) {
@@ -58,7 +57,6 @@ Payload& WorkerNode::make_payload(const std::vector<std::size_t>& parts) {
         const float* x = layout_->x() + r.first;
         check_finite(x, r.count, " in fragment " + std::to_string(f));
         backend_->copy_to_host(payload.floats() + r.first, x, r.count * sizeof(float));
-        changed_[f] = false;
     }
     return payload;
 }
@@ -72,6 +70,9 @@ void WorkerNode::exchange(const std::vector<std::size_t>& parts) {
     const ExchangeOutcome outcome = whole() ? session_.exchange(payload, progress(), buffers ? &*buffers : nullptr)
                                             : session_.exchange_some(parts, payload, progress(), buffers ? &*buffers : nullptr);
     result_.seconds_waiting += seconds_since(started);
+    // Gone out and answered: only now is what the steps did on the center's side. A send that
+    // failed leaves it changed, and finish() tries again.
+    for (std::size_t f : parts) changed_[f] = false;
     land(parts, outcome, false);
 }
 
@@ -80,6 +81,7 @@ void WorkerNode::post(std::size_t part) {
     const bool to_server_0 = whole() || part == 0;
     thread_->post(std::move(payload), progress(), to_server_0 ? make_buffers() : std::nullopt,
                   whole() ? std::nullopt : std::optional<std::size_t>(part));
+    changed_[part] = false;
     in_flight_ = InFlight{part, result_.steps + std::size_t(landing_.after_steps)};
 }
 
@@ -143,6 +145,10 @@ bool WorkerNode::after_step(std::size_t samples) {
     const bool lands = in_flight_ && result_.steps >= in_flight_->lands_after;
     if (lands) complete();
     if (const std::optional<std::size_t> part = policy_->due(result_.steps)) {
+        if (*part >= changed_.size())
+            throw std::logic_error("the exchange policy named part " + std::to_string(*part) + " of " +
+                                   std::to_string(changed_.size()) + " (its fragments(): " + std::to_string(fragments_) +
+                                   "); <tether/exchange_policy.hpp> says what may be");
         if (in_flight_) complete();  // a window shortened below d: one exchange in flight at a time
         if (landing_.late()) post(*part);
         else exchange({*part});

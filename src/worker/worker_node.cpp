@@ -25,10 +25,14 @@ WorkerNode::WorkerNode(std::vector<ServerLink> servers, WorkerOptions options, s
     : options_(std::move(options)), num_parameters_(num_parameters),
       session_(std::move(servers), options_, num_parameters),
       policy_(options_.exchange_policy ? options_.exchange_policy()
-                                       : std::make_unique<WindowPolicy>(options_.communication_window)),
-      landing_(policy_->landing()), changed_(std::max<std::size_t>(policy_->fragments(), 1), false) {
-    if (!whole() && session_.servers() != policy_->fragments())
-        throw ConfigError(std::to_string(policy_->fragments()) + " fragments need as many servers; this worker has " +
+                                       : std::make_unique<WindowPolicy>(options_.communication_window)) {
+    if (!policy_) throw std::logic_error("the strategy made no exchange policy for this worker");
+    // Read once: the worker's layout (staged or not) and its parts follow from them.
+    fragments_ = policy_->fragments();
+    landing_ = policy_->landing();
+    changed_.assign(std::max<std::size_t>(fragments_, 1), false);
+    if (!whole() && session_.servers() != fragments_)
+        throw ConfigError(std::to_string(fragments_) + " fragments need as many servers; this worker has " +
                           std::to_string(session_.servers()));
 }
 

@@ -38,9 +38,9 @@ namespace tether {
 struct WorkerOptions : SessionOptions {
     std::size_t epochs = 1;  // passes over this worker's shard
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
+    int communication_window = 1;
     // The strategy's exchange policy (<tether/exchange_policy.hpp>), made once per worker; unset:
     // all of x every communication_window steps, the worker waiting for each reply.
-    int communication_window = 1;
     std::function<std::unique_ptr<ExchangePolicy>()> exchange_policy;
 };
 
@@ -98,7 +98,7 @@ private:
     void take_partial_welcome(const ExchangeOutcome& outcome);
     bool rejoined_everywhere(const ExchangeOutcome& outcome) const;
     // The policy's parts: none (all of x, through the rule) or its fragments, server f's range each.
-    bool whole() const { return policy_->fragments() == 0; }
+    bool whole() const { return fragments_ == 0; }
     // x is a buffer of its own: a late reply's exchange keeps its snapshot there, a mixed reply
     // lands there before it is mixed into the buffers.
     bool staged() const { return landing_.late() || landing_.mixing.has_value(); }
@@ -123,6 +123,7 @@ private:
     std::unique_ptr<WorkerRule> rule_;
     std::vector<ParameterSegment> buffers_;
     std::unique_ptr<ExchangePolicy> policy_;
+    std::size_t fragments_ = 0;
     Landing landing_;
     std::vector<bool> changed_;  // by part: a local step since it last went out
     struct InFlight {

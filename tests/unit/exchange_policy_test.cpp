@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "algorithms/fragment_policy.hpp"
@@ -67,6 +68,7 @@ TEST_CASE("the default policy: all of x after every H-th step since the last exc
     CHECK(due == std::vector<std::size_t>{11, 13, 15});
     CHECK(p.fragments() == 0);
     CHECK_FALSE(p.landing().late());
+    CHECK_THROWS_AS(p.set_window(0), std::invalid_argument);
 }
 
 TEST_CASE("a fragment policy's window changes its schedule: H = 8, F = 2 made H = 4 sends fragment 1 after 4k + 2") {
@@ -77,4 +79,5 @@ TEST_CASE("a fragment policy's window changes its schedule: H = 8, F = 2 made H 
     CHECK(s.due(8) == std::optional<std::size_t>(0));
     CHECK_FALSE(s.due(7));
     CHECK(s.landing().after_steps == 1);
+    CHECK_THROWS_AS(s.set_window(1), std::invalid_argument);  // 2 fragments need 2 steps
 }
