@@ -3,7 +3,8 @@
 # Idempotent: a second run installs nothing and touches no package lists.
 #   scripts/install-deps.sh           build + run dependencies (the Python package's too)
 #   scripts/install-deps.sh --tests   also what only the tests need (PyTorch, for the Python binding's tests;
-#                                     meson-python, venv and pip, for the test that pip-installs the package)
+#                                     meson-python, venv and pip, for the test that pip-installs the package;
+#                                     bible-kjv, the language model's corpus)
 #   scripts/install-deps.sh --peers   also the comparison peers (PyTorch) for benchmarks
 # --tests and --peers add what experiments/testbed uses (iproute2: ip and tc; nftables: loss);
 # its test in the suite skips where they or root are missing.
@@ -22,6 +23,7 @@ if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
 fi
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3-mesonpy python3-venv python3-pip)  # tests/python/wheel_test.py
+  packages+=(bible-kjv)  # the language model's corpus (examples/python/language_model.py)
   # The wheel test compiles the package a second time; with ccache (which Meson uses when it
   # finds it) that build reuses scripts/build.sh's objects instead of compiling them cold.
   packages+=(ccache)
