@@ -88,11 +88,6 @@ std::string ClusterSettings::key(const std::string& name) const {
 ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context,
                                       const Launcher* launcher) {
     ClusterSettings k;
-    if (r.has("overlap"))
-        throw ConfigError(r.path_of("overlap") + ": replaced by " + strategy.path_of("overlap_steps") + ", the local steps " +
-                          "after which an exchange's reply lands (the exchange runs on the worker's thread meanwhile); " +
-                          "overlap: true was " + strategy.path_of("overlap_steps") + " = " +
-                          strategy.path_of("communication_window"));
     k.mode = r.choice("mode", k.mode, {"embedded", "local"});
     k.center_trains = r.boolean("center_trains", k.center_trains);
     // A launcher knows the world size: it is the default, and a config that says otherwise is wrong now, not after a timeout.

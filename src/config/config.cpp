@@ -42,10 +42,14 @@ const json& with_current_names(const json& document, json& renamed) {
         std::fprintf(stderr, "tether: config key %s is deprecated; it is now %s\n", old_path.c_str(), new_path.c_str());
     }
     // cluster.overlap, replaced by strategy.overlap_steps: false, which every config.json of an
-    // earlier run holds (--resume reads it), changes nothing and is dropped; true is refused by
-    // the reader, naming its replacement.
+    // earlier run holds (--resume reads it), changes nothing and is dropped; anything else is
+    // refused, naming its replacement.
     if (current->is_object() && current->contains("cluster") && current->at("cluster").is_object() &&
-        current->at("cluster").contains("overlap") && current->at("cluster").at("overlap") == false) {
+        current->at("cluster").contains("overlap")) {
+        if (current->at("cluster").at("overlap") != false)
+            throw ConfigError("cluster.overlap: replaced by strategy.overlap_steps, the local steps after which an "
+                              "exchange's reply lands (the exchange runs on the worker's thread meanwhile); overlap: "
+                              "true was strategy.overlap_steps = strategy.communication_window");
         if (current == &document) {
             renamed = document;
             current = &renamed;
