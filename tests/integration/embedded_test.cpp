@@ -92,6 +92,10 @@ TEST_CASE("an embedded run can also go over tcp://127.0.0.1 on a port the OS pic
 TEST_CASE("a distributed run evaluates x~(0) at t = 0, the validation split as it trains, the test set once") {
     json document = embedded_config("adag", 2);
     document["data"]["validation_samples"] = 500;
+    // An epoch of at least 38 ms: each per-epoch evaluation is scored before the next is due
+    // (an idle 2-core machine trains this run's 6 epochs in a few ms, and the evaluation queue
+    // keeps only the latest of the snapshots it could not score yet).
+    document["cluster"]["step_delay_ms"] = {1, 1};
     TempDir dir;
     const json summary = tether::run_experiment(tether::parse_config(document), dir.file("run"));
     CAPTURE(summary.dump(2));
