@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """A byte-level decoder-only transformer on the King James Bible, trained in one process, with
-PyTorch DDP, or through tether (any strategy: Worker.from_env under torchrun-style variables).
+PyTorch DDP, with torchft's DiLoCo or streaming DiLoCo, or through tether (any strategy:
+Worker.from_env under torchrun-style variables).
 
 The corpus is Debian's bible-kjv (`bible "Gen1:1-Rev22:21"`, 4.3 MB), split by book: every 11th
 book from the 6th is the test set, every 11th from the 11th the validation set, the other 54
@@ -13,11 +14,27 @@ with byte tokens, bits per byte = nats / ln 2.
   python3 examples/python/language_model.py --mode tether --processes 4 \\
       --strategy '{"name": "diloco", "communication_window": 50}'                # 4 ranks, rank 0 the center
   python3 examples/python/language_model.py --mode ddp --processes 4            # the same loop under DDP (gloo)
+  python3 examples/python/language_model.py --mode torchft --processes 4 --sync-every 50   # torchft's DiLoCo
   torchrun --nproc_per_node 8 examples/python/language_model.py --mode tether   # one rank per process
 
 With --processes N the script starts N ranks of itself with torchrun's variables on this host;
 under torchrun (or srun, mpirun) each rank is started by the launcher instead. Rank 0 prints one
-line per evaluation and, with --out, writes the curve and the final figures as JSON.
+line per evaluation and, with --out, writes the curve and the final figures as JSON (rewritten
+after every evaluation, so a run stopped early keeps its curve).
+
+torchft (--mode torchft, PyTorch 2.x and torchft: scripts/install-deps.sh --peers): every rank is
+a replica group of one, with torchft's Manager (gloo, synchronous quorum, all ranks required) and
+torchft.local_sgd.DiLoCo: the inner AdamW every step, every --sync-every steps an all-reduce of
+the pseudo-gradient (bucketized: one flat buffer) and the outer Nesterov SGD (--outer-lr,
+--outer-momentum); --fragments F > 1 is streaming DiLoCo (fragment f: a contiguous run of the
+model's modules; --fragment-delay steps of overlap). It needs a lighthouse
+(`torchft_lighthouse`, TORCHFT_LIGHTHOUSE) and each rank's own store at MASTER_ADDR /
+MASTER_PORT, which this script opens (under --processes it starts the lighthouse too).
+
+Clock: `seconds` in the curve is training time on rank 0, its own evaluations excluded (the other
+ranks wait for rank 0 at the next synchronization, not longer). Rank 0 evaluates after every
+--eval-every steps; with --eval-every a multiple of the synchronization period, a DiLoCo-style
+rank's parameters are the global model at that point, so evaluating costs no bytes.
 """
 import argparse
 import json
@@ -25,6 +42,7 @@ import math
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -37,6 +55,8 @@ import torch.nn.functional as F
 
 PRESETS = {  # d_model, layers, heads, context, batch, steps, learning rate
     "tiny": dict(d_model=64, layers=2, heads=2, context=64, batch=16, steps=60, lr=3e-3),  # the suite's
+    # The testbed's: 4 ranks on 2 cores, 0.44M parameters (1.75 MB in float32), 0.034 s a step alone
+    "testbed": dict(d_model=128, layers=2, heads=4, context=64, batch=16, steps=1000, lr=3e-3),
     "small": dict(d_model=128, layers=4, heads=4, context=128, batch=32, steps=1500, lr=2e-3),  # 2 cores, minutes
     "gpu": dict(d_model=512, layers=8, heads=8, context=256, batch=64, steps=20000, lr=6e-4),
 }
@@ -119,7 +139,7 @@ def windows(data, starts, context):
 
 
 @torch.no_grad()
-def evaluate(model, data, context, count=64):
+def evaluate(model, data, context, count=256):
     """Mean loss in nats per token over `count` fixed windows spread over `data`."""
     model.eval()
     starts = np.linspace(0, len(data) - context - 1, count).astype(np.int64)
@@ -135,6 +155,53 @@ def schedule(step, steps, warmup):
         return (step + 1) / warmup
     progress = (step - warmup) / max(1, steps - warmup)
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def fragments_of(model, count):
+    """Streaming DiLoCo's fragments: the model's modules in order (embeddings, blocks, final
+    norm) cut into `count` contiguous runs of about equal parameter counts. The head is tied to
+    the token embedding and lives in the first fragment with it."""
+    parts = [nn.ModuleList([model.tokens, model.positions])] + list(model.blocks) + [model.ln]
+    if count > len(parts):
+        raise ValueError(f"--fragments {count}: this model has {len(parts)} parts to cut (embeddings, "
+                         f"{len(model.blocks)} blocks, final norm)")
+    sizes = [sum(p.numel() for p in part.parameters()) for part in parts]
+    total, cuts, acc = sum(sizes), [], 0
+    for i, size in enumerate(sizes):
+        acc += size
+        if len(cuts) < count - 1 and acc >= total * (len(cuts) + 1) / count and len(parts) - i - 1 >= count - 1 - len(cuts):
+            cuts.append(i + 1)
+    bounds = [0] + cuts + [len(parts)]
+    return [nn.ModuleList(parts[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def torchft_diloco(model, inner, args, rank, world):
+    """torchft's DiLoCo over `model`, this process a replica group of one. Returns the context
+    manager (entered by the caller) and the Manager."""
+    from datetime import timedelta
+    from torch.distributed import TCPStore
+    from torchft import Manager, ProcessGroupGloo
+    from torchft.local_sgd import DiLoCo
+    if args.sync_every % args.fragments:
+        raise ValueError(f"--sync-every {args.sync_every} must be a multiple of --fragments {args.fragments} "
+                         "(torchft syncs one fragment every sync_every / fragments steps)")
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    # The replica group's store; torchrun would open it, a group of one opens its own.
+    store = TCPStore(host, port, is_master=True, wait_for_workers=False)
+    timeout = timedelta(seconds=args.torchft_timeout_s)
+    manager = Manager(pg=ProcessGroupGloo(timeout=timeout), min_replica_size=world, use_async_quorum=False,
+                      load_state_dict=lambda state: (model.load_state_dict(state["model"]),
+                                                     inner.load_state_dict(state["inner"])),
+                      state_dict=lambda: {"model": model.state_dict(), "inner": inner.state_dict()},
+                      replica_id=f"replica{rank}", store_addr=host, store_port=port, rank=0, world_size=1,
+                      hostname=host, timeout=timeout, quorum_timeout=timeout, connect_timeout=timeout)
+    manager._keep_store = store  # the store lives as long as the manager
+    fragments = fragments_of(model, args.fragments) if args.fragments > 1 else [model]
+    outer = [torch.optim.SGD(f.parameters(), lr=args.outer_lr, momentum=args.outer_momentum, nesterov=True)
+             for f in fragments]
+    diloco = DiLoCo(manager, fragments, inner, outer, sync_every=args.sync_every, pin_memory=False,
+                    use_bucketization=True, fragment_sync_delay=args.fragment_delay)
+    return diloco, manager
 
 
 def train(args):
@@ -153,6 +220,8 @@ def train(args):
         import torch.distributed as dist
         dist.init_process_group("gloo")
         model = nn.parallel.DistributedDataParallel(model)
+    elif args.mode == "torchft" and args.budget_s:
+        raise ValueError("--budget-s: torchft's replicas must stop at the same step; give --steps instead")
     train_data = corpus["train"]
     shard = len(train_data) // world  # each rank samples its own contiguous shard
     shard_data = train_data[rank * shard:(rank + 1) * shard]
@@ -163,16 +232,48 @@ def train(args):
     warmup = max(1, config["steps"] // 20)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: schedule(s, config["steps"], warmup))
     net = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    diloco = manager = None
+    if args.mode == "torchft":
+        diloco, manager = torchft_diloco(net, optimizer, args, rank, world)
+        diloco.__enter__()
     rng = np.random.default_rng(args.seed + rank)
-    curve, started = [], time.time()
+    curve, started, evaluating = [], time.time(), 0.0  # evaluating: seconds rank 0 spent evaluating
+    summary = {"mode": args.mode, "ranks": world, "preset": args.preset, "config": config,
+               "parameters": sum(p.numel() for p in net.parameters()), "curve": curve,
+               "torch": torch.__version__, "argv": sys.argv[1:]}
+    if args.mode == "torchft":
+        import importlib.metadata
+        summary["torchft"] = importlib.metadata.version("torchft")
+
+    def training_seconds():
+        return time.time() - started - evaluating
 
     def record(step):
+        nonlocal evaluating
+        if rank != 0:
+            return
+        began = time.time()
         loss = evaluate(net, corpus["validation"], config["context"])
-        curve.append({"step": step, "seconds": time.time() - started, "validation_loss": loss,
+        curve.append({"step": step, "seconds": began - started - evaluating, "validation_loss": loss,
                       "bits_per_byte": loss / math.log(2)})
-        if rank == 0:
-            print(f"step {step:6d}  {curve[-1]['seconds']:7.1f} s  validation {loss:.4f} nats/token "
-                  f"{loss / math.log(2):.4f} bits/byte", flush=True)
+        evaluating += time.time() - began
+        print(f"step {step:6d}  {curve[-1]['seconds']:7.1f} s  validation {loss:.4f} nats/token "
+              f"{loss / math.log(2):.4f} bits/byte", flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(summary, f, indent=1)
+
+    def over_budget():
+        """Whether the run stops here: this rank's training time past --budget-s. Under DDP every
+        rank must stop at the same step, so rank 0's decision is all-reduced (4 bytes); a tether
+        worker may stop on its own (the center goes on with the others)."""
+        lockstep = args.mode == "ddp" and world > 1
+        past = training_seconds() >= args.budget_s and (rank == 0 or not lockstep)
+        stop = torch.tensor([1.0 if past else 0.0])
+        if lockstep:
+            import torch.distributed as dist
+            dist.all_reduce(stop)
+        return stop.item() > 0
 
     record(0)
     for step in range(1, config["steps"] + 1):
@@ -188,17 +289,22 @@ def train(args):
             worker.step(config["batch"])
         if step % args.eval_every == 0 or step == config["steps"]:
             record(step)
+            if args.budget_s and over_budget():
+                summary["stopped_at_budget"] = step
+                break
+    summary["training_seconds"] = training_seconds()
+    if diloco is not None:
+        diloco.__exit__(None, None, None)
+        manager.shutdown(wait=False)
     final = net.state_dict()
     if worker is not None:
         worker.finish()
         if worker.center is not None:
             final = worker.center.wait()  # x~ and b~: the run's model, as a complete state_dict
             net.load_state_dict(final, strict=True)
-    summary = {"mode": args.mode, "ranks": world, "preset": args.preset, "config": config,
-               "parameters": sum(p.numel() for p in net.parameters()), "curve": curve,
-               "final_validation_loss": evaluate(net, corpus["validation"], config["context"]),
-               "final_test_loss": evaluate(net, corpus["test"], config["context"]),
-               "wall_seconds": time.time() - started}
+    summary.update(final_validation_loss=evaluate(net, corpus["validation"], config["context"]),
+                   final_test_loss=evaluate(net, corpus["test"], config["context"]),
+                   wall_seconds=time.time() - started)
     if rank == 0:
         print(f"final: validation {summary['final_validation_loss']:.4f} nats/token, test "
               f"{summary['final_test_loss']:.4f} ({summary['final_test_loss'] / math.log(2):.4f} bits/byte), "
@@ -212,34 +318,72 @@ def train(args):
 
 def launch(args):
     """--processes N: N ranks of this script on this host, with torchrun's variables."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     argv = [a for a in sys.argv[1:]]
     at = argv.index("--processes")
     del argv[at:at + 2]
     secret = secrets.token_hex(32)  # as `tether keygen --secret` makes one: every rank derives the keys from it
-    ranks = []
-    for rank in range(args.processes):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.processes), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(args.processes), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   TETHER_SECRET=secret)
-        ranks.append(subprocess.Popen([sys.executable, __file__, *argv], env=env))
-    codes = [r.wait() for r in ranks]
+    ranks, lighthouse, extra = [], None, {}
+    if args.mode == "torchft":
+        lighthouse_port = free_port()
+        lighthouse = subprocess.Popen([lighthouse_program(), "--min_replicas", str(args.processes),
+                                       "--quorum_tick_ms", "100", "--join_timeout_ms", "10000",
+                                       "--bind", f"127.0.0.1:{lighthouse_port}"])
+        extra["TORCHFT_LIGHTHOUSE"] = f"http://127.0.0.1:{lighthouse_port}"
+    try:
+        for rank in range(args.processes):
+            # torchft: every rank is a replica group of one with a store of its own.
+            rank_port = free_port() if args.mode == "torchft" else port
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.processes), LOCAL_RANK=str(rank),
+                       LOCAL_WORLD_SIZE=str(args.processes), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(rank_port),
+                       TETHER_SECRET=secret, **extra)
+            ranks.append(subprocess.Popen([sys.executable, __file__, *argv], env=env))
+        codes = [r.wait() for r in ranks]
+    finally:
+        for r in ranks + ([lighthouse] if lighthouse else []):
+            if r.poll() is None:
+                r.terminate()
+                r.wait()
     if any(codes):
         sys.exit(f"language_model: ranks exited {codes}")
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lighthouse_program():
+    """torchft's lighthouse: beside this Python (a venv's bin), else on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "torchft_lighthouse")
+    found = beside if os.access(beside, os.X_OK) else shutil.which("torchft_lighthouse")
+    if not found:
+        sys.exit("language_model: --mode torchft needs torchft_lighthouse (pip install torchft; "
+                 "scripts/install-deps.sh --peers)")
+    return found
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=["single", "ddp", "tether"], default="single")
+    p.add_argument("--mode", choices=["single", "ddp", "tether", "torchft"], default="single")
     p.add_argument("--strategy", default="diloco", help="tether's strategy: a name or its JSON block")
     p.add_argument("--processes", type=int, default=0, help="start this many ranks on this host")
     p.add_argument("--preset", choices=sorted(PRESETS), default="small")
     p.add_argument("--steps", type=int, help="local steps per rank (default: the preset's)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the preset's)")
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-every", type=int, default=100, help="rank 0 evaluates every this many steps")
+    p.add_argument("--budget-s", type=float, default=0.0,
+                   help="stop at the first evaluation past this much training time (not with torchft)")
+    p.add_argument("--sync-every", type=int, default=50, help="torchft: local steps between synchronizations (H)")
+    p.add_argument("--fragments", type=int, default=1, help="torchft: streaming DiLoCo's fragments (1: DiLoCo)")
+    p.add_argument("--fragment-delay", type=int, default=0,
+                   help="torchft: steps a fragment's all-reduce overlaps with training (tau)")
+    p.add_argument("--outer-lr", type=float, default=0.7, help="torchft: the outer Nesterov SGD's rate")
+    p.add_argument("--outer-momentum", type=float, default=0.9, help="torchft: the outer Nesterov SGD's momentum")
+    p.add_argument("--torchft-timeout-s", type=float, default=120.0,
+                   help="torchft: the Manager's quorum, connect and operation timeouts")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bible", default="bible", help="the bible-kjv program (Debian's package bible-kjv)")
