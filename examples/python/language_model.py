@@ -157,6 +157,17 @@ def schedule(step, steps, warmup):
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
 
 
+def tether_option(text):
+    """--option KEY=VALUE: VALUE as JSON where it parses (2, true, 0.5), else the string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"language_model: --option {text!r}: expected KEY=VALUE, e.g. codec=int8 or servers=2")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
 def fragments_of(model, count):
     """Streaming DiLoCo's fragments: the model's modules in order (embeddings, blocks, final
     norm) cut into `count` contiguous runs of about equal parameter counts. The head is tied to
@@ -214,7 +225,8 @@ def train(args):
     if args.mode == "tether":
         import tether.torch
         strategy = json.loads(args.strategy) if args.strategy.lstrip().startswith("{") else args.strategy
-        worker = tether.torch.Worker.from_env(model, strategy=strategy)  # rank 0 also hosts the center
+        options = dict(tether_option(o) for o in args.option)
+        worker = tether.torch.Worker.from_env(model, strategy=strategy, **options)  # rank 0 also hosts the center
         rank, world = worker.rank, worker.world_size
     elif args.mode == "ddp" and world > 1:
         import torch.distributed as dist
@@ -368,6 +380,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["single", "ddp", "tether", "torchft"], default="single")
     p.add_argument("--strategy", default="diloco", help="tether's strategy: a name or its JSON block")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="tether: an option of Worker.from_env (codec=int8, servers=2, ...); repeatable")
     p.add_argument("--processes", type=int, default=0, help="start this many ranks on this host")
     p.add_argument("--preset", choices=sorted(PRESETS), default="small")
     p.add_argument("--steps", type=int, help="local steps per rank (default: the preset's)")

@@ -76,9 +76,15 @@ def shape_network(net, cell, netem):
             shaping.shape(ns, dev, link["rate_mbit"], link["delay_ms"] / 2)
 
 
+def peers_python():
+    """The peers' venv's Python (scripts/install-deps.sh --peers): PyTorch 2.x, torchft, tether."""
+    venv = os.environ.get("TETHER_PEERS_VENV") or os.path.expanduser("~/venvs/tether-peers")
+    return os.path.join(venv, "bin", "python")
+
+
 def variables(cell, net, cell_dir, tether):
-    v = {"tether": tether, "python": "/usr/bin/python3", "source": SOURCE, "testbed": HERE, "cell": cell_dir,
-         "probe_addr": hosts.PROBE_ADDRESS}
+    v = {"tether": tether, "python": "/usr/bin/python3", "peers_python": peers_python(), "source": SOURCE,
+         "testbed": HERE, "cell": cell_dir, "probe_addr": hosts.PROBE_ADDRESS}
     v.update({f"addr_{h.name}": h.address for h in net.hosts.values()})
     for key, value in cell.vars.items():
         v[key] = specs.substitute(value, v, f"vars.{key}") if isinstance(value, str) else value
