@@ -205,7 +205,12 @@ def torchft_diloco(model, inner, args, rank, world):
                                                      inner.load_state_dict(state["inner"])),
                       state_dict=lambda: {"model": model.state_dict(), "inner": inner.state_dict()},
                       replica_id=f"replica{rank}", store_addr=host, store_port=port, rank=0, world_size=1,
-                      hostname=host, timeout=timeout, quorum_timeout=timeout, connect_timeout=timeout)
+                      hostname=host, timeout=timeout, quorum_timeout=timeout, connect_timeout=timeout,
+                      # Every rank seeds the same initial model (torch.manual_seed), so the first
+                      # quorum need not copy it from one replica (torchft's advice for seeded runs;
+                      # that copy goes through an HTTP server at socket.gethostname(), which a
+                      # testbed host cannot reach).
+                      init_sync=False)
     manager._keep_store = store  # the store lives as long as the manager
     fragments = fragments_of(model, args.fragments) if args.fragments > 1 else [model]
     outer = [torch.optim.SGD(f.parameters(), lr=args.outer_lr, momentum=args.outer_momentum, nesterov=True)
@@ -307,7 +312,14 @@ def train(args):
     summary["training_seconds"] = training_seconds()
     if diloco is not None:
         diloco.__exit__(None, None, None)
+        # torchft keeps going when an all-reduce fails (the round is dropped and the parameters
+        # restored), so a run whose every round failed would end "fine" at its initial loss.
+        due = (step // (args.sync_every // args.fragments))
+        summary["torchft_commits"] = manager.current_step()
         manager.shutdown(wait=False)
+        if manager.current_step() < due:
+            raise SystemExit(f"language_model: torchft committed {manager.current_step()} of the {due} "
+                             "synchronizations due; see the errors above")
     final = net.state_dict()
     if worker is not None:
         worker.finish()

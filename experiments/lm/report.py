@@ -48,7 +48,8 @@ def load(dirs):
             if result.get("status") != "ok" or "curve" not in summary:
                 skipped.append(f"{peer} {name}: {result.get('status')}")
                 continue
-            method = f"{peer} {name.split(',')[0]}"
+            cell = name.split(",")[0]
+            method = peer if cell == peer else f"{peer} {cell}"
             rate = parts.get("rate_mbit", "unshaped")
             links = result.get("link_bytes", {})
             busiest = max(links.items(), key=lambda kv: kv[1]["sent"] + kv[1]["received"]) if links else (None, None)

@@ -76,14 +76,16 @@ def shape_network(net, cell, netem):
             shaping.shape(ns, dev, link["rate_mbit"], link["delay_ms"] / 2)
 
 
-def peers_python():
-    """The peers' venv's Python (scripts/install-deps.sh --peers): PyTorch 2.x, torchft, tether."""
+def peers_bin():
+    """The peers' venv's bin (scripts/install-deps.sh --peers): its Python has PyTorch 2.x,
+    torchft and tether; torchft_lighthouse is there too."""
     venv = os.environ.get("TETHER_PEERS_VENV") or os.path.expanduser("~/venvs/tether-peers")
-    return os.path.join(venv, "bin", "python")
+    return os.path.join(venv, "bin")
 
 
 def variables(cell, net, cell_dir, tether):
-    v = {"tether": tether, "python": "/usr/bin/python3", "peers_python": peers_python(), "source": SOURCE,
+    v = {"tether": tether, "python": "/usr/bin/python3", "peers_python": os.path.join(peers_bin(), "python"),
+         "peers_bin": peers_bin(), "source": SOURCE,
          "testbed": HERE, "cell": cell_dir, "probe_addr": hosts.PROBE_ADDRESS}
     v.update({f"addr_{h.name}": h.address for h in net.hosts.values()})
     for key, value in cell.vars.items():
