@@ -42,7 +42,6 @@ import math
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -52,6 +51,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import torchft_diloco  # beside this script
 
 PRESETS = {  # d_model, layers, heads, context, batch, steps, learning rate
     "tiny": dict(d_model=64, layers=2, heads=2, context=64, batch=16, steps=60, lr=3e-3),  # the suite's
@@ -186,40 +187,6 @@ def fragments_of(model, count):
     return [nn.ModuleList(parts[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
-def torchft_diloco(model, inner, args, rank, world):
-    """torchft's DiLoCo over `model`, this process a replica group of one. Returns the context
-    manager (entered by the caller) and the Manager."""
-    from datetime import timedelta
-    from torch.distributed import TCPStore
-    from torchft import Manager, ProcessGroupGloo
-    from torchft.local_sgd import DiLoCo
-    if args.sync_every % args.fragments:
-        raise ValueError(f"--sync-every {args.sync_every} must be a multiple of --fragments {args.fragments} "
-                         "(torchft syncs one fragment every sync_every / fragments steps)")
-    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-    # The replica group's store; torchrun would open it, a group of one opens its own.
-    store = TCPStore(host, port, is_master=True, wait_for_workers=False)
-    timeout = timedelta(seconds=args.torchft_timeout_s)
-    manager = Manager(pg=ProcessGroupGloo(timeout=timeout), min_replica_size=world, use_async_quorum=False,
-                      load_state_dict=lambda state: (model.load_state_dict(state["model"]),
-                                                     inner.load_state_dict(state["inner"])),
-                      state_dict=lambda: {"model": model.state_dict(), "inner": inner.state_dict()},
-                      replica_id=f"replica{rank}", store_addr=host, store_port=port, rank=0, world_size=1,
-                      hostname=host, timeout=timeout, quorum_timeout=timeout, connect_timeout=timeout,
-                      # Every rank seeds the same initial model (torch.manual_seed), so the first
-                      # quorum need not copy it from one replica (torchft's advice for seeded runs;
-                      # that copy goes through an HTTP server at socket.gethostname(), which a
-                      # testbed host cannot reach).
-                      init_sync=False)
-    manager._keep_store = store  # the store lives as long as the manager
-    fragments = fragments_of(model, args.fragments) if args.fragments > 1 else [model]
-    outer = [torch.optim.SGD(f.parameters(), lr=args.outer_lr, momentum=args.outer_momentum, nesterov=True)
-             for f in fragments]
-    diloco = DiLoCo(manager, fragments, inner, outer, sync_every=args.sync_every, pin_memory=False,
-                    use_bucketization=True, fragment_sync_delay=args.fragment_delay)
-    return diloco, manager
-
-
 def train(args):
     config = dict(PRESETS[args.preset], **{k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v})
     torch.manual_seed(args.seed)
@@ -249,18 +216,17 @@ def train(args):
     warmup = max(1, config["steps"] // 20)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: schedule(s, config["steps"], warmup))
     net = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
-    diloco = manager = None
+    diloco = None
     if args.mode == "torchft":
-        diloco, manager = torchft_diloco(net, optimizer, args, rank, world)
-        diloco.__enter__()
+        fragments = fragments_of(net, args.fragments) if args.fragments > 1 else [net]
+        diloco = torchft_diloco.TorchftDiLoCo(net, fragments, optimizer, args, rank, world)
     rng = np.random.default_rng(args.seed + rank)
     curve, started, evaluating = [], time.time(), 0.0  # evaluating: seconds rank 0 spent evaluating
     summary = {"mode": args.mode, "ranks": world, "preset": args.preset, "config": config,
                "parameters": sum(p.numel() for p in net.parameters()), "curve": curve,
                "torch": torch.__version__, "argv": sys.argv[1:]}
     if args.mode == "torchft":
-        import importlib.metadata
-        summary["torchft"] = importlib.metadata.version("torchft")
+        summary["torchft"] = torchft_diloco.version()
 
     def training_seconds():
         return time.time() - started - evaluating
@@ -311,15 +277,7 @@ def train(args):
                 break
     summary["training_seconds"] = training_seconds()
     if diloco is not None:
-        diloco.__exit__(None, None, None)
-        # torchft keeps going when an all-reduce fails (the round is dropped and the parameters
-        # restored), so a run whose every round failed would end "fine" at its initial loss.
-        due = (step // (args.sync_every // args.fragments))
-        summary["torchft_commits"] = manager.current_step()
-        manager.shutdown(wait=False)
-        if manager.current_step() < due:
-            raise SystemExit(f"language_model: torchft committed {manager.current_step()} of the {due} "
-                             "synchronizations due; see the errors above")
+        summary["torchft_commits"] = diloco.close(step)
     final = net.state_dict()
     if worker is not None:
         worker.finish()
@@ -350,7 +308,7 @@ def launch(args):
     ranks, lighthouse, extra = [], None, {}
     if args.mode == "torchft":
         lighthouse_port = free_port()
-        lighthouse = subprocess.Popen([lighthouse_program(), "--min_replicas", str(args.processes),
+        lighthouse = subprocess.Popen([torchft_diloco.lighthouse_program(), "--min_replicas", str(args.processes),
                                        "--quorum_tick_ms", "100", "--join_timeout_ms", "10000",
                                        "--bind", f"127.0.0.1:{lighthouse_port}"])
         extra["TORCHFT_LIGHTHOUSE"] = f"http://127.0.0.1:{lighthouse_port}"
@@ -378,16 +336,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def lighthouse_program():
-    """torchft's lighthouse: beside this Python (a venv's bin), else on PATH."""
-    beside = os.path.join(os.path.dirname(sys.executable), "torchft_lighthouse")
-    found = beside if os.access(beside, os.X_OK) else shutil.which("torchft_lighthouse")
-    if not found:
-        sys.exit("language_model: --mode torchft needs torchft_lighthouse (pip install torchft; "
-                 "scripts/install-deps.sh --peers)")
-    return found
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["single", "ddp", "tether", "torchft"], default="single")
@@ -402,14 +350,7 @@ def main():
     p.add_argument("--eval-every", type=int, default=100, help="rank 0 evaluates every this many steps")
     p.add_argument("--budget-s", type=float, default=0.0,
                    help="stop at the first evaluation past this much training time (not with torchft)")
-    p.add_argument("--sync-every", type=int, default=50, help="torchft: local steps between synchronizations (H)")
-    p.add_argument("--fragments", type=int, default=1, help="torchft: streaming DiLoCo's fragments (1: DiLoCo)")
-    p.add_argument("--fragment-delay", type=int, default=0,
-                   help="torchft: steps a fragment's all-reduce overlaps with training (tau)")
-    p.add_argument("--outer-lr", type=float, default=0.7, help="torchft: the outer Nesterov SGD's rate")
-    p.add_argument("--outer-momentum", type=float, default=0.9, help="torchft: the outer Nesterov SGD's momentum")
-    p.add_argument("--torchft-timeout-s", type=float, default=120.0,
-                   help="torchft: the Manager's quorum, connect and operation timeouts")
+    torchft_diloco.add_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bible", default="bible", help="the bible-kjv program (Debian's package bible-kjv)")

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """PyTorch DDP (gloo, CPU) on Fashion-MNIST with tether's model, split, shards and batch: the
-synchronous baseline the testbed runs beside tether. One process per rank; the launcher (the
+synchronous baseline the testbed runs beside tether; with --mode torchft, the same loop under
+torchft's DiLoCo (examples/python/torchft_diloco.py: each rank a replica group of one with its
+own store at MASTER_ADDR / MASTER_PORT, a lighthouse at TORCHFT_LIGHTHOUSE; PyTorch 2.x). One process per rank; the launcher (the
 testbed's spec) sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, as torchrun would (Debian's
 torchrun does not start on Python 3.11). Rank 0 writes the JSON.
 
@@ -43,6 +45,9 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
+import torchft_diloco  # noqa: E402
 
 MASK = (1 << 64) - 1
 VALIDATION_SEED = 0x7E7E0001  # kValidationSplitSeed in src/data/validation_split.hpp
@@ -140,6 +145,8 @@ def time_to_target(curve, target):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--mode", choices=["ddp", "torchft"], default="ddp")
+    torchft_diloco.add_arguments(p)
     p.add_argument("--epochs", type=float, default=2.0, help="passes over the shards (a fraction stops mid-epoch)")
     p.add_argument("--batch", type=int, default=64, help="per rank")
     p.add_argument("--lr", type=float, default=1e-3)
@@ -157,9 +164,11 @@ def main():
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     timeout = datetime.timedelta(seconds=args.timeout_s)
-    # The rendezvous store, held here so that rank 0 can serve it until every other rank is gone.
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0, timeout)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
+    ddp = args.mode == "ddp"
+    if ddp:
+        # The rendezvous store, held here so that rank 0 can serve it until every other rank is gone.
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0, timeout)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
     images, labels = load(args.data, "train")
     train_idx, val_idx = validation_split(len(labels), args.validation)
     n = len(train_idx)
@@ -168,8 +177,11 @@ def main():
     steps_per_epoch = -(-(n // world) // args.batch)
     total_steps = int(round(args.epochs * steps_per_epoch))
     val_images, val_labels = images[val_idx], labels[val_idx]
-    model = nn.parallel.DistributedDataParallel(build_model(args.model, args.seed))
+    net = build_model(args.model, args.seed)
+    model = nn.parallel.DistributedDataParallel(net) if ddp else net
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    # torchft: the ranks meet at the first synchronization (no barrier of their own).
+    diloco = torchft_diloco.TorchftDiLoCo(net, [net], optimizer, args, rank, world) if not ddp else None
     rng = torch.Generator().manual_seed(args.seed * 1000003 + rank)
 
     curve, eval_seconds = [], 0.0
@@ -177,13 +189,14 @@ def main():
     def record(step):
         nonlocal eval_seconds
         t = time.perf_counter()
-        accuracy, loss = evaluate(model.module, val_images, val_labels)
+        accuracy, loss = evaluate(net, val_images, val_labels)
         curve.append({"seconds": round(t - t0 - eval_seconds, 4), "wall_seconds": round(t - t0, 4),
                       "epoch": round(step / steps_per_epoch, 4), "validation_accuracy": accuracy,
                       "validation_loss": loss})
         eval_seconds += time.perf_counter() - t
 
-    dist.barrier()
+    if ddp:
+        dist.barrier()
     sent0, received0 = interface_bytes()
     t0 = time.perf_counter()
     if rank == 0:
@@ -202,15 +215,24 @@ def main():
             record(step)
     if rank == 0 and curve[-1]["epoch"] < step / steps_per_epoch:
         record(step)  # the final model, before the clock stops (its time is excluded like the others')
-    dist.barrier()
+    commits = diloco.close(step) if diloco else None
+    if ddp:
+        dist.barrier()
     end = time.perf_counter()
     sent, received = interface_bytes()
     traffic = [None] * world
-    dist.all_gather_object(traffic, {"rank": rank, "bytes_sent": sent - sent0, "bytes_received": received - received0})
+    mine = {"rank": rank, "bytes_sent": sent - sent0, "bytes_received": received - received0}
+    if ddp:
+        dist.all_gather_object(traffic, mine)
+    else:
+        traffic = [mine]  # each rank's own; the testbed's link_bytes has every host's
     if rank == 0:
         test_images, test_labels = load(args.data, "t10k")
-        test_accuracy, test_loss = evaluate(model.module, test_images, test_labels)
-        result = {"framework": f"pytorch {torch.__version__} DDP gloo", "model": args.model, "workers": world,
+        test_accuracy, test_loss = evaluate(net, test_images, test_labels)
+        framework = (f"pytorch {torch.__version__} DDP gloo" if ddp else
+                     f"pytorch {torch.__version__} torchft {torchft_diloco.version()} DiLoCo H={args.sync_every} "
+                     f"outer {args.outer_lr}")
+        result = {"framework": framework, "model": args.model, "workers": world, "torchft_commits": commits,
                   "epochs": args.epochs, "steps": step, "batch_size": args.batch, "learning_rate": args.lr,
                   "seed": args.seed, "parameters": sum(p.numel() for p in model.parameters()),
                   "wall_seconds": round(end - t0, 4), "training_seconds": round(end - t0 - eval_seconds, 4),
@@ -220,14 +242,15 @@ def main():
                   "best_validation_accuracy": max(c["validation_accuracy"] for c in curve),
                   "final_test_accuracy": test_accuracy, "final_test_loss": test_loss,
                   "interface_bytes": traffic,
-                  "bytes_per_worker": sum(t["bytes_sent"] + t["bytes_received"] for t in traffic) / world,
+                  "bytes_per_worker": sum(t["bytes_sent"] + t["bytes_received"] for t in traffic) / len(traffic),
                   "curve": curve}
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
-        print(f"ddp {args.model}: {step} steps in {result['training_seconds']:.1f} s of training "
+        print(f"{args.mode} {args.model}: {step} steps in {result['training_seconds']:.1f} s of training "
               f"({result['wall_seconds']:.1f} s wall); validation {result['final_validation_accuracy']:.2%}, "
               f"test {test_accuracy:.2%}; time to {target:.0%}: {result['time_to_target']}", flush=True)
-    leave(store, rank, world)
+    if ddp:
+        leave(store, rank, world)
 
 
 def leave(store, rank, world):
