@@ -16,6 +16,7 @@ with byte tokens, bits per byte = nats / ln 2.
   python3 examples/python/language_model.py --mode ddp --processes 4            # the same loop under DDP (gloo)
   python3 examples/python/language_model.py --mode torchft --processes 4 --sync-every 50   # torchft's DiLoCo
   torchrun --nproc_per_node 8 examples/python/language_model.py --mode tether   # one rank per process
+  python3 examples/python/language_model.py --mode tether --processes 4 --replica-size 2   # 2 groups of 2 (DDP inside)
 
 With --processes N the script starts N ranks of itself with torchrun's variables on this host;
 under torchrun (or srun, mpirun) each rank is started by the launcher instead. Rank 0 prints one
@@ -198,13 +199,18 @@ def train(args):
         import tether.torch
         strategy = json.loads(args.strategy) if args.strategy.lstrip().startswith("{") else args.strategy
         options = dict(tether_option(o) for o in args.option)
-        worker = tether.torch.Worker.from_env(model, strategy=strategy, **options)  # rank 0 also hosts the center
+        worker = tether.torch.Worker.from_env(model, strategy=strategy, replica_size=args.replica_size,
+                                              **options)  # rank 0 also hosts the center
         rank, world = worker.rank, worker.world_size
+        if args.replica_size > 1:  # the group trains one replica with DDP inside; its leader exchanges
+            model = nn.parallel.DistributedDataParallel(model, process_group=worker.replica_group)
     elif args.mode == "ddp" and world > 1:
         import torch.distributed as dist
         dist.init_process_group("gloo")
         model = nn.parallel.DistributedDataParallel(model)
-    elif args.mode == "torchft" and args.budget_s:
+    elif args.replica_size > 1:
+        raise ValueError(f"--replica-size {args.replica_size}: replica groups are tether's (--mode tether)")
+    if args.mode == "torchft" and args.budget_s:
         raise ValueError("--budget-s: torchft's replicas must stop at the same step; give --steps instead")
     train_data = corpus["train"]
     shard = len(train_data) // world  # each rank samples its own contiguous shard
@@ -222,7 +228,8 @@ def train(args):
         diloco = torchft_diloco.TorchftDiLoCo(net, fragments, optimizer, args, rank, world)
     rng = np.random.default_rng(args.seed + rank)
     curve, started, evaluating = [], time.time(), 0.0  # evaluating: seconds rank 0 spent evaluating
-    summary = {"mode": args.mode, "ranks": world, "preset": args.preset, "config": config,
+    summary = {"mode": args.mode, "ranks": world, "replica_size": args.replica_size, "preset": args.preset,
+               "config": config,
                "parameters": sum(p.numel() for p in net.parameters()), "curve": curve,
                "torch": torch.__version__, "argv": sys.argv[1:]}
     if args.mode == "torchft":
@@ -342,6 +349,8 @@ def main():
     p.add_argument("--strategy", default="diloco", help="tether's strategy: a name or its JSON block")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="tether: an option of Worker.from_env (codec=int8, servers=2, ...); repeatable")
+    p.add_argument("--replica-size", type=int, default=1,
+                   help="tether: replica groups of this many ranks (DDP inside a group, its leader a worker)")
     p.add_argument("--processes", type=int, default=0, help="start this many ranks on this host")
     p.add_argument("--preset", choices=sorted(PRESETS), default="small")
     p.add_argument("--steps", type=int, help="local steps per rank (default: the preset's)")

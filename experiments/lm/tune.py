@@ -30,7 +30,9 @@ def diloco(window, outer):
 CANDIDATES = [  # name, arguments
     *[(f"ddp lr={lr}", ["--mode", "ddp", "--lr", str(lr)]) for lr in (1e-3, 3e-3, 6e-3)],
     *[(f"torchft H=50 outer={o}", ["--mode", "torchft", "--sync-every", "50", "--outer-lr", str(o)])
-      for o in (0.5, 0.7, 1.0)],
+      for o in (0.3, 0.5, 0.7, 1.0)],
+    ("torchft H=50 outer=0.5 lr=0.0015", ["--mode", "torchft", "--sync-every", "50", "--outer-lr", "0.5",
+                                          "--lr", "0.0015"]),
     *[(f"torchft H=50 outer=0.7 lr={lr}", ["--mode", "torchft", "--sync-every", "50", "--lr", str(lr)])
       for lr in (1.5e-3, 6e-3)],
     *[(f"tether diloco H=50 outer=0.7 codec={c}", ["--mode", "tether", "--strategy", diloco(50, 0.7),

@@ -29,6 +29,8 @@ from ci_table import interval  # noqa: E402
 # What each configuration is, for the table (the cell names of the specs).
 LABELS = {
     "ddp": "PyTorch DDP (gloo), sync., every step",
+    "ddp-tuned": "PyTorch DDP (gloo), every step, its rate tuned",
+    "torchft-diloco50": "torchft DiLoCo H=50 (gloo all-reduce, float32)",
     "sync": "tether averaging τ=1 (sync. SGD)",
     "adag5": "tether adag τ=5",
     "adag5-int8": "tether adag τ=5, int8",

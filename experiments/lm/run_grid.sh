@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The language-model grid of docs/results.md §10, one cell at a time (never two at once: 4 ranks
+# already share the 2 cores), seeds interleaved: seed 1 at every link rate, then seed 2, so a
+# slow spell of the machine does not fall on one method. Reruns skip the cells already done.
+#   sudo experiments/lm/run_grid.sh [OUT]   (OUT: runs/testbed; needs the peers' venv)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out="${1:-runs/testbed}"
+bed=experiments/testbed/testbed.py
+specs=experiments/testbed/specs
+cell() {  # SPEC CELL RATE SEED
+  "$bed" run "$specs/$1.json" --out "$out/$1" --only "$2,rate_mbit=$3,seed=$4" 2>&1 | grep -E "ok in|failed|timed|skipped|error" || true
+}
+methods() {  # RATE SEED
+  cell lm_ddp ddp "$1" "$2"
+  cell lm_torchft diloco-h50 "$1" "$2"
+  cell lm_torchft streaming-h50-f2 "$1" "$2"
+  cell lm_tether diloco-h50 "$1" "$2"
+  cell lm_tether diloco-h50-int8 "$1" "$2"
+  cell lm_tether streaming-h50-f2-int8 "$1" "$2"
+  cell lm_tether adag5-int8 "$1" "$2"
+}
+cell lm_ddp compute-only 1000 1
+for seed in 1 2; do
+  for rate in 10 1000; do methods "$rate" "$seed"; done
+done
+methods 100 1
+# torchft's H at the slow link, where a longer window pays most.
+cell lm_torchft diloco-h25 10 1
+cell lm_torchft diloco-h100 10 1
