@@ -16,8 +16,8 @@ methods() {  # RATE SEED
   cell lm_torchft diloco-h50 "$1" "$2"
   cell lm_torchft streaming-h50-f2 "$1" "$2"
   cell lm_tether diloco-h50 "$1" "$2"
-  cell lm_tether diloco-h50-int8 "$1" "$2"
-  cell lm_tether streaming-h50-f2-int8 "$1" "$2"
+  cell lm_tether diloco-h50-int4 "$1" "$2"
+  cell lm_tether streaming-h50-f2-int4 "$1" "$2"
   cell lm_tether adag5-int8 "$1" "$2"
 }
 cell lm_ddp compute-only 1000 1
