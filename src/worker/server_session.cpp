@@ -217,6 +217,7 @@ Header ServerSession::hello_locked(Payload& center) {
         const std::string payload = token_ + options_.agreed_settings;
         if (!token_.empty()) hello.flags |= kFlagToken;
         send(hello, payload.data(), payload.size());
+        said_hello_ = true;
         try {
             return receive_vector(MessageType::welcome, welcomes_in_, center, options_.join_timeout_ms, 0);
         } catch (const IdTaken& taken) {
@@ -273,7 +274,9 @@ void ServerSession::heartbeat_locked() {
 
 void ServerSession::heartbeat_if_idle() {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock() || said_bye_) return;
+    // Not before the hello: while server 0 holds this worker's welcome (it waits for every
+    // worker), a heartbeat to server k > 0 would arrive before any hello there and be refused.
+    if (!lock.owns_lock() || said_bye_ || !said_hello_) return;
     heartbeat_locked();
     // Read the answers now, or a long pause would pile one up per heartbeat. Anything else the
     // server said (an error) waits in the stash for the next exchange to meet it.

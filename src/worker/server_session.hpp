@@ -169,6 +169,9 @@ private:
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;
+    // Whether this session has said hello: until then its server does not know the worker, and
+    // a heartbeat (another session's wait sends them) would be refused as an unknown worker.
+    bool said_hello_ = false;
     bool heard_from_server_ = false;  // until then the join timeout bounds waits (startup races)
     Clock::time_point last_heard_;
     CenterOutage outage_;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,6 +126,40 @@ TEST_CASE("the embedding API serves x~ from several servers; snapshot and wait a
     options.servers = 8;  // more servers than parameters
     CHECK_THROWS_WITH_AS(tether::CenterService::start(initial, options), doctest::Contains("ServiceOptions.servers: 8"),
                          tether::ConfigError);
+}
+
+TEST_CASE("a worker that waits long for server 0's welcome joins the other servers all the same") {
+    // Server 0 welcomes no one until every worker has said hello; meanwhile the first worker's
+    // wait heartbeats its other sessions. Before they had said hello, server 1 refused those as
+    // an unknown worker, and the worker failed to join (seen on 10 Mbit/s links, where server
+    // 0's welcome takes longer than a heartbeat).
+    tether::ServiceOptions options;
+    options.strategy = R"({"name": "downpour", "communication_window": 1})";
+    options.workers = 2;
+    options.servers = 2;
+    options.heartbeat_ms = 50;
+    const std::vector<float> initial{1, 2, 3, 4};
+    auto center = tether::CenterService::start(initial, options);
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(2);
+    for (int w = 0; w < 2; ++w)
+        threads.emplace_back([&, w] {
+            if (w == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));  // 12 heartbeats late
+            try {
+                std::vector<float> x(initial.size());
+                auto worker = center->connect_worker(x.data(), x.size());
+                for (std::size_t i = 0; i < x.size(); ++i) x[i] += 1.f;
+                worker->step(1);
+                worker->finish();
+            } catch (const std::exception& e) {
+                errors[std::size_t(w)] = e.what();
+            }
+        });
+    for (auto& t : threads) t.join();
+    CHECK(errors[0] == "");
+    CHECK(errors[1] == "");
+    const std::vector<float> x = center->wait();
+    for (std::size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(initial[i] + 2.f));
 }
 
 TEST_CASE("tether server --server K/S: two server processes, server 0 evaluates x~ from both ranges") {
