@@ -3,7 +3,8 @@
 # from this tree (pip install ., build isolation) and runs the Python tests there, the torchft one
 # included. The default test command (scripts/test.sh, meson test) runs the same tests under
 # Debian's python3-torch 1.13; this one needs the venv scripts/install-deps.sh --peers makes
-# (TETHER_PEERS_VENV, default ~/venvs/tether-peers; several GB), and exits 77 without it.
+# (TETHER_PEERS_VENV, default ~/venvs/tether-peers; several GB), and exits 77 without it. It
+# replaces the venv's tether: not while a testbed grid runs from that venv.
 #   scripts/test-peers.sh [BUILD_DIR]   (BUILD_DIR: a configured build for the test plugin; default build)
 set -euo pipefail
 source_dir="$(cd "$(dirname "$0")/.." && pwd)"

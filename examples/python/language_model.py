@@ -34,8 +34,10 @@ MASTER_PORT, which this script opens (under --processes it starts the lighthouse
 
 Clock: `seconds` in the curve is training time on rank 0, its own evaluations excluded (the other
 ranks wait for rank 0 at the next synchronization, not longer). Rank 0 evaluates after every
---eval-every steps; with --eval-every a multiple of the synchronization period, a DiLoCo-style
-rank's parameters are the global model at that point, so evaluating costs no bytes.
+--eval-every steps (torchft: only those that end a synchronization). With --eval-every a
+multiple of the window, a DiLoCo rank's parameters are then the global model, so evaluating
+costs no bytes; with streaming DiLoCo only the fragment just synchronized is global, the others
+carry their local steps since their own synchronization.
 """
 import argparse
 import json
@@ -189,6 +191,12 @@ def fragments_of(model, count):
 
 
 def train(args):
+    if args.replica_size > 1 and args.mode != "tether":
+        raise ValueError(f"--replica-size {args.replica_size}: replica groups are tether's (--mode tether)")
+    if args.replica_size > 1 and args.budget_s:
+        # A group's ranks must stop at the same step (they broadcast every step), and rank 0's
+        # clock leaves out evaluations its partners wait through.
+        raise ValueError("--budget-s with --replica-size: a replica group's ranks must stop together; give --steps")
     config = dict(PRESETS[args.preset], **{k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v})
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -208,8 +216,6 @@ def train(args):
         import torch.distributed as dist
         dist.init_process_group("gloo")
         model = nn.parallel.DistributedDataParallel(model)
-    elif args.replica_size > 1:
-        raise ValueError(f"--replica-size {args.replica_size}: replica groups are tether's (--mode tether)")
     if args.mode == "torchft" and args.budget_s:
         raise ValueError("--budget-s: torchft's replicas must stop at the same step; give --steps instead")
     train_data = corpus["train"]
@@ -277,7 +283,11 @@ def train(args):
         scheduler.step()
         if worker is not None:
             worker.step(config["batch"])
-        if step % args.eval_every == 0 or step == config["steps"]:
+        # torchft: only where a synchronization just ended (every sync_every / fragments steps),
+        # so that rank 0's parameters are the global model (its last-synced fragment's, with
+        # several) and evaluating sends nothing.
+        due = step % args.eval_every == 0 and (args.mode != "torchft" or step % (args.sync_every // args.fragments) == 0)
+        if due or step == config["steps"]:
             record(step)
             if args.budget_s and over_budget():
                 summary["stopped_at_budget"] = step

@@ -11,8 +11,10 @@ A method is the spec's peer (ddp, torchft, tether: the results directory's name 
 and the cell's name before its grid suffix, e.g. "torchft diloco-h50". Times are rank 0's
 training seconds (its evaluations excluded, language_model.py's clock), read off evaluations
 every 50 steps and interpolated linearly between the two around the target. The target
-defaults to the highest mean final loss at 1000 Mbit/s among the methods that ran there, rounded
-up to 0.01 nats: a loss every method reached on the fast link. The compute share is the time the
+defaults to the highest of the lowest losses the curves at 1000 Mbit/s reached (every run of
+every method that ran there), rounded up to 0.01 nats: a loss every run reached on the fast link.
+A time's mean is over the seeds that reached the target ("reached" says how many); a ratio
+counts the seeds both methods reached it in. The compute share is the time the
 same steps take with nothing sent (the compute-only cell: 4 ranks training alone on the same
 hosts) over the method's training time. The busiest link is the host whose sent + received
 bytes are largest (its eth0 counters while the programs ran, headers included). A ratio A/B is
@@ -152,8 +154,8 @@ def main():
     per_step = statistics.mean(compute) if compute else None
     target = args.target
     if target is None:
-        fast = [statistics.mean(r["final"] for r in seeds.values()) for (m, rate), seeds in cells.items()
-                if rate == "1000" and not m.endswith("compute-only")]
+        fast = [min(p["validation_loss"] for p in r["curve"]) for (m, rate), seeds in cells.items()
+                if rate == "1000" and not m.endswith("compute-only") for r in seeds.values()]
         target = math.ceil(max(fast) * 100) / 100 if fast else 2.0
     print(f"target {target:.2f} nats/token; budget {args.budget_s:g} s; compute alone "
           f"{per_step * 1000:.1f} ms a step" if per_step else f"target {target:.2f}; no compute-only cell")

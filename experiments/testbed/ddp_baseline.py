@@ -211,9 +211,12 @@ def main():
         F.cross_entropy(model(images[batch]), labels[batch]).backward()  # backward all-reduces the gradients
         optimizer.step()
         step += 1
-        if rank == 0 and time.perf_counter() - t0 - eval_seconds - (curve[-1]["seconds"] if curve else 0) >= args.eval_every_s:
+        # torchft: only right after a synchronization, where rank 0's parameters are the global
+        # model (between two, they are its own local ones).
+        synced = ddp or step % args.sync_every == 0
+        if rank == 0 and synced and time.perf_counter() - t0 - eval_seconds - (curve[-1]["seconds"] if curve else 0) >= args.eval_every_s:
             record(step)
-    if rank == 0 and curve[-1]["epoch"] < step / steps_per_epoch:
+    if rank == 0 and curve[-1]["epoch"] < step / steps_per_epoch and (ddp or step % args.sync_every == 0):
         record(step)  # the final model, before the clock stops (its time is excluded like the others')
     commits = diloco.close(step) if diloco else None
     if ddp:
@@ -242,7 +245,10 @@ def main():
                   "best_validation_accuracy": max(c["validation_accuracy"] for c in curve),
                   "final_test_accuracy": test_accuracy, "final_test_loss": test_loss,
                   "interface_bytes": traffic,
-                  "bytes_per_worker": sum(t["bytes_sent"] + t["bytes_received"] for t in traffic) / len(traffic),
+                  # torchft: rank 0's own counters only (its host w0 also carries the lighthouse);
+                  # the testbed's link_bytes has every host's.
+                  "bytes_per_worker": (sum(t["bytes_sent"] + t["bytes_received"] for t in traffic) / world
+                                       if ddp else None),
                   "curve": curve}
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
