@@ -55,6 +55,12 @@ class TorchftDiLoCo:
         self.period = args.sync_every // len(fragments)
         self.diloco = DiLoCo(self.manager, fragments, inner, outer, sync_every=args.sync_every, pin_memory=False,
                              use_bucketization=True, fragment_sync_delay=args.fragment_delay)
+        # One quorum before training: every replica has joined and gloo is configured, as DDP's
+        # constructor (its broadcast) and tether's welcome (server 0 waits for every worker) have
+        # their ranks start together; otherwise rank 0's clock would count the slowest rank's
+        # start-up into its first window.
+        self.manager.start_quorum()
+        self.manager.wait_quorum()
         self.diloco.__enter__()
 
     def close(self, steps):
