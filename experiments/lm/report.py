@@ -16,7 +16,10 @@ every method that ran there), rounded up to 0.01 nats: a loss every run reached 
 A time's mean is over the seeds that reached the target ("reached" says how many); a ratio
 counts the seeds both methods reached it in. The compute share is the time the
 same steps take with nothing sent (the compute-only cell: 4 ranks training alone on the same
-hosts) over the method's training time. The busiest link is the host whose sent + received
+hosts) over rank 0's training time (above 100% where rank 0 computed faster than in that cell:
+an asynchronous run's rank 0, beside the center, while the others wait on their links). "last
+rank ends" is the wall time from the programs' start to the last rank's exit, start-up and final
+evaluation included: where rank 0 finishes first, the run is not over. The busiest link is the host whose sent + received
 bytes are largest (its eth0 counters while the programs ran, headers included). A ratio A/B is
 taken per seed (seed s of A against seed s of B) and its 95% interval is Student's t on the
 logarithms, so it is a ratio's interval, not one of each side.
@@ -60,6 +63,9 @@ def load(dirs):
                 "training_seconds": summary["training_seconds"],
                 "steps": summary["curve"][-1]["step"], "planned_steps": summary["config"]["steps"],
                 "busiest_host": busiest[0],
+                # When the last rank ended (wall time from the programs' start, start-up and final
+                # evaluation included): an asynchronous run's rank 0 may finish long before it.
+                "last_rank_s": max((p["seconds"] or 0) for p in result.get("processes", [{"seconds": 0}])),
                 "busiest_mb": (busiest[1]["sent"] + busiest[1]["received"]) / 1e6 if busiest[1] else float("nan"),
                 "busiest_sent_mb": busiest[1]["sent"] / 1e6 if busiest[1] else float("nan"),
                 "busiest_received_mb": busiest[1]["received"] / 1e6 if busiest[1] else float("nan")}
@@ -160,8 +166,8 @@ def main():
     print(f"target {target:.2f} nats/token; budget {args.budget_s:g} s; compute alone "
           f"{per_step * 1000:.1f} ms a step" if per_step else f"target {target:.2f}; no compute-only cell")
     print("\n| link | method | seeds | time to target (s) | reached | final loss | loss at budget | busiest link MB "
-          "(sent + received) | compute share |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "(sent + received) | compute share | last rank ends (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for rate in rates:
         for (m, r), seeds in sorted(cells.items()):
@@ -176,7 +182,8 @@ def main():
                    "final_loss": fmt([x["final"] for x in runs], 3),
                    "loss_at_budget": fmt([loss_at(x["curve"], args.budget_s) for x in runs], 3),
                    "busiest_mb": fmt([x["busiest_mb"] for x in runs], 0) + f" ({runs[0]['busiest_host']})",
-                   "compute_share": fmt([100 * s for s in shares], 0) + "%" if shares else "-"}
+                   "compute_share": fmt([100 * s for s in shares], 0) + "%" if shares else "-",
+                   "last_rank_s": fmt([x["last_rank_s"] for x in runs], 0)}
             rows.append(row)
             print("| " + " | ".join(str(v) for v in row.values()) + " |")
     for spec in args.ratio:
