@@ -137,7 +137,7 @@ def figure(cells, rates, path, target):
         ax.axhline(target, color="grey", linewidth=0.8)
         ax.set_title(f"{rate} Mbit/s per host" if rate != "unshaped" else "unshaped")
         ax.set_xlabel("rank 0's training time (s)")
-        ax.set_ylim(1.6, 2.6)
+        ax.set_ylim(1.4, 2.6)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
