@@ -29,6 +29,9 @@ methods 100 1
 # torchft's H at the slow link, where a longer window pays most.
 cell lm_torchft diloco-h25 10 1
 cell lm_torchft diloco-h100 10 1
+cell lm_tether diloco-h100-int4 10 1
+cell lm_torchft diloco-h100 10 2
+cell lm_tether diloco-h100-int4 10 2
 # One straggler: w3 at a quarter core (the other ranks get about half a core each of the two).
 cell lm_torchft diloco-h50-straggler 100 1
 cell lm_tether diloco-h50-int4-straggler 100 1
