@@ -214,9 +214,13 @@ def main():
         # torchft: only right after a synchronization, where rank 0's parameters are the global
         # model (between two, they are its own local ones).
         synced = ddp or step % args.sync_every == 0
-        if rank == 0 and synced and time.perf_counter() - t0 - eval_seconds - (curve[-1]["seconds"] if curve else 0) >= args.eval_every_s:
+        # torchft: the last synchronization of the run is always evaluated (the steps after it
+        # are local; its model is the run's last global one).
+        last_sync = not ddp and synced and step + args.sync_every > total_steps
+        since = time.perf_counter() - t0 - eval_seconds - (curve[-1]["seconds"] if curve else 0)
+        if rank == 0 and synced and (since >= args.eval_every_s or last_sync):
             record(step)
-    if rank == 0 and curve[-1]["epoch"] < step / steps_per_epoch and (ddp or step % args.sync_every == 0):
+    if rank == 0 and ddp and curve[-1]["epoch"] < step / steps_per_epoch:
         record(step)  # the final model, before the clock stops (its time is excluded like the others')
     commits = diloco.close(step) if diloco else None
     if ddp:
