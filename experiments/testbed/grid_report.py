@@ -30,6 +30,7 @@ from ci_table import interval  # noqa: E402
 LABELS = {
     "ddp": "PyTorch DDP (gloo), sync., every step",
     "ddp-tuned": "PyTorch DDP (gloo), every step, its rate tuned",
+    "ddp-tuned-1.7ep": "PyTorch DDP (gloo), its rate tuned, 1.7 epochs",
     "torchft-diloco50": "torchft DiLoCo H=50 (gloo all-reduce, float32)",
     "sync": "tether averaging τ=1 (sync. SGD)",
     "adag5": "tether adag τ=5",
