@@ -193,6 +193,8 @@ def fragments_of(model, count):
 def train(args):
     if args.replica_size > 1 and args.mode != "tether":
         raise ValueError(f"--replica-size {args.replica_size}: replica groups are tether's (--mode tether)")
+    if args.mode == "torchft" and args.budget_s:
+        raise ValueError("--budget-s: torchft's replicas must stop at the same step; give --steps instead")
     if args.replica_size > 1 and args.budget_s:
         # A group's ranks must stop at the same step (they broadcast every step), and rank 0's
         # clock leaves out evaluations its partners wait through.
@@ -216,8 +218,6 @@ def train(args):
         import torch.distributed as dist
         dist.init_process_group("gloo")
         model = nn.parallel.DistributedDataParallel(model)
-    if args.mode == "torchft" and args.budget_s:
-        raise ValueError("--budget-s: torchft's replicas must stop at the same step; give --steps instead")
     train_data = corpus["train"]
     shard = len(train_data) // world  # each rank samples its own contiguous shard
     shard_data = train_data[rank * shard:(rank + 1) * shard]
@@ -283,10 +283,8 @@ def train(args):
         scheduler.step()
         if worker is not None:
             worker.step(config["batch"])
-        # torchft: only where a synchronization just ended (every sync_every / fragments steps),
-        # so that rank 0's parameters are the global model (its last-synced fragment's, with
-        # several) and evaluating sends nothing.
-        due = step % args.eval_every == 0 and (args.mode != "torchft" or step % (args.sync_every // args.fragments) == 0)
+        # torchft: only where a synchronization just ended, so that evaluating sends nothing.
+        due = step % args.eval_every == 0 and (diloco is None or diloco.synced(step))
         if due or step == config["steps"]:
             record(step)
             if args.budget_s and over_budget():

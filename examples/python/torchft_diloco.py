@@ -52,7 +52,7 @@ class TorchftDiLoCo:
             init_sync=False)
         outer = [torch.optim.SGD(f.parameters(), lr=args.outer_lr, momentum=args.outer_momentum, nesterov=True)
                  for f in fragments]
-        self.period = args.sync_every // len(fragments)
+        self.period = args.sync_every // len(fragments)  # steps between two fragment synchronizations
         self.diloco = DiLoCo(self.manager, fragments, inner, outer, sync_every=args.sync_every, pin_memory=False,
                              use_bucketization=True, fragment_sync_delay=args.fragment_delay)
         # One quorum before training: every replica has joined and gloo is configured, as DDP's
@@ -62,6 +62,11 @@ class TorchftDiLoCo:
         self.manager.start_quorum()
         self.manager.wait_quorum()
         self.diloco.__enter__()
+
+    def synced(self, step):
+        """Whether a synchronization ended at this step: rank 0's parameters (with several
+        fragments, the last-synced fragment's) are then the global model."""
+        return step % self.period == 0
 
     def close(self, steps):
         """Leaves DiLoCo after `steps` inner steps; returns the commits made."""

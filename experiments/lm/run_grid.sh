@@ -7,11 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-runs/testbed}"
-bed=experiments/testbed/testbed.py
-specs=experiments/testbed/specs
-cell() {  # SPEC CELL RATE SEED
-  "$bed" run "$specs/$1.json" --out "$out/$1" --only "$2,rate_mbit=$3,seed=$4" 2>&1 | grep -E "ok in|failed|timed|skipped|error" || true
-}
+source experiments/lm/cell.sh
 methods() {  # RATE SEED
   cell lm_ddp ddp "$1" "$2"
   cell lm_torchft diloco-h50 "$1" "$2"

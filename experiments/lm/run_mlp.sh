@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# §8's MLP grid again (docs/results.md §10b): DDP at its own tuned rate and torchft's DiLoCo
+# §8's MLP grid again (docs/results.md §10, "§8's MLP again"): DDP at its own tuned rate and torchft's DiLoCo
 # beside tether's DiLoCo H = 50 (float32, int8), one cell at a time, seeds interleaved.
 #   sudo experiments/lm/run_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2"; needs the peers' venv)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-runs/testbed}"
-bed=experiments/testbed/testbed.py
-specs=experiments/testbed/specs
-cell() {  # SPEC CELL RATE SEED
-  "$bed" run "$specs/$1.json" --out "$out/$1" --only "$2,rate_mbit=$3,seed=$4" 2>&1 | grep -E "ok in|failed|timed|skipped|error" || true
-}
+source experiments/lm/cell.sh
 for seed in ${2:-1 2}; do
   for rate in 10 100 1000; do
     cell grid_torchft torchft-diloco50 "$rate" "$seed"

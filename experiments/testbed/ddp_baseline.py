@@ -180,7 +180,7 @@ def main():
     net = build_model(args.model, args.seed)
     model = nn.parallel.DistributedDataParallel(net) if ddp else net
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    # torchft: the ranks meet at the first synchronization (no barrier of their own).
+    # torchft: the ranks start together (TorchftDiLoCo waits for one quorum), as DDP's do here.
     diloco = torchft_diloco.TorchftDiLoCo(net, [net], optimizer, args, rank, world) if not ddp else None
     rng = torch.Generator().manual_seed(args.seed * 1000003 + rank)
 
@@ -213,10 +213,10 @@ def main():
         step += 1
         # torchft: only right after a synchronization, where rank 0's parameters are the global
         # model (between two, they are its own local ones).
-        synced = ddp or step % args.sync_every == 0
+        synced = diloco is None or diloco.synced(step)
         # torchft: the last synchronization of the run is always evaluated (the steps after it
         # are local; its model is the run's last global one).
-        last_sync = not ddp and synced and step + args.sync_every > total_steps
+        last_sync = diloco is not None and synced and step + diloco.period > total_steps
         since = time.perf_counter() - t0 - eval_seconds - (curve[-1]["seconds"] if curve else 0)
         if rank == 0 and synced and (since >= args.eval_every_s or last_sync):
             record(step)
