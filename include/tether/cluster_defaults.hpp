@@ -28,6 +28,7 @@ inline constexpr std::int64_t warmstart_samples = 0;
 inline constexpr bool elastic = false;
 inline constexpr int max_peers = 256;
 inline constexpr int servers = 1;
+inline constexpr const char* server_placement = "center";
 inline constexpr const char* codec = "float32";
 inline constexpr const char* reply_codec = "same";
 inline constexpr double topk_ratio = 0.01;

@@ -98,6 +98,16 @@ struct ServiceOptions : CurveKeys {
     // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
     // per server the same way.
     int servers = cluster_defaults::servers;
+    // Where the servers run (cluster.server_placement): "center", all `servers` in this service;
+    // or "ranks", one server per rank of a launcher's job (docs/architecture.md, "Servers on the
+    // ranks"): this service is then server `rank` of `servers` (= the ranks), bound at `address`
+    // ("tcp://*:PORT"), and tells server 0 at `server0_address` that the other ranks reach it at
+    // `rank_address`. Python's Worker.from_env(server_placement="ranks") sets all four from the
+    // launcher.
+    std::string server_placement = cluster_defaults::server_placement;
+    int rank = 0;
+    std::string server0_address;
+    std::string rank_address;
     // What crosses the wire: "float32", "fp16", "bf16", "int8", "int4" or "topk"; "same".
     std::string codec = cluster_defaults::codec;
     std::string reply_codec = cluster_defaults::reply_codec;
@@ -282,6 +292,9 @@ struct Launcher {
     std::string center_host;    // rank 0's host; "" where nothing names it (Open MPI: set TETHER_CENTER)
     int port = 0;               // the center's port (server k of several: port + k)
     std::string job_id;         // the job's id (SLURM_JOB_ID, ...), "" where the launcher gives none
+    // This rank's host as the others reach it (TETHER_HOST); "": the address this host has
+    // toward rank 0's (the route's source address). Used only with a server on every rank.
+    std::string host;
     std::string variables;      // the variables rank and world size came from, for messages: "RANK, WORLD_SIZE"
     std::string center_variables;  // where host and port came from: "MASTER_ADDR, MASTER_PORT + 1"
     // How long a rank other than 0 waits for something to listen at the center's address before
@@ -298,6 +311,12 @@ struct Launcher {
     std::string center_address(int servers = 1) const;
     // What rank 0 binds: "tcp://*:PORT", one per server as above.
     std::string bind_address(int servers = 1) const;
+    // With a server on every rank (cluster.server_placement "ranks"): rank k's server listens at
+    // port + k on its own host. What it binds ("tcp://*:PORT+k"), and where the others reach it
+    // ("tcp://HOST:PORT+k", HOST as `host` above; throws ConfigError when no route to rank 0's
+    // host is found, naming TETHER_HOST).
+    std::string rank_server_bind_address() const;
+    std::string rank_server_address() const;
     // Returns once something listens at every tcp:// address of `address` (ranks start at
     // once: rank 0 may be a moment late); throws std::runtime_error naming the address and who
     // should be there after connect_timeout_ms.

@@ -48,7 +48,7 @@ def remove_launcher_secret(rank, job_id, directory=""):
 def strategy_text(strategy):
     """A strategy as the C++ side takes it: a JSON block (docs/config.md, `strategy`); None: ""
     (a worker then takes the center's)."""
-    if strategy is None:
+    if strategy is None or strategy == "":
         return ""
     if isinstance(strategy, dict):
         return json.dumps(strategy)
@@ -214,6 +214,10 @@ class CenterService:
     warmstart_samples (0; Dean et al.'s warmstart: the first worker trains alone until the center
     counted this many samples, the others' joins wait until then; asynchronous strategies only).
     flush_denormals (True: the center's thread flushes subnormal floats to zero; yours never change).
+    server_placement ("center"; "ranks": this service is server ``rank`` of ``servers``, one per
+    rank of a launcher's job, bound at ``address``, telling rank 0's server at ``server0_address``
+    that the others reach it at ``rank_address``; Worker.from_env(server_placement="ranks") sets
+    these four from the launcher, and gives the strategy "" on ranks other than 0: rank 0's).
     A worker in another process gives the same options and ``.address`` whole.
     ``buffers``: b~(0), the model buffers' initial values (a float32 vector), when the workers
     have buffers; their count is agreed like the parameter count.

@@ -54,6 +54,10 @@ void for_each_option(tether::ServiceOptions& o, Visit visit) {
     visit("round_timeout_ms", o.round_timeout_ms);
     visit("quorum", o.quorum);
     visit("servers", o.servers);
+    visit("server_placement", o.server_placement);
+    visit("rank", o.rank);
+    visit("server0_address", o.server0_address);
+    visit("rank_address", o.rank_address);
     visit("codec", o.codec);
     visit("reply_codec", o.reply_codec);
     visit("topk_ratio", o.topk_ratio);
@@ -216,6 +220,9 @@ PYBIND11_MODULE(_tether, m) {
         .def_readonly("variables", &tether::Launcher::variables)
         .def_readonly("center_variables", &tether::Launcher::center_variables)
         .def_readwrite("connect_timeout_ms", &tether::Launcher::connect_timeout_ms)
+        .def_readonly("host", &tether::Launcher::host)
+        .def("rank_server_bind_address", &tether::Launcher::rank_server_bind_address)
+        .def("rank_server_address", &tether::Launcher::rank_server_address)
         .def("workers", &tether::Launcher::workers, py::arg("center_trains"))
         .def("check_workers", &tether::Launcher::check_workers, py::arg("given"), py::arg("center_trains"), py::arg("key"))
         .def("center_address", &tether::Launcher::center_address, py::arg("servers") = 1)

@@ -360,6 +360,8 @@ class Worker(tether.WorkerClient):
         derived_keys = False
         if launcher is not None:
             options, derived_keys = _with_launcher_keys(rank, launcher, options)
+        if launcher is not None and options.get("server_placement") == "ranks":
+            return cls._join_ranks(model, launcher, rank, strategy, count, options, center_trains, derived_keys)
         servers = int(tether.option(options, "servers"))
         if rank != 0:
             address = launcher.center_address(servers)
@@ -369,6 +371,33 @@ class Worker(tether.WorkerClient):
         if derived_keys:
             center.launcher_secret = (rank, launcher.job_id)
         return (cls(model, center=center) if center_trains else cls._without_client(center.model_state)), center
+
+    # With a server on every rank (server_placement="ranks"): this rank's server, a
+    # tether.torch.CenterService of one range of x~ (rank 0's is also ``center``).
+    server = None
+
+    @classmethod
+    def _join_ranks(cls, model, launcher, rank, strategy, count, options, center_trains, derived_keys):
+        """Rank k hosts server k of ``count`` (one per rank) at the center's port + k on its own
+        host, tells rank 0's server where it is, and joins every server as a worker."""
+        if not center_trains:
+            raise ValueError("Worker.from_env(server_placement=\"ranks\", center_trains=False): every rank, rank 0 "
+                             "too, trains beside its server")
+        if rank == 0 and strategy is None:
+            raise ValueError("Worker.from_env: rank 0 hosts server 0 and needs strategy= (e.g. \"diloco\"); the other "
+                             "ranks take its")
+        server0 = launcher.center_address(1)
+        if rank != 0:
+            launcher.wait_for_center(server0)
+        options = {**options, "servers": count, "rank": rank, "server0_address": server0,
+                   "rank_address": launcher.rank_server_address()}
+        server = CenterService(model, strategy=strategy if strategy is not None else "", workers=count,
+                               address=launcher.rank_server_bind_address(), **options)
+        if derived_keys and rank == 0:
+            server.launcher_secret = (rank, launcher.job_id)
+        self = cls(model, center=server)
+        self.server = server
+        return self, (server if rank == 0 else None)
 
     # Replica groups (from_env(replica_size=R)): this rank's group, its leader's global rank, and
     # whether this rank is it. None / self.rank / True for a worker of its own.
@@ -522,4 +551,8 @@ class Worker(tether.WorkerClient):
             report = super().finish()
         if self.replica_group is not None:
             self._broadcast_state()
+        if self.server is not None and self.center is None:
+            # A rank's server outlives its worker: the others still exchange with it, and rank
+            # 0 takes its final range before it may leave.
+            self.server.service.wait()
         return report

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/rank_server.hpp"
 #include "api/service_record.hpp"
 #include "backend/backend.hpp"
 #include "backend/float_mode.hpp"
@@ -100,25 +101,46 @@ private:
     unsigned id_ = 0;
 };
 
+// A rank's server (ServiceOptions.server_placement "ranks") other than rank 0's, given no
+// strategy: it takes server 0's, as its worker would.
+ServiceOptions with_rank0_settings(const ServiceOptions& o, std::size_t count) {
+    if (o.server_placement != "ranks" || o.rank == 0 || !o.strategy.empty()) return o;
+    if (o.server0_address.empty())
+        throw ConfigError("ServiceOptions.server0_address: empty with server_placement \"ranks\" and rank " +
+                          std::to_string(o.rank) + "; give rank 0's server's address (tcp://HOST:PORT)");
+    auto transport = make_zmq_transport();
+    return with_center_settings(*transport, o.server0_address, o, count);
+}
+
 class Service final : public CenterService {
 public:
-    Service(std::vector<float> initial, const ServiceOptions& o, std::vector<float> initial_buffers)
-        : options_(o), transport_(make_zmq_transport()), count_(initial.size()), settings_(cluster_settings(o, count_, &blocks_)) {
+    Service(std::vector<float> initial, const ServiceOptions& given, std::vector<float> initial_buffers)
+        : options_(with_rank0_settings(given, initial.size())), transport_(make_zmq_transport()), count_(initial.size()),
+          settings_(cluster_settings(options_, count_, &blocks_)) {
         static std::atomic<unsigned> counter{0};
+        const ServiceOptions& o = options_;
         const ClusterSettings& settings = settings_;
         const nlohmann::json model = model_of(initial_buffers.size());
         const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
-        group_ = settings.make_servers(
-            *transport_, settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); }), 0,
-            identities, initial,
+        if (settings.servers_on_ranks()) rank_ = std::make_unique<RankServer>(o, settings, identities, initial);
+        const std::size_t first = rank_ ? std::size_t(o.rank) : 0;
+        const std::vector<std::string> bind =
+            rank_ ? std::vector<std::string>{o.address}
+                  : settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); });
+        group_ = settings.make_servers(*transport_, bind, first, identities, initial, [&](CenterOptions& c, std::size_t index) {
             // Its center ends when its workers are all gone, and the caller's wait() decides what
             // comes next; ServiceOptions.center_restart_ms is its workers' window for a lost center.
-            [](CenterOptions& c, std::size_t) { c.end.center_restart_ms = 0; });
+            c.end.center_restart_ms = 0;
+            if (rank_) rank_->adjust(c, index);
+        });
+        if (rank_) rank_->attach(*transport_, *group_);
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
-        if (!initial_buffers.empty()) group_->center(0).hold_buffers(std::move(initial_buffers));
+        if (!initial_buffers.empty() && first == 0) group_->center(0).hold_buffers(std::move(initial_buffers));
+        ServiceOptions record_options = o;
+        if (first > 0 && !o.run_dir.empty()) record_options.run_dir = o.run_dir + "/server-" + std::to_string(first);
         if (!o.run_dir.empty())  // resumes from its checkpoint: after the buffers are held
-            record_ = std::make_unique<ServiceRecord>(o, std::move(blocks_), identities.front().agreed.at("model"), settings,
-                                                      *group_, identities);
+            record_ = std::make_unique<ServiceRecord>(record_options, std::move(blocks_), identities.front().agreed.at("model"),
+                                                      settings, *group_, identities);
         else if (o.resume)
             throw ConfigError("ServiceOptions.resume: true without ServiceOptions.run_dir; name the run directory to resume");
         thread_ = std::thread([this] {
@@ -147,20 +169,25 @@ public:
     std::string address() const override { return group_->address(); }
     std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory,
                                                  std::vector<ParameterSpan> buffers) override {
-        return std::make_unique<Worker>(transport_, address(), options_, segments_of(parameters), memory,
-                                        segments_of(buffers));
+        // With a server on every rank: every server, once all ranks said where (this rank's own
+        // over the loopback).
+        const std::string servers = rank_ ? rank_->addresses(*transport_, address()) : address();
+        return std::make_unique<Worker>(transport_, servers, options_, segments_of(parameters), memory, segments_of(buffers));
     }
     CenterSnapshot snapshot() const override {
         // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
         CenterSnapshot s;
         s.x.resize(count_);
         s.version = group_->copy_ranges(s.x.data(), ~std::size_t(0), &s.buffers).front();
+        if (rank_) rank_->fetch_others(s.x.data(), /*final=*/false);
         return s;
     }
     std::vector<float> wait() override {
         std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
+        if (rank_ && options_.rank > 0) return {};  // rank 0's wait() gives x~ and the verdict
+        if (rank_) rank_->fetch_others(nullptr, /*final=*/true);  // once: the others leave on it
         // The verdict of `tether run` and `tether server` (record/run_verdict.hpp), from the
         // center's counters: a run that lost too many workers did not train what it was asked to.
         nlohmann::json summary = group_->stats_now().to_json();
@@ -179,6 +206,7 @@ private:
     nlohmann::json blocks_;  // the settings as resolved, for a run directory's config.json (before settings_)
     ClusterSettings settings_;
     std::unique_ptr<ServerGroup> group_;
+    std::unique_ptr<RankServer> rank_;      // with a server on every rank: this rank's part
     std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;
     std::thread thread_;

@@ -82,6 +82,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         return reject(peer, header->worker_id, "wrong fingerprint", detail);
     }
     if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
+    if (header->type == MessageType::servers) return answer_directory(peer, *header, frames);
     if (header->type == MessageType::snapshot) {
         // x~ goes only to whom the run trusts with it: a joined worker (which holds x~ anyway),
         // or any peer where every peer is trusted (SnapshotOptions::snapshots_for_any_peer).

@@ -160,6 +160,7 @@ private:
     // center_peers.cpp: the answers that keep workers' waits short.
     void answer_heartbeat(Worker& w);
     void answer_settings(const std::string& peer, const Header& request);
+    void answer_directory(const std::string& peer, const Header& request, const Frames& frames);
     // `h` with `text` as its UTF-8 payload to `peer`; a failed delivery is counted, not retried.
     void send_text(const std::string& peer, Header h, const std::string& text);
     // Whether an "unknown worker" rejection is answered to `peer` now (one per 500 ms).

@@ -16,7 +16,8 @@
 
 namespace tether {
 
-class ServerTokens;  // center/server_tokens.hpp
+class ServerTokens;     // center/server_tokens.hpp
+class ServerDirectory;  // center/server_directory.hpp
 
 struct MembershipOptions {
     int expected_workers = cluster_defaults::workers;
@@ -110,6 +111,9 @@ struct CenterOptions {
     // The key the servers of the run share (center/server_tokens.hpp); null where they share
     // none (several processes without CURVE): then a server k > 0 checks no token.
     std::shared_ptr<const ServerTokens> tokens;
+    // Server 0 with a server on every rank (cluster.server_placement "ranks"): where the other
+    // servers are, as their ranks tell it (`servers` requests); null elsewhere.
+    std::shared_ptr<ServerDirectory> directory;
     std::string name = "center";  // in log lines ("server 2/4")
 };
 

@@ -5,6 +5,7 @@
 
 #include "center/center.hpp"
 #include "center/center_worker.hpp"
+#include "center/server_directory.hpp"
 
 namespace tether {
 
@@ -62,6 +63,30 @@ void Center::answer_settings(const std::string& peer, const Header& request) {
     h.type = MessageType::settings;
     h.sequence = request.sequence;
     send_text(peer, h, options_.agreed_settings);  // dropped: the asker times out, naming the server
+}
+
+void Center::answer_directory(const std::string& peer, const Header& request, const Frames& frames) {
+    if (!options_.directory)
+        return reject(peer, request.worker_id, "not a directory",
+                      "only server 0 of a run with a server on every rank (cluster.server_placement \"ranks\") keeps one");
+    // Where the servers are steers every worker's traffic: only peers the run trusts may say
+    // (with CURVE every peer holds an allowed key; security.insecure accepts anyone).
+    if (!options_.snapshots.snapshots_for_any_peer)
+        return reject(peer, request.worker_id, "not trusted",
+                      "a server's address is taken only where every peer holds an allowed CURVE key, or with security.insecure");
+    ServerDirectory::Answer answer;
+    try {
+        const DirectoryRequest r =
+            parse_directory_request(std::string(frames.payload.begin(), frames.payload.end()), options_.directory->size());
+        answer = options_.directory->enter(r.server, r.address, r.initial_hash);
+    } catch (const std::exception& e) {
+        return reject(peer, request.worker_id, "malformed servers request", e.what());
+    }
+    if (!answer.error.empty()) return reject(peer, request.worker_id, "other initial parameters", answer.error);
+    Header h;
+    h.type = MessageType::servers;
+    h.sequence = request.sequence;
+    send_text(peer, h, directory_answer(answer));  // dropped: the asker asks again
 }
 
 bool Center::first_unknown_answer(const std::string& peer) {

@@ -11,12 +11,25 @@
 namespace tether {
 
 RemoteRanges::RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
-                           std::size_t chunk_elements, int timeout_ms, std::shared_ptr<const ServerTokens> tokens)
-    : servers_(std::move(servers)), tokens_(std::move(tokens)), timeout_ms_(timeout_ms) {
-    for (const auto& s : servers_) {
-        channels_.push_back(transport.connect(s.address, unique_peer_identity("server-0-snapshots"), options));
+                           std::size_t chunk_elements, int timeout_ms, std::shared_ptr<const ServerTokens> tokens,
+                           AddressSource addresses)
+    : transport_(transport), options_(options), addresses_(std::move(addresses)), servers_(std::move(servers)),
+      tokens_(std::move(tokens)), timeout_ms_(timeout_ms) {
+    for (const auto& s : servers_)
         answers_.emplace_back(ChunkFormat{s.range.count, chunk_elements}, "snapshot", "", /*refuse_non_finite=*/false);
+    if (!addresses_) connect();
+}
+
+void RemoteRanges::connect() {
+    if (addresses_) {
+        const std::vector<std::string> found = addresses_();  // throws when they are not known in time
+        if (found.size() != servers_.size())
+            throw std::runtime_error("the server directory lists " + std::to_string(found.size()) + " other server(s), not " +
+                                     std::to_string(servers_.size()));
+        for (std::size_t i = 0; i < found.size(); ++i) servers_[i].address = found[i];
     }
+    for (const auto& s : servers_)
+        channels_.push_back(transport_.connect(s.address, unique_peer_identity("server-0-snapshots"), options_));
 }
 
 RemoteRanges::~RemoteRanges() {
@@ -24,6 +37,7 @@ RemoteRanges::~RemoteRanges() {
 }
 
 void RemoteRanges::fetch(float* x, bool final) {
+    if (channels_.empty() && !servers_.empty()) connect();
     ++sequence_;
     const std::string token = final && tokens_ ? tokens_->for_final(sequence_) : std::string();
     for (std::size_t i = 0; i < servers_.size(); ++i) {

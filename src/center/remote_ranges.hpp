@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,9 +28,16 @@ struct RemoteServer {
 
 class RemoteRanges {
 public:
+    // Where the servers are, once known: their addresses in the order of `servers` (with a
+    // server on every rank, from server 0's directory, which waits for the last rank to say).
+    using AddressSource = std::function<std::vector<std::string>()>;
+
     // `tokens`: server 0's (null: the servers share no key, and the final request carries none).
+    // `addresses`: when given, the servers' addresses are asked of it at the first fetch (theirs
+    // in `servers` are then ignored).
     RemoteRanges(Transport& transport, std::vector<RemoteServer> servers, const TransportOptions& options,
-                 std::size_t chunk_elements, int timeout_ms, std::shared_ptr<const ServerTokens> tokens);
+                 std::size_t chunk_elements, int timeout_ms, std::shared_ptr<const ServerTokens> tokens,
+                 AddressSource addresses = {});
     ~RemoteRanges();
     bool empty() const { return servers_.empty(); }
     // Writes every remote range into x (x~'s full size). `final`: each server answers once all
@@ -38,7 +46,12 @@ public:
     void fetch(float* x, bool final);
 
 private:
+    void connect();
     void receive(std::size_t i, float* x, int timeout_ms);
+
+    Transport& transport_;
+    TransportOptions options_;
+    AddressSource addresses_;
 
     std::vector<RemoteServer> servers_;
     std::shared_ptr<const ServerTokens> tokens_;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "cluster/launcher.hpp"
+#include "center/server_directory.hpp"
 #include "cluster/run_keys.hpp"
 #include "config/config.hpp"
 #include "data/load.hpp"
@@ -22,6 +24,7 @@
 #include "train/batch_split.hpp"
 #include "transport/peer_identity.hpp"
 #include "util/errors.hpp"
+#include "worker/directory_request.hpp"
 
 namespace po = boost::program_options;
 
@@ -170,15 +173,35 @@ void print_worker_done(const WorkerResult& r) {
                 r.samples, r.exchanges, r.seconds_waiting);
 }
 
-// The servers of the plan; with rank 0 of a `launcher` that trains (cluster.center_trains),
-// also a worker on a thread of its own, joining over the loopback.
-int serve(const Common& c, const RunConfig& config, const Launcher* launcher = nullptr) {
-    const ServerPlan plan = plan_from(c, config);
+// With a server on every rank: every server's address, once server 0 knows them all, joined
+// by ','; this rank's own over the loopback (its exchanges with it stay on this host).
+std::string rank_server_addresses(const RunConfig& config, Transport& transport, const Launcher& l,
+                                  const ModelIdentity& identity) {
+    const std::string server0 = l.center_address(1);
+    l.wait_for_center(server0);
+    auto channel = transport.connect(server0, unique_peer_identity("directory"), config.cluster.worker_transport(server0));
+    const DirectoryEntry entry{std::size_t(l.rank), l.rank_server_address(),
+                               initial_vector_hash(identity.initial.data(), identity.initial.size())};
+    std::vector<std::string> all =
+        enter_directory(*channel, server0, identity.fingerprint(), entry, int(config.cluster.join_timeout_ms));
+    channel->abandon();
+    all[std::size_t(l.rank)] = "tcp://127.0.0.1:" + std::to_string(l.port + l.rank);
+    std::string joined;
+    for (const std::string& a : all) joined += (joined.empty() ? "" : ",") + a;
+    return joined;
+}
+
+// The servers of the plan (`given`, else from the command line); with a rank of a `launcher`
+// that trains (rank 0 with cluster.center_trains, every rank with servers on the ranks), also a
+// worker on a thread of its own, joining over the loopback.
+int serve(const Common& c, const RunConfig& config, const Launcher* launcher = nullptr, const ServerPlan* given = nullptr) {
+    const ServerPlan plan = given ? *given : plan_from(c, config);
     const bool trains = launcher && config.cluster.center_trains;
     const int threads = worker_threads(config, launcher);
     if (trains)
-        std::printf("worker (rank 0, beside the center): CPU %s; denormals %s\n",
-                    use_cpu_threads(config, threads, 1).describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
+        std::printf("worker (rank %d, beside %s): CPU %s; denormals %s\n", launcher->rank,
+                    plan.on_ranks ? "its server" : "the center", use_cpu_threads(config, threads, 1).describe().c_str(),
+                    config.training.flush_denormals ? "flushed" : "kept");
     else
         set_blas_threads(1, config.training.flush_denormals);
     // Servers 1..S-1 give x~ only to joined workers and to peers holding an allowed key.
@@ -188,10 +211,19 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
                           "server and worker, or set security.insecure true");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    const std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
+    std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
+    if (plan.on_ranks && plan.first > 0) {  // server K's records, inside rank 0's run directory where they share one
+        const std::string server = "server-" + std::to_string(plan.first);
+        directory = c.out.empty() ? default_run_directory(config.name + "-" + server) : c.out + "/" + server;
+    }
     CenterRun center(config, data, *transport, plan, directory, !c.resume.empty());
-    std::printf("center listening at %s, waiting for %lld workers\n", center.address().c_str(),
-                static_cast<long long>(config.cluster.workers));
+    if (plan.on_ranks)
+        std::printf("server %zu of %lld listening at %s, waiting for %lld workers\n", plan.first,
+                    static_cast<long long>(config.cluster.servers), center.address().c_str(),
+                    static_cast<long long>(config.cluster.workers));
+    else
+        std::printf("center listening at %s, waiting for %lld workers\n", center.address().c_str(),
+                    static_cast<long long>(config.cluster.workers));
     std::fflush(stdout);
     std::vector<WorkerFailure> failures;
     std::exception_ptr config_error;
@@ -199,14 +231,15 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
     if (trains)
         worker = std::thread([&] {
             try {
-                print_worker_done(run_worker(config, data, *transport, loopback(center.address()),
-                                             unique_peer_identity("worker"), threads, launcher));
+                const std::string servers = plan.on_ranks ? rank_server_addresses(config, *transport, *launcher, center.identity())
+                                                          : loopback(center.address());
+                print_worker_done(run_worker(config, data, *transport, servers, unique_peer_identity("worker"), threads, launcher));
             } catch (const ConfigError&) {
                 config_error = std::current_exception();  // the user's to fix: stop now, not after a timeout
                 center.stop();
             } catch (const std::exception& e) {
-                std::fprintf(stderr, "worker (rank 0) failed: %s\n", e.what());
-                failures.push_back({0, e.what(), dynamic_cast<const DivergedError*>(&e) != nullptr});
+                std::fprintf(stderr, "worker (rank %d) failed: %s\n", launcher->rank, e.what());
+                failures.push_back({launcher->rank, e.what(), dynamic_cast<const DivergedError*>(&e) != nullptr});
             }
         });
     // Once the center is done nobody answers: closing the transport ends a wait of rank 0's worker.
@@ -271,6 +304,23 @@ int worker_command(const std::vector<std::string>& arguments) {
                     config.cluster.center_trains ? "rank 0 trains too" : "rank 0 hosts the center only");
     const LauncherKeyRequest request = l ? launcher_key_request(config, *l) : LauncherKeyRequest{};
     if (l) secure_launcher_rank(config, request);  // before rank 0 binds: its own worker joins with the keys too
+    if (config.cluster.servers_on_ranks()) {
+        if (!l)
+            throw ConfigError("cluster.server_placement \"ranks\": tether worker runs under a launcher (torchrun, srun, "
+                              "mpirun) there, every rank hosting one server; none is set (no RANK/WORLD_SIZE, SLURM_PROCID, "
+                              "OMPI_COMM_WORLD_RANK, PMI_RANK)");
+        if (!c.address.empty())
+            throw ConfigError("--connect " + c.address + ": with cluster.server_placement \"ranks\" rank k's server listens "
+                              "at its own host, port " + std::to_string(l->port) + " + k, and the ranks learn each other's "
+                              "addresses from rank 0; give no --connect");
+        std::unique_ptr<LauncherSecretRemoval> removal;
+        if (l->rank == 0) removal.reset(new LauncherSecretRemoval{request});
+        ServerPlan plan;
+        plan.bind = {l->rank_server_bind_address()};
+        plan.first = std::size_t(l->rank);
+        plan.on_ranks = true;
+        return serve(c, config, l, &plan);
+    }
     if (l && l->rank == 0) {
         const LauncherSecretRemoval removal{request};
         Common server = c;

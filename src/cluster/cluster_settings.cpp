@@ -72,6 +72,23 @@ void check_fragments(const ClusterSettings& k, const JsonReader& strategy) {
                           "fragments out of phase with the others'");
 }
 
+// A server on every rank (cluster.server_placement "ranks"): each rank is a worker and hosts
+// one server, so the servers, the workers and the ranks are one count.
+void check_placement(const ClusterSettings& k, const JsonReader& r) {
+    const std::string ranks = r.path_of("server_placement") + " \"ranks\"";
+    if (k.servers != k.workers)
+        throw ConfigError(r.path_of("servers") + ": " + std::to_string(k.servers) + " with " + ranks + " and " +
+                          r.path_of("workers") + " " + std::to_string(k.workers) + "; every rank hosts one server and " +
+                          "trains as one worker, so the servers are the workers: leave " + r.path_of("servers") +
+                          " unset, or set it to " + std::to_string(k.workers));
+    if (!k.center_trains)
+        throw ConfigError(r.path_of("center_trains") + ": false with " + ranks + "; every rank, rank 0 too, trains as one "
+                          "worker beside its server");
+    if (k.elastic)
+        throw ConfigError(r.path_of("elastic") + ": true with " + ranks + "; the servers are the ranks, so the workers "
+                          "are fixed too");
+}
+
 }  // namespace
 
 std::string ClusterSettings::security_key(const std::string& name) const {
@@ -110,7 +127,9 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.elastic = r.boolean("elastic", k.elastic);
     k.warmstart_samples = r.integer("warmstart_samples", k.warmstart_samples, 0, std::int64_t(1) << 50);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
-    k.servers = r.integer("servers", k.servers, 1, 256);
+    k.server_placement = r.choice("server_placement", k.server_placement, {"center", "ranks"});
+    // One server per rank: as many servers as workers, unless told otherwise (refused below).
+    k.servers = r.integer("servers", k.servers_on_ranks() ? k.workers : k.servers, 1, 256);
     k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "int4", "topk"});
     k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "int4", "topk"});
     k.topk_ratio = r.number("topk_ratio", k.topk_ratio, 0.0, 1.0, true);
@@ -126,6 +145,7 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
         throw ConfigError(r.path_of("heartbeat_ms") + ": " + std::to_string(k.heartbeat_ms) + " must be at most half of " +
                           r.path_of("worker_timeout_ms") + " (" + std::to_string(k.worker_timeout_ms) +
                           "), or live workers would be counted lost");
+    if (k.servers_on_ranks()) check_placement(k, r);
     k.security = read_security(security);
     // Strategy defaults such as alpha = 0.9 / N depend on the workers.
     context.workers = int(k.workers);
@@ -173,7 +193,7 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         {"worker_timeout_ms", o.worker_timeout_ms}, {"heartbeat_ms", o.heartbeat_ms},
         {"center_restart_ms", o.center_restart_ms},
         {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
-        {"servers", o.servers},
+        {"servers", o.servers},         {"server_placement", o.server_placement},
         {"codec", o.codec},             {"reply_codec", o.reply_codec},
         {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
         {"max_failed_share", o.max_failed_share}, {"warmstart_samples", o.warmstart_samples}};

@@ -89,6 +89,10 @@ struct ClusterSettings {
     std::int64_t max_peers = cluster_defaults::max_peers;  // identities each server keeps state for at once
     // Servers that split x~ into server ranges (protocol/server_ranges.hpp)
     std::int64_t servers = cluster_defaults::servers;
+    // Where the servers run: "center" (one process, rank 0's under a launcher) or "ranks"
+    // (server k on rank k, S = the world size: docs/architecture.md, "Servers on the ranks").
+    std::string server_placement = cluster_defaults::server_placement;
+    bool servers_on_ranks() const { return server_placement == "ranks"; }
     // What crosses the wire (codec/codec.hpp): exchanges (worker -> center) and replies
     // ("same": as codec); topk keeps this share of the elements.
     std::string codec = cluster_defaults::codec;

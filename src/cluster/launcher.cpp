@@ -173,6 +173,7 @@ std::optional<Launcher> read_launcher(const Environment& environment) {
     if (!read_ranks(env, l)) return std::nullopt;
     read_center(env, l);
     if (env.has("TETHER_CONNECT_TIMEOUT_MS")) l.connect_timeout_ms = env.integer("TETHER_CONNECT_TIMEOUT_MS", 0);
+    if (env.has("TETHER_HOST")) l.host = env.get("TETHER_HOST");
     return l;
 }
 
@@ -205,6 +206,23 @@ std::string Launcher::center_address(int servers) const {
 }
 
 std::string Launcher::bind_address(int servers) const { return joined_ports(*this, "*", servers); }
+
+std::string Launcher::rank_server_bind_address() const { return "tcp://*:" + std::to_string(port + rank); }
+
+std::string Launcher::rank_server_address() const {
+    std::string h = host;
+    if (h.empty()) {
+        try {
+            h = local_address_toward(center_address(1));
+        } catch (const std::runtime_error& e) {
+            throw ConfigError(std::string(e.what()) + ": this rank cannot tell the others where its server listens; set "
+                              "TETHER_HOST to this host's name or address as the other ranks reach it");
+        }
+    } else if (h.find(':') != std::string::npos && h.front() != '[') {
+        h = "[" + h + "]";
+    }
+    return "tcp://" + h + ":" + std::to_string(port + rank);
+}
 
 void Launcher::wait_for_center(const std::string& address) const {
     using Clock = std::chrono::steady_clock;

@@ -43,6 +43,10 @@ constexpr std::pair<ErrorCode, const char*> kReasons[] = {
     {ErrorCode::malformed_log, "malformed log"},
     {ErrorCode::log_too_large, "log too large"},
     {ErrorCode::implausible_samples, "implausible samples"},
+    {ErrorCode::not_a_directory, "not a directory"},
+    {ErrorCode::not_trusted, "not trusted"},
+    {ErrorCode::malformed_servers_request, "malformed servers request"},
+    {ErrorCode::other_initial_parameters, "other initial parameters"},
 };
 
 }  // namespace

@@ -17,9 +17,10 @@ enum class ErrorCode : std::uint32_t {
     too_many_requests, bad_token, no_token, id_taken, too_many_peers, run_full, unknown_worker,
     not_welcomed, exchange_in_flight, stale_sequence, future_version, wrong_dtype, wrong_chunk_count,
     chunk_out_of_order, wrong_encoding, wrong_size, non_finite_payload, bad_encoding, unexpected_type,
-    malformed_log, log_too_large, implausible_samples,
+    malformed_log, log_too_large, implausible_samples, not_a_directory, not_trusted, malformed_servers_request,
+    other_initial_parameters,
 };
-constexpr std::uint32_t kLastErrorCode = std::uint32_t(ErrorCode::implausible_samples);
+constexpr std::uint32_t kLastErrorCode = std::uint32_t(ErrorCode::other_initial_parameters);
 
 // The code of a rejection reason ("unknown worker"); `other` for a reason not in the table.
 ErrorCode error_code_for(const std::string& reason);

@@ -16,6 +16,7 @@ const char* to_string(MessageType type) {
         case MessageType::log: return "log";
         case MessageType::settings: return "settings";
         case MessageType::token: return "token";
+        case MessageType::servers: return "servers";
     }
     return "unknown";
 }
@@ -107,7 +108,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::token)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::servers)) {
         reason = "unknown type";
         return std::nullopt;
     }

@@ -29,6 +29,7 @@ enum class MessageType : std::uint8_t {
     log = 10,       // worker -> server 0: its own scalars for the run directory, UTF-8 JSON (protocol/worker_log.hpp)
     settings = 11,  // to a server: "what are the agreed settings?"; from it: them, as JSON (any fingerprint, no join)
     token = 12,     // server 0 -> worker, after its welcome (several servers): the worker's token for the others (center/server_tokens.hpp)
+    servers = 13,   // rank -> server 0 (cluster.server_placement "ranks"): "my server is here"; answer: every server's address, once all are known
 };
 const char* to_string(MessageType type);
 

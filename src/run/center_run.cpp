@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend/float_mode.hpp"
+#include "center/server_directory.hpp"
 #include "center/server_group.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "record/center_figures.hpp"
@@ -90,7 +91,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     : state_(std::make_unique<State>(config, data, transport, std::move(plan), directory, resume)) {
     State& s = *state_;
     const ClusterSettings& k = config.cluster;
-    const std::size_t planned = s.plan.first + s.plan.bind.size() + s.plan.remote.size();
+    const std::size_t planned = s.plan.on_ranks && s.lead() ? s.servers : s.plan.first + s.plan.bind.size() + s.plan.remote.size();
     if (s.plan.bind.empty() || planned > s.servers || (s.lead() && planned != s.servers))
         throw ConfigError("cluster.servers is " + std::to_string(s.servers) + ", but this process was given " +
                           std::to_string(s.plan.bind.size()) + " server address(es) to bind from server " +
@@ -103,7 +104,11 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     // ... and one window of training.batch_size steps between two exchanges.
     const std::uint64_t samples_per_window =
         std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size);
+    std::shared_ptr<ServerDirectory> server_directory;
+    if (s.plan.on_ranks && s.lead())
+        server_directory = std::make_shared<ServerDirectory>(s.servers, initial_vector_hash(s.identity.initial.data(), s.identity.initial.size()));
     s.group = k.make_servers(transport, s.plan.bind, s.plan.first, s.identity.servers, s.identity.initial, [&](CenterOptions& o, std::size_t index) {
+        if (index == 0) o.directory = server_directory;
         o.membership.max_samples_per_worker = max_samples_per_worker;
         o.membership.max_samples_per_window = samples_per_window;
         o.end.await_final_snapshot = index > 0 && !s.lead();  // server 0 in another process fetches it
@@ -124,16 +129,25 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     };
     if (!s.lead()) return;
     std::unique_ptr<RemoteRanges> remote_ranges;
-    if (!s.plan.remote.empty()) {
+    if (!s.plan.remote.empty() || (server_directory && s.servers > 1)) {
         std::vector<RemoteServer> remote;
-        for (std::size_t i = 0; i < s.plan.remote.size(); ++i) {
-            const ServerIdentity& id = s.identity.servers[s.plan.bind.size() + i];
-            remote.push_back({id.index, id.range, s.plan.remote[i], id.fingerprint});
+        for (std::size_t i = s.plan.bind.size(); i < s.servers; ++i) {
+            const ServerIdentity& id = s.identity.servers[i];
+            remote.push_back({id.index, id.range, server_directory ? "" : s.plan.remote[i - s.plan.bind.size()], id.fingerprint});
         }
+        // With a server on every rank, where they are is known once every rank has said (the
+        // first evaluation, of x~(0), waits for it at most cluster.join_timeout_ms).
+        RemoteRanges::AddressSource addresses;
+        if (server_directory)
+            addresses = [server_directory, timeout = std::chrono::milliseconds(k.join_timeout_ms)] {
+                std::vector<std::string> all = server_directory->addresses(timeout);
+                return std::vector<std::string>(all.begin() + 1, all.end());
+            };
         // Server 0 talks to the other servers as a worker would (their allowlist holds its key).
-        remote_ranges = std::make_unique<RemoteRanges>(transport, std::move(remote), k.worker_transport(s.plan.remote.front()),
+        remote_ranges = std::make_unique<RemoteRanges>(transport, std::move(remote),
+                                                       k.worker_transport(server_directory ? "tcp://" : s.plan.remote.front()),
                                                        std::size_t(k.chunk_elements), int(k.join_timeout_ms),
-                                                       s.group->center(0).tokens());
+                                                       s.group->center(0).tokens(), std::move(addresses));
     }
     s.evaluator = std::make_unique<SnapshotEvaluator>(config, data, s.recorder, s.progress, std::move(remote_ranges));
     s.group->center(0).on_snapshot = [&s](Snapshot&& snapshot) { s.push(s.assemble(std::move(snapshot), false)); };
@@ -145,6 +159,8 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
 }
 
 CenterRun::~CenterRun() = default;
+
+const ModelIdentity& CenterRun::identity() const { return state_->identity; }
 
 std::string CenterRun::address() const { return state_->group->address(); }
 

@@ -25,6 +25,9 @@ struct ServerPlan {
     // Embedded and local runs: tether started the workers and none is ever restarted, so a center
     // whose workers all went silent concludes at once (no cluster.center_restart_ms wait).
     bool workers_started_here = false;
+    // A server on every rank (cluster.server_placement "ranks"): server K = this rank's; server 0
+    // keeps the directory the ranks tell where their servers listen, and learns `remote` from it.
+    bool on_ranks = false;
 };
 
 class CenterRun {
@@ -40,6 +43,8 @@ public:
 
     // The servers' addresses joined by ',', as `tether worker --connect` takes them.
     std::string address() const;
+    // The model as the protocol sees it: x~(0) and each server's range and fingerprint.
+    const ModelIdentity& identity() const;
     // Serves until all workers are done, evaluates x~ a last time (server 0), writes
     // summary.json and returns it.
     nlohmann::json serve();

@@ -1,5 +1,6 @@
 #include "transport/tcp_probe.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
 namespace tether {
 
@@ -74,6 +76,41 @@ bool tcp_listening(const std::string& address, int timeout_ms, std::string& why)
     for (const addrinfo* a = found; a; a = a->ai_next)
         if (accepted(*a, timeout_ms, why)) return true;
     return false;
+}
+
+std::string local_address_toward(const std::string& address) {
+    std::string host, port;
+    if (!split(address, host, port)) throw std::runtime_error(address + ": not a tcp://HOST:PORT address");
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo* found = nullptr;
+    if (const int status = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); status != 0)
+        throw std::runtime_error("cannot resolve host \"" + host + "\" of " + address + ": " + ::gai_strerror(status));
+    std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, ::freeaddrinfo);
+    std::string why = "no address";
+    for (const addrinfo* a = found; a; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            why = std::strerror(errno);
+            continue;
+        }
+        sockaddr_storage local{};
+        socklen_t size = sizeof local;
+        const bool routed = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+                            ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0;
+        if (!routed) why = std::strerror(errno);
+        ::close(fd);
+        if (!routed) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        if (local.ss_family == AF_INET) {
+            ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, text, sizeof text);
+            return text;
+        }
+        ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, text, sizeof text);
+        return "[" + std::string(text) + "]";
+    }
+    throw std::runtime_error("no route from this host to " + address + ": " + why);
 }
 
 }  // namespace tether

@@ -1,6 +1,7 @@
 // Whether anything listens at a TCP address, asked with a plain connect: how a rank started by a
 // launcher learns within seconds that rank 0's center is not there. ZeroMQ itself reconnects
-// quietly forever, and its hello would wait the whole join timeout.
+// quietly forever, and its hello would wait the whole join timeout. And which address this host
+// has toward another.
 #pragma once
 
 #include <string>
@@ -11,5 +12,11 @@ namespace tether {
 // the connection at once. True when a connection was accepted within `timeout_ms`; otherwise
 // false with `why` ("connection refused", "cannot resolve host", "no answer within 500 ms").
 bool tcp_listening(const std::string& address, int timeout_ms, std::string& why);
+
+// This host's address toward `address` (tcp://HOST:PORT): the source address the kernel picks for
+// a route there (a UDP socket connected to it, which sends nothing), as "198.18.0.2" or
+// "[fd00::2]": how a rank names its own server to the others when only rank 0's host is known.
+// Throws std::runtime_error naming the address when it cannot be resolved or routed.
+std::string local_address_toward(const std::string& address);
 
 }  // namespace tether

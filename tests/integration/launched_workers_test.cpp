@@ -21,6 +21,7 @@ using nlohmann::json;
 using tether::testing::cluster_config;
 using tether::testing::contains;
 using tether::testing::free_port;
+using tether::testing::free_ports;
 using tether::testing::Process;
 using tether::testing::read_summary;
 using tether::testing::TempDir;
@@ -75,6 +76,63 @@ TEST_CASE("three tether workers under torchrun's variables: rank 0 hosts the cen
     CHECK(summary["workers_finished"] == 3);
     CHECK(summary["workers_lost"] == 0);
     CHECK(summary["run_failed"] == false);
+}
+
+TEST_CASE("three tether workers under torchrun's variables, a server on every rank: each rank serves its range") {
+    TempDir dir;
+    json document = cluster_config("ranks", "averaging", 3);
+    document["cluster"].erase("workers");  // follows WORLD_SIZE, and the servers follow the workers
+    document["cluster"]["server_placement"] = "ranks";
+    const std::string config = write_config(dir, "averaging.json", document);
+    const std::string run = dir.file("run");
+    const int port = free_ports(3);
+    std::vector<std::unique_ptr<Process>> ranks;
+    for (int r = 0; r < 3; ++r)
+        ranks.push_back(std::make_unique<Process>(std::vector<std::string>{"worker", "--config", config, "--out", run},
+                                                  dir.file("r" + std::to_string(r) + ".out"),
+                                                  dir.file("r" + std::to_string(r) + ".err"), torchrun_environment(r, 3, port)));
+    for (int r = 0; r < 3; ++r) {
+        Process& p = *ranks[std::size_t(r)];
+        const auto code = p.wait(120000);
+        CAPTURE(r);
+        CAPTURE(p.out());
+        CAPTURE(p.err());
+        REQUIRE(code.has_value());
+        CHECK(*code == 0);
+        CHECK(contains(p.out(), "server " + std::to_string(r) + " of 3 at tcp://127.0.0.1:" + std::to_string(port + r)));
+        CHECK(contains(p.out(), "worker " + std::to_string(r) + " done:"));
+    }
+    // Rank 0's run directory: its evaluations assembled x~ from all three servers (a range left
+    // at x~(0) would not learn the problem), and its verdict.
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["workers_finished"] == 3);
+    CHECK(summary["workers_lost"] == 0);
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["final_test_accuracy"].get<double>() > 0.8);
+    // Servers 1 and 2 keep their records beside it, each with its own checkpoint.
+    for (int k : {1, 2}) {
+        const json server = read_summary(run + "/server-" + std::to_string(k));
+        CHECK(server["workers_lost"] == 0);
+        CHECK(server["run_failed"] == false);
+    }
+}
+
+TEST_CASE("a server on every rank with cluster.servers other than the world size fails at once naming both") {
+    TempDir dir;
+    json document = cluster_config("ranks", "averaging", 3);
+    document["cluster"].erase("workers");
+    document["cluster"]["server_placement"] = "ranks";
+    document["cluster"]["servers"] = 2;
+    const std::string config = write_config(dir, "averaging.json", document);
+    const auto start = Clock::now();
+    Process rank0({"worker", "--config", config}, dir.file("r0.out"), dir.file("r0.err"), torchrun_environment(0, 3, free_port()));
+    const auto code = rank0.wait(30000);
+    REQUIRE(code.has_value());
+    CHECK(*code == 2);
+    CHECK(seconds_since(start) < 10);
+    CAPTURE(rank0.err());
+    CHECK(contains(rank0.err(), "cluster.servers: 2 with cluster.server_placement \"ranks\" and cluster.workers 3"));
 }
 
 TEST_CASE("under a launcher, a cluster.workers that differs from the world size fails at once naming both") {

@@ -10,7 +10,6 @@ TETHER_PLUGIN (tests/packaging/damped_sum_plugin.cpp, built)."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,46 +20,13 @@ import numpy as np
 
 import tether
 from harness import case, main, run_threads
+from launch_support import LAUNCHER_VARIABLES, SECRET, free_port, results, torchrun_env
 
 RANK_SCRIPT = str(Path(__file__).with_name("launch_rank.py"))
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                      "TETHER_PORT", "TETHER_CENTER", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-                      "TETHER_SECRET", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
-# As a job script exports it: TETHER_SECRET=$(tether keygen --secret) (64 hexadecimal digits).
-SECRET = "5e" * 32
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun_env(rank, world, port, local_world=None, secret=SECRET, **more):
-    """What torchrun sets for one rank on one host (the center then listens at MASTER_PORT + 1),
-    and the job's TETHER_SECRET unless secret=None."""
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
-    env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-               LOCAL_WORLD_SIZE=str(local_world or world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port - 1), **more)
-    if secret is not None:
-        env["TETHER_SECRET"] = secret
-    return env
-
-
 def start_ranks(envs, strategy="-", workers="-", *more):
     return [subprocess.Popen([sys.executable, RANK_SCRIPT, strategy if i == 0 else "-", workers, *more], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for i, env in enumerate(envs)]
-
-
-def results(processes, timeout=120):
-    out = []
-    for p in processes:
-        stdout, stderr = p.communicate(timeout=timeout)
-        lines = stdout.strip().splitlines()
-        assert lines, f"rank exited {p.returncode} printing nothing; stderr: {stderr[-2000:]}"
-        out.append((p.returncode, json.loads(lines[-1]), stderr))
-    return out
 
 
 class Environment:

@@ -1,0 +1,88 @@
+#include "api/rank_server.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "transport/peer_identity.hpp"
+#include "util/errors.hpp"
+#include "worker/directory_request.hpp"
+
+namespace tether {
+
+RankServer::RankServer(const ServiceOptions& o, const ClusterSettings& settings, const std::vector<ServerIdentity>& identities,
+                       const std::vector<float>& initial)
+    : options_(o), settings_(settings), identities_(identities),
+      initial_hash_(initial_vector_hash(initial.data(), initial.size())) {
+    const std::string ranks = "with ServiceOptions.server_placement \"ranks\"";
+    if (o.rank < 0 || o.rank >= o.servers)
+        throw ConfigError("ServiceOptions.rank: " + std::to_string(o.rank) + " " + ranks + " and " + std::to_string(o.servers) +
+                          " servers (ServiceOptions.servers, one per rank); expected 0.." + std::to_string(o.servers - 1));
+    if (o.address.rfind("tcp://", 0) != 0)
+        throw ConfigError("ServiceOptions.address: \"" + o.address + "\" " + ranks + "; this rank's server binds a "
+                          "tcp:// address the other ranks reach, e.g. tcp://*:29502");
+    if (o.server0_address.rfind("tcp://", 0) != 0)
+        throw ConfigError("ServiceOptions.server0_address: \"" + o.server0_address + "\" " + ranks +
+                          "; give rank 0's server's address, tcp://HOST:PORT");
+    if (o.rank_address.rfind("tcp://", 0) != 0)
+        throw ConfigError("ServiceOptions.rank_address: \"" + o.rank_address + "\" " + ranks +
+                          "; give where the other ranks reach this rank's server, tcp://HOST:PORT");
+    if (!settings.security.enabled() && !settings.security.insecure)
+        throw ConfigError("ServiceOptions.center_public_key: empty " + ranks + "; the ranks tell each other where their "
+                          "servers listen only over CURVE (tether.launcher_keys) or with ServiceOptions.insecure");
+    if (o.rank == 0) directory_ = std::make_shared<ServerDirectory>(std::size_t(o.servers), initial_hash_);
+}
+
+void RankServer::adjust(CenterOptions& center, std::size_t index) const {
+    if (index == 0) center.directory = directory_;
+    center.end.await_final_snapshot = index > 0;  // server 0, in rank 0's process, fetches it
+}
+
+void RankServer::attach(Transport& transport, ServerGroup& group) {
+    if (!directory_ || identities_.size() < 2) return;
+    std::vector<RemoteServer> remote;
+    for (std::size_t i = 1; i < identities_.size(); ++i)
+        remote.push_back({identities_[i].index, identities_[i].range, "", identities_[i].fingerprint});
+    const std::shared_ptr<ServerDirectory> directory = directory_;
+    const auto timeout = std::chrono::milliseconds(settings_.join_timeout_ms);
+    others_ = std::make_unique<RemoteRanges>(
+        transport, std::move(remote), settings_.worker_transport("tcp://"), std::size_t(settings_.chunk_elements),
+        int(settings_.join_timeout_ms), group.center(0).tokens(), [directory, timeout] {
+            const std::vector<std::string> all = directory->addresses(timeout);
+            return std::vector<std::string>(all.begin() + 1, all.end());
+        });
+}
+
+std::string RankServer::addresses(Transport& transport, const std::string& own) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!addresses_.empty()) return addresses_;
+    const std::string& server0 = options_.server0_address;
+    auto channel = transport.connect(server0, unique_peer_identity("directory"), settings_.worker_transport(server0));
+    const DirectoryEntry entry{std::size_t(options_.rank), options_.rank_address, initial_hash_};
+    std::vector<std::string> all =
+        enter_directory(*channel, server0, identities_.front().fingerprint, entry, int(settings_.join_timeout_ms));
+    channel->abandon();
+    all[std::size_t(options_.rank)] = "tcp://127.0.0.1" + own.substr(own.rfind(':'));
+    for (const std::string& a : all) addresses_ += (addresses_.empty() ? "" : ",") + a;
+    return addresses_;
+}
+
+void RankServer::fetch_others(float* x, bool final) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (options_.rank > 0)
+        throw std::runtime_error("CenterService of rank " + std::to_string(options_.rank) + ": this rank serves its own range "
+                                 "of x~ only (server_placement \"ranks\"); x~ is rank 0's snapshot()");
+    if (!others_) return;
+    if (final && final_.empty()) {  // once: the other servers leave on it
+        std::vector<float> all(identities_.back().range.first + identities_.back().range.count);
+        others_->fetch(all.data(), true);
+        final_ = std::move(all);
+    }
+    if (final_.empty()) return others_->fetch(x, false);
+    if (x)  // the others have left: their final ranges
+        for (std::size_t i = 1; i < identities_.size(); ++i)
+            std::memcpy(x + identities_[i].range.first, final_.data() + identities_[i].range.first,
+                        identities_[i].range.count * sizeof(float));
+}
+
+}  // namespace tether

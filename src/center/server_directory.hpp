@@ -1,0 +1,66 @@
+// Where the servers of a run are, when every rank hosts one (cluster.server_placement "ranks"):
+// server k listens on rank k's host, which only rank k knows (torchrun, srun and mpirun name
+// rank 0's host, not the others'). Server 0 keeps this directory: each rank tells it where its
+// server listens (a `servers` message, protocol/header.hpp), and is answered with every
+// server's address once all have told it, so that a worker connects to all of them and server 0
+// fetches their ranges to evaluate x~. Each rank also says which x~(0) it starts its range from
+// (a hash of its whole initial vector): x~(0) is rank 0's, and a rank whose model starts
+// elsewhere (another seed) would put another model's range into x~ and is refused, naming both.
+//
+// Written by server 0's serve loop, read by its evaluation thread: one mutex.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tether {
+
+class ServerDirectory {
+public:
+    // `servers`: S; `initial_hash`: server 0's own x~(0) (initial_vector_hash below).
+    ServerDirectory(std::size_t servers, std::uint64_t initial_hash);
+
+    struct Answer {
+        std::string error;                   // a refusal, for the asker; empty otherwise
+        std::vector<std::string> addresses;  // every server's, once all are known
+        std::vector<std::size_t> missing;    // the servers not heard from yet
+    };
+    // Server k is at `address` and starts from the x~(0) of `initial_hash`. A server that
+    // registers again (its rank restarted) may give another address: the newest holds.
+    Answer enter(std::size_t server, const std::string& address, std::uint64_t initial_hash);
+    // Every server's address; waits for the last to register up to `timeout`, then throws
+    // std::runtime_error naming the servers still missing.
+    std::vector<std::string> addresses(std::chrono::milliseconds timeout) const;
+    std::size_t size() const { return addresses_.size(); }
+
+private:
+    std::vector<std::size_t> missing_locked() const;
+
+    const std::uint64_t initial_hash_;
+    mutable std::mutex mutex_;
+    mutable std::condition_variable complete_;
+    std::vector<std::string> addresses_;  // "" until server k registers
+};
+
+// A hash of x~(0) that every rank computes alike from the same floats (FNV-1a over the bytes).
+std::uint64_t initial_vector_hash(const float* x, std::size_t count);
+
+// The request a rank sends and the answer it gets (UTF-8 JSON payloads of `servers` messages):
+// {"server": k, "address": "tcp://HOST:PORT", "initial": "<hash, 16 hex digits>"} and
+// {"addresses": [...]} or {"missing": [k, ...]}. Parsing throws std::runtime_error naming what
+// is wrong.
+std::string directory_request(std::size_t server, const std::string& address, std::uint64_t initial_hash);
+struct DirectoryRequest {
+    std::size_t server = 0;
+    std::string address;
+    std::uint64_t initial_hash = 0;
+};
+DirectoryRequest parse_directory_request(const std::string& text, std::size_t servers);
+std::string directory_answer(const ServerDirectory::Answer& answer);
+
+}  // namespace tether

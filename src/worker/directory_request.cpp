@@ -1,0 +1,65 @@
+#include "worker/directory_request.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "center/server_directory.hpp"
+#include "protocol/header.hpp"
+
+namespace tether {
+
+std::vector<std::string> enter_directory(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
+                                         const DirectoryEntry& entry, int timeout_ms) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    const std::string request = directory_request(entry.server, entry.address, entry.initial_hash);
+    std::uint64_t sequence = 0;
+    std::string missing = "every other";
+    while (true) {
+        Header h;
+        h.type = MessageType::servers;
+        h.sequence = ++sequence;
+        h.dtype = Dtype::utf8;
+        h.element_count = request.size();
+        h.fingerprint = fingerprint;
+        channel.send(encode(h), request.data(), request.size());
+        // The answer to this request, or none within 100 ms (then ask again: a dropped answer
+        // costs a retry, not the run).
+        const auto asked = Clock::now();
+        Frames frames;
+        while (Clock::now() - asked < std::chrono::milliseconds(100)) {
+            if (!channel.receive(frames, 100)) break;
+            std::string reason;
+            const auto a = decode(frames.header.data(), frames.header.size(), reason);
+            if (!a) throw std::runtime_error("malformed answer from server 0 at " + server0 + ": " + reason);
+            const std::string text(frames.payload.begin(), frames.payload.end());
+            if (a->type == MessageType::error)
+                throw std::runtime_error("server 0 at " + server0 + " refused where server " + std::to_string(entry.server) +
+                                         " listens (" + entry.address + "): " + text);
+            if (a->type != MessageType::servers || a->sequence != sequence) continue;  // an earlier request's answer
+            const auto answer = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+            if (answer.is_object() && answer.contains("addresses") && answer["addresses"].is_array()) {
+                std::vector<std::string> addresses;
+                for (const auto& address : answer["addresses"])
+                    if (address.is_string()) addresses.push_back(address.get<std::string>());
+                if (addresses.size() == answer["addresses"].size() && addresses.size() > entry.server) return addresses;
+            }
+            if (!answer.is_object() || !answer.contains("missing") || !answer["missing"].is_array())
+                throw std::runtime_error("server 0 at " + server0 + " answered where the servers are with: " + text);
+            missing.clear();
+            for (const auto& k : answer["missing"]) missing += (missing.empty() ? "" : ", ") + k.dump();
+            break;
+        }
+        if (Clock::now() >= deadline)
+            throw std::runtime_error("server 0 at " + server0 + " did not learn where every server listens within " +
+                                     std::to_string(timeout_ms) + " ms (cluster.join_timeout_ms); still missing: the "
+                                     "server(s) of rank(s) " + missing + ". Is every rank running, with server_placement "
+                                     "\"ranks\"?");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+}  // namespace tether

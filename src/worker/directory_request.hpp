@@ -1,0 +1,26 @@
+// A rank telling server 0 where its server listens, with a server on every rank
+// (cluster.server_placement "ranks"; center/server_directory.hpp): asked again every 100 ms
+// until server 0 knows every server, so that the rank's worker can connect to all of them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace tether {
+
+struct DirectoryEntry {
+    std::size_t server = 0;        // k: this rank's server
+    std::string address;           // where it listens, as the others reach it: tcp://HOST:PORT
+    std::uint64_t initial_hash = 0;  // initial_vector_hash of this rank's x~(0)
+};
+
+// Every server's address, server 0 first, once server 0 (at `server0`, reached over `channel`,
+// whose fingerprint is `fingerprint`) has heard from all. Throws std::runtime_error naming the
+// servers still missing after `timeout_ms`, or server 0's refusal (another x~(0), no directory).
+std::vector<std::string> enter_directory(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
+                                         const DirectoryEntry& entry, int timeout_ms);
+
+}  // namespace tether

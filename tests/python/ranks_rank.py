@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""One rank of ranks_test.py's jobs (the test sets torchrun's variables): a server on every rank
+(Worker.from_env(server_placement="ranks")). argv: a strategy block (JSON; rank 0 only, the
+others take its), the exchanges to make, and optionally "seed=N" (the model's seed; 0 by
+default, as every rank should). Each exchange first sets every parameter to rank + 1 + the
+exchange's index, so that averaging gives a closed form. Prints one JSON line: rank, the
+parameters after each exchange, and on rank 0 the center's final state and counters; an error
+is printed as {"error": ...} with exit code 1."""
+import json
+import sys
+
+import torch
+
+import tether
+import tether.torch
+
+strategy = json.loads(sys.argv[1]) if sys.argv[1] != "-" else None
+exchanges = int(sys.argv[2])
+seed = int(sys.argv[3].split("=")[1]) if len(sys.argv) > 3 else 0
+torch.manual_seed(seed)
+model = torch.nn.Linear(3, 2)
+try:
+    worker = tether.torch.Worker.from_env(model, strategy=strategy, server_placement="ranks", worker_timeout_ms=4000,
+                                          heartbeat_ms=500, join_timeout_ms=20000)
+except (tether.TetherError, ValueError) as e:
+    print(json.dumps({"error": str(e)}))
+    sys.exit(1)
+after = []
+for e in range(exchanges):
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(worker.rank + 1 + e)
+    worker.step(1)
+    after.append(sorted({float(v) for p in model.parameters() for v in p.reshape(-1)}))
+worker.finish()
+result = {"rank": worker.rank, "after": after, "has_center": worker.center is not None}
+if worker.center is not None:
+    state = worker.center.wait()
+    result["center"] = sorted({float(v) for t in state.values() for v in t.reshape(-1)})
+    result["stats"] = worker.center.stats()
+print(json.dumps(result))

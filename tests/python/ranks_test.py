@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""A server on every rank from Python (Worker.from_env(server_placement="ranks"), issue 37):
+three ranks as three processes under torchrun's variables (set here), CURVE keys from
+TETHER_SECRET; rank k hosts server k at the center's port + k and trains beside it. Averaging
+gives x~ in closed form after each round, on every rank and in rank 0's final state; a rank
+whose model starts from another seed is refused naming both starting points; a placement whose
+servers differ from the ranks is refused at once naming both. Run by meson test with
+PYTHONPATH=build/python."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import case, main
+from launch_support import free_port, results, torchrun_env
+
+RANK_SCRIPT = str(Path(__file__).with_name("ranks_rank.py"))
+AVERAGING = json.dumps({"name": "averaging", "communication_window": 1})
+
+
+def free_ports(count):
+    """A port whose next count - 1 are free too (rank k's server listens at port + k)."""
+    import socket
+    while True:
+        port = free_port()
+        try:
+            sockets = []
+            for k in range(count + 1):  # and the one before: torchrun's store, MASTER_PORT
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port - 1 + k))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+
+
+def start(envs, strategy, exchanges, *more):
+    return [subprocess.Popen([sys.executable, RANK_SCRIPT, strategy if i == 0 else "-", str(exchanges), *more], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i, env in enumerate(envs)]
+
+
+@case
+def three_ranks_each_a_server_average_in_closed_form():
+    port = free_ports(3)
+    ranks = results(start([torchrun_env(r, 3, port) for r in range(3)], AVERAGING, 2))
+    for code, result, stderr in ranks:
+        assert code == 0, (result, stderr[-3000:])
+    by_rank = {result["rank"]: result for _, result, _ in ranks}
+    # Round e: ranks hold 1 + e, 2 + e, 3 + e; every range of x~ becomes their mean, 2 + e, and
+    # every rank takes it back from all three servers.
+    for r in range(3):
+        assert by_rank[r]["after"] == [[2.0], [3.0]], by_rank[r]
+    assert [by_rank[r]["has_center"] for r in range(3)] == [True, False, False], by_rank
+    # Rank 0's final state: its own range and the two it fetched from ranks 1 and 2 (the final
+    # exchange averaged 3, 3, 3).
+    assert by_rank[0]["center"] == [3.0], by_rank[0]
+    stats = by_rank[0]["stats"]
+    assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, stats
+
+
+@case
+def a_rank_whose_model_starts_elsewhere_is_refused_naming_both_starting_points():
+    port = free_ports(2)
+    envs = [torchrun_env(r, 2, port) for r in range(2)]
+    processes = [subprocess.Popen([sys.executable, RANK_SCRIPT, AVERAGING if r == 0 else "-", "1", f"seed={r}"],
+                                  env=envs[r], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for r in range(2)]
+    rank1 = results(processes[1:], timeout=60)[0]
+    processes[0].kill()
+    processes[0].communicate()
+    code, result, stderr = rank1
+    assert code == 1, (result, stderr[-2000:])
+    assert "other initial parameters" in result["error"], result
+    assert "starts its range of x~ from another model than rank 0" in result["error"], result
+
+
+@case
+def workers_other_than_the_ranks_or_a_rank_that_only_serves_are_refused_at_once_naming_both():
+    port = free_ports(2)
+    env = torchrun_env(0, 2, port)
+    script = ("import torch, tether, tether.torch\n"
+              "for extra in ({'workers': 3}, {'center_trains': False}):\n"
+              "    try:\n"
+              "        tether.torch.Worker.from_env(torch.nn.Linear(2, 1), strategy='averaging', server_placement='ranks',"
+              " **extra)\n"
+              "    except (ValueError, tether.TetherError) as e:\n"
+              "        print(e)\n")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=30)
+    assert "3, but the world size is 2 (torchrun: RANK, WORLD_SIZE)" in out.stdout, (out.stdout, out.stderr)
+    assert "server_placement=\"ranks\", center_trains=False" in out.stdout, (out.stdout, out.stderr)
+
+
+if __name__ == "__main__":
+    main()
