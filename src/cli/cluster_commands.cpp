@@ -45,6 +45,11 @@ bool parse(const std::vector<std::string>& arguments, const char* usage, const c
     options.add_options()("out", po::value(&c.out), std::string(address_flag) == "bind"
                                                         ? "run directory (default runs/<name>-<timestamp>/)"
                                                         : "run directory when this process is rank 0 under a launcher");
+    if (std::string(address_flag) != "bind")
+        options.add_options()("resume", po::value(&c.resume),
+                              "with cluster.server_placement \"ranks\": this rank's server goes on from its checkpoint in "
+                              "RUN_DIR (rank 0's run directory; rank k > 0: RUN_DIR/server-k), config from "
+                              "RUN_DIR/config.json unless --config");
     if (std::string(address_flag) == "bind")
         options.add_options()("resume", po::value(&c.resume),
                               "go on from RUN_DIR/checkpoint.bin (config from RUN_DIR/config.json unless --config)")(
@@ -286,7 +291,7 @@ int server_command(const std::vector<std::string>& arguments) {
 
 int worker_command(const std::vector<std::string>& arguments) {
     Common c;
-    if (!parse(arguments, "tether worker --config C [--connect tcp://HOST:PORT[,...]] [--set K=V]...", "connect",
+    if (!parse(arguments, "tether worker --config C [--connect tcp://HOST:PORT[,...]] [--out DIR] [--resume RUN_DIR] [--set K=V]...", "connect",
                "the center's address (with cluster.servers > 1: every server's, server 0 first, separated by ','); "
                "under torchrun, srun or mpirun rank 0's, from the launcher's environment unless given here, and rank 0 "
                "binds it and hosts the center", c))
@@ -304,6 +309,9 @@ int worker_command(const std::vector<std::string>& arguments) {
                     config.cluster.center_trains ? "rank 0 trains too" : "rank 0 hosts the center only");
     const LauncherKeyRequest request = l ? launcher_key_request(config, *l) : LauncherKeyRequest{};
     if (l) secure_launcher_rank(config, request);  // before rank 0 binds: its own worker joins with the keys too
+    if (!c.resume.empty() && !config.cluster.servers_on_ranks())
+        throw ConfigError("--resume " + c.resume + ": a worker resumes nothing; only a rank hosting a server "
+                          "(cluster.server_placement \"ranks\") goes on from its checkpoint (tether server --resume for a center)");
     if (config.cluster.servers_on_ranks()) {
         if (!l)
             throw ConfigError("cluster.server_placement \"ranks\": tether worker runs under a launcher (torchrun, srun, "

@@ -7,7 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <chrono>
+#include <filesystem>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +25,7 @@ using tether::testing::cluster_config;
 using tether::testing::contains;
 using tether::testing::free_port;
 using tether::testing::free_ports;
+using tether::testing::checkpoint_version;
 using tether::testing::Process;
 using tether::testing::read_summary;
 using tether::testing::TempDir;
@@ -116,6 +120,52 @@ TEST_CASE("three tether workers under torchrun's variables, a server on every ra
         CHECK(server["workers_lost"] == 0);
         CHECK(server["run_failed"] == false);
     }
+}
+
+TEST_CASE("a server on every rank: a rank killed with SIGKILL and restarted with --resume takes its range back") {
+    TempDir dir;
+    json document = cluster_config("ranks-fault", "averaging", 3);
+    document["cluster"].erase("workers");
+    document["cluster"]["server_placement"] = "ranks";
+    document["training"]["epochs"] = 20;
+    document["cluster"]["step_delay_ms"] = {10, 10, 10};  // about 8 s of training: the kill lands mid-run
+    document["cluster"]["checkpoint_seconds"] = 1;
+    const std::string config = write_config(dir, "averaging.json", document);
+    const std::string run = dir.file("run");
+    const int port = free_ports(3);
+    const auto start_rank = [&](int r, const std::string& name, std::vector<std::string> arguments) {
+        return std::make_unique<Process>(arguments, dir.file(name + ".out"), dir.file(name + ".err"),
+                                         torchrun_environment(r, 3, port));
+    };
+    std::vector<std::unique_ptr<Process>> ranks;
+    for (int r = 0; r < 3; ++r)
+        ranks.push_back(start_rank(r, "r" + std::to_string(r), {"worker", "--config", config, "--out", run}));
+    // Rank 2's server has checkpointed its range: kill the rank, server and worker at once.
+    const std::string checkpoint = run + "/server-2/checkpoint-server-2.bin";
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (!(std::filesystem::exists(checkpoint) && checkpoint_version(checkpoint) > 0) && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE_MESSAGE(std::filesystem::exists(checkpoint), "no checkpoint of server 2 within 30 s");
+    REQUIRE(::kill(ranks[2]->pid(), SIGKILL) == 0);
+    REQUIRE(ranks[2]->wait(5000).has_value());
+    const std::uint64_t saved = checkpoint_version(checkpoint);
+    ranks[2] = start_rank(2, "r2-again", {"worker", "--resume", run});
+    for (int r = 0; r < 3; ++r) {
+        Process& p = *ranks[std::size_t(r)];
+        const auto code = p.wait(120000);
+        CAPTURE(r);
+        CAPTURE(p.out());
+        CAPTURE(p.err());
+        REQUIRE(code.has_value());
+        CHECK(*code == 0);
+    }
+    CHECK(contains(ranks[2]->out(), "resumed from"));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["trained_share"].get<double>() >= 0.9);
+    const json server2 = read_summary(run + "/server-2");
+    CHECK(server2["center_version"].get<std::uint64_t>() > saved);  // it went on from its checkpoint
 }
 
 TEST_CASE("a server on every rank with cluster.servers other than the world size fails at once naming both") {
