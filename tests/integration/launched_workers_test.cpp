@@ -45,6 +45,19 @@ std::vector<std::string> torchrun_environment(int rank, int world, int port, con
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// Waits for every rank (2 minutes at most) and checks it exited 0, showing its output when not.
+void expect_all_exit_zero(std::vector<std::unique_ptr<Process>>& ranks) {
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+        Process& p = *ranks[r];
+        const auto code = p.wait(120000);
+        CAPTURE(r);
+        CAPTURE(p.out());
+        CAPTURE(p.err());
+        REQUIRE(code.has_value());
+        CHECK(*code == 0);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("three tether workers under torchrun's variables: rank 0 hosts the center and trains too") {
@@ -62,17 +75,12 @@ TEST_CASE("three tether workers under torchrun's variables: rank 0 hosts the cen
                                                   dir.file("r" + std::to_string(r) + ".err"),
                                                   torchrun_environment(r, 3, port)));
     }
+    expect_all_exit_zero(ranks);
     for (int r = 0; r < 3; ++r) {
-        Process& p = *ranks[std::size_t(r)];
-        const auto code = p.wait(120000);
-        CAPTURE(r);
-        CAPTURE(p.out());
-        CAPTURE(p.err());
-        REQUIRE(code.has_value());
-        CHECK(*code == 0);
-        CHECK(contains(p.out(), "torchrun: rank " + std::to_string(r) + " of 3 (RANK, WORLD_SIZE)"));
-        CHECK(contains(p.out(), "3 workers (rank 0 trains too)"));
-        CHECK(contains(p.out(), "done:"));
+        const std::string out = ranks[std::size_t(r)]->out();
+        CHECK(contains(out, "torchrun: rank " + std::to_string(r) + " of 3 (RANK, WORLD_SIZE)"));
+        CHECK(contains(out, "3 workers (rank 0 trains too)"));
+        CHECK(contains(out, "done:"));
     }
     const json summary = read_summary(run);
     CAPTURE(summary.dump(2));
@@ -95,16 +103,11 @@ TEST_CASE("three tether workers under torchrun's variables, a server on every ra
         ranks.push_back(std::make_unique<Process>(std::vector<std::string>{"worker", "--config", config, "--out", run},
                                                   dir.file("r" + std::to_string(r) + ".out"),
                                                   dir.file("r" + std::to_string(r) + ".err"), torchrun_environment(r, 3, port)));
+    expect_all_exit_zero(ranks);
     for (int r = 0; r < 3; ++r) {
-        Process& p = *ranks[std::size_t(r)];
-        const auto code = p.wait(120000);
-        CAPTURE(r);
-        CAPTURE(p.out());
-        CAPTURE(p.err());
-        REQUIRE(code.has_value());
-        CHECK(*code == 0);
-        CHECK(contains(p.out(), "server " + std::to_string(r) + " of 3 at tcp://127.0.0.1:" + std::to_string(port + r)));
-        CHECK(contains(p.out(), "worker " + std::to_string(r) + " done:"));
+        const std::string out = ranks[std::size_t(r)]->out();
+        CHECK(contains(out, "server " + std::to_string(r) + " of 3 at tcp://127.0.0.1:" + std::to_string(port + r)));
+        CHECK(contains(out, "worker " + std::to_string(r) + " done:"));
     }
     // Rank 0's run directory: its evaluations assembled x~ from all three servers (a range left
     // at x~(0) would not learn the problem), and its verdict.
@@ -150,15 +153,7 @@ TEST_CASE("a server on every rank: a rank killed with SIGKILL and restarted with
     REQUIRE(ranks[2]->wait(5000).has_value());
     const std::uint64_t saved = checkpoint_version(checkpoint);
     ranks[2] = start_rank(2, "r2-again", {"worker", "--resume", run});
-    for (int r = 0; r < 3; ++r) {
-        Process& p = *ranks[std::size_t(r)];
-        const auto code = p.wait(120000);
-        CAPTURE(r);
-        CAPTURE(p.out());
-        CAPTURE(p.err());
-        REQUIRE(code.has_value());
-        CHECK(*code == 0);
-    }
+    expect_all_exit_zero(ranks);
     CHECK(contains(ranks[2]->out(), "resumed from"));
     const json summary = read_summary(run);
     CAPTURE(summary.dump(2));
