@@ -324,10 +324,18 @@ class Worker(tether.WorkerClient):
         ``finish()``) it broadcasts the parameters and buffers to its group. torch.distributed is
         initialized here if it is not (gloo, or nccl for a CUDA model; its store at MASTER_ADDR /
         MASTER_PORT, else at rank 0's host and the port after the center's); every rank must
-        call from_env with the same R."""
+        call from_env with the same R.
+
+        ``server_placement="ranks"``: rank k hosts server k of x~'s ranges (at the center's port
+        + k on its own host) and trains beside it; ``worker.server`` is this rank's server,
+        ``worker.center`` rank 0's (docs/python.md, "A server on every rank")."""
         if center_trains is None:
             center_trains = tether._tether.default_center_trains
         if int(replica_size) > 1:
+            if options.get("server_placement") == "ranks":
+                raise ValueError(f"Worker.from_env(replica_size={replica_size}, server_placement=\"ranks\"): a server on "
+                                 "every rank needs every rank to be a tether worker; replica groups make only their "
+                                 "leaders workers. Use one or the other")
             return cls._replica_group_from_env(model, strategy, workers, center_trains, connect_timeout_ms,
                                                int(replica_size), options)
         launcher = tether.read_launcher()

@@ -79,11 +79,11 @@ def a_rank_whose_model_starts_elsewhere_is_refused_naming_both_starting_points()
 
 
 @case
-def workers_other_than_the_ranks_or_a_rank_that_only_serves_are_refused_at_once_naming_both():
+def workers_other_than_the_ranks_a_rank_that_only_serves_or_replica_groups_are_refused_at_once():
     port = free_ports(2)
     env = torchrun_env(0, 2, port)
     script = ("import torch, tether, tether.torch\n"
-              "for extra in ({'workers': 3}, {'center_trains': False}):\n"
+              "for extra in ({'workers': 3}, {'center_trains': False}, {'replica_size': 2}):\n"
               "    try:\n"
               "        tether.torch.Worker.from_env(torch.nn.Linear(2, 1), strategy='averaging', server_placement='ranks',"
               " **extra)\n"
@@ -92,6 +92,7 @@ def workers_other_than_the_ranks_or_a_rank_that_only_serves_are_refused_at_once_
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert "3, but the world size is 2 (torchrun: RANK, WORLD_SIZE)" in out.stdout, (out.stdout, out.stderr)
     assert "server_placement=\"ranks\", center_trains=False" in out.stdout, (out.stdout, out.stderr)
+    assert "replica_size=2, server_placement=\"ranks\"" in out.stdout, (out.stdout, out.stderr)
 
 
 if __name__ == "__main__":
