@@ -312,7 +312,8 @@ struct Launcher {
     // What rank 0 binds: "tcp://*:PORT", one per server as above.
     std::string bind_address(int servers = 1) const;
     // With a server on every rank (cluster.server_placement "ranks"): rank k's server listens at
-    // port + k on its own host. What it binds ("tcp://*:PORT+k"), and where the others reach it
+    // port + k on its own host. What it binds ("tcp://*:PORT+k", or `host`'s address alone when
+    // `host` is an address), and where the others reach it
     // ("tcp://HOST:PORT+k", HOST as `host` above; throws ConfigError when no route to rank 0's
     // host is found, naming TETHER_HOST).
     std::string rank_server_bind_address() const;

@@ -1,5 +1,7 @@
 #include "cluster/launcher.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -207,7 +209,15 @@ std::string Launcher::center_address(int servers) const {
 
 std::string Launcher::bind_address(int servers) const { return joined_ports(*this, "*", servers); }
 
-std::string Launcher::rank_server_bind_address() const { return "tcp://*:" + std::to_string(port + rank); }
+std::string Launcher::rank_server_bind_address() const {
+    // A host given as an address (a local run's 127.0.0.1) is bound alone; a name, or none: every
+    // interface (ZeroMQ binds interfaces and addresses, not names).
+    in6_addr any{};
+    const bool address = !host.empty() && (::inet_pton(AF_INET, host.c_str(), &any) == 1 ||
+                                           ::inet_pton(AF_INET6, host.c_str(), &any) == 1);
+    const bool ipv6 = address && host.find(':') != std::string::npos;
+    return "tcp://" + (address ? (ipv6 ? "[" + host + "]" : host) : std::string("*")) + ":" + std::to_string(port + rank);
+}
 
 std::string Launcher::rank_server_address() const {
     std::string h = host;

@@ -187,6 +187,13 @@ nlohmann::json run_experiment(const RunConfig& config, const std::string& direct
         if (resume) throw ConfigError("--resume: strategy.name \"sequential\" has no center and writes no checkpoint");
         return run_sequential(config, directory);
     }
+    if (config.cluster.servers_on_ranks()) {
+        if (config.cluster.mode != "local")
+            throw ConfigError("cluster.server_placement: \"ranks\" with cluster.mode \"" + config.cluster.mode + "\"; a "
+                              "server on every rank needs a process per rank: set cluster.mode \"local\" (or run the ranks "
+                              "with tether worker under a launcher)");
+        return run_local_ranks(config, directory, resume);
+    }
     return config.cluster.mode == "local" ? run_local(config, directory, resume) : run_embedded(config, directory, resume);
 }
 

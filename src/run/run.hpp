@@ -13,6 +13,10 @@ namespace tether {
 // With `resume`, the center starts from directory/checkpoint.bin (distributed strategies only).
 nlohmann::json run_experiment(const RunConfig& config, const std::string& directory, bool resume = false);
 
+// cluster.mode "local" with cluster.server_placement "ranks": N `tether worker` processes as a
+// launcher's ranks on this host, each a server and a worker (run/local_ranks_run.cpp).
+nlohmann::json run_local_ranks(const RunConfig& config, const std::string& directory, bool resume);
+
 // One worker, no center: the reference every distributed strategy is compared with.
 nlohmann::json run_sequential(const RunConfig& config, const std::string& directory);
 

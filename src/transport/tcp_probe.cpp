@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 namespace tether {
 
@@ -111,6 +113,37 @@ std::string local_address_toward(const std::string& address) {
         return "[" + std::string(text) + "]";
     }
     throw std::runtime_error("no route from this host to " + address + ": " + why);
+}
+
+int free_loopback_ports(int count) {
+    const auto bound = [](int port) {  // a socket bound to 127.0.0.1:port (0: any), or -1
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(std::uint16_t(port));
+        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+        if (fd >= 0) ::close(fd);
+        return -1;
+    };
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const int first = bound(0);
+        if (first < 0) break;
+        sockaddr_in a{};
+        socklen_t size = sizeof a;
+        ::getsockname(first, reinterpret_cast<sockaddr*>(&a), &size);
+        const int port = ntohs(a.sin_port);
+        std::vector<int> held{first};
+        for (int k = 1; k < count && port + k < 65536; ++k) {
+            const int fd = bound(port + k);
+            if (fd < 0) break;
+            held.push_back(fd);
+        }
+        const bool all = int(held.size()) == count;
+        for (int fd : held) ::close(fd);
+        if (all) return port;
+    }
+    throw std::runtime_error("no " + std::to_string(count) + " consecutive free ports on 127.0.0.1");
 }
 
 }  // namespace tether

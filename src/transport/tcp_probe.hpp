@@ -19,4 +19,8 @@ bool tcp_listening(const std::string& address, int timeout_ms, std::string& why)
 // Throws std::runtime_error naming the address when it cannot be resolved or routed.
 std::string local_address_toward(const std::string& address);
 
+// A port P on 127.0.0.1 such that P .. P + count - 1 were all free a moment ago (a local run's
+// ranks each bind one). Throws std::runtime_error when none is found in 100 tries.
+int free_loopback_ports(int count);
+
 }  // namespace tether

@@ -16,10 +16,12 @@ extern char** environ;
 
 namespace tether {
 
-pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log, bool (*drop)(const std::string&)) {
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log, bool (*drop)(const std::string&),
+                   const std::vector<std::string>& more) {
     std::vector<std::string> kept_args = args, kept_environment;
     for (char** e = environ; *e; ++e)
         if (!drop || !drop(*e)) kept_environment.emplace_back(*e);
+    kept_environment.insert(kept_environment.end(), more.begin(), more.end());
     auto pointers = [](std::vector<std::string>& strings) {
         std::vector<char*> out;
         for (auto& s : strings) out.push_back(s.data());

@@ -11,9 +11,10 @@
 namespace tether {
 
 // Runs args[0] with `args`, stdout and stderr to `log` (truncated), and the environment of
-// this process less the entries `drop` rejects. Throws std::runtime_error when it cannot start.
+// this process less the entries `drop` rejects, plus `more` ("NAME=value"). Throws
+// std::runtime_error when it cannot start.
 pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log,
-                   bool (*drop)(const std::string& entry) = nullptr);
+                   bool (*drop)(const std::string& entry) = nullptr, const std::vector<std::string>& more = {});
 
 // Waits for `pid` until `deadline`; then SIGTERM, and SIGKILL when it is still there after
 // `term_grace` (a stopped or wedged child ignores SIGTERM). Every wait is bounded. Returns the

@@ -163,6 +163,34 @@ TEST_CASE("a server on every rank: a rank killed with SIGKILL and restarted with
     CHECK(server2["center_version"].get<std::uint64_t>() > saved);  // it went on from its checkpoint
 }
 
+TEST_CASE("tether run in local mode with a server on every rank starts the ranks itself and judges the run") {
+    TempDir dir;
+    json document = cluster_config("local-ranks", "diloco", 3);
+    document["cluster"]["mode"] = "local";
+    document["cluster"]["server_placement"] = "ranks";
+    const std::string config = write_config(dir, "diloco.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    const auto code = tether.wait(120000);
+    CAPTURE(tether.out());
+    CAPTURE(tether.err());
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+    CHECK(contains(tether.out(), "started 3 ranks, each a server of x~ and a worker, at 127.0.0.1:"));
+    CHECK(contains(tether.out(), "final test accuracy"));  // rank 0's progress, shown by tether run
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["worker_exit_status"] == json::array({0, 0, 0}));
+    CHECK(summary["workers_finished"] == 3);
+    CHECK(summary["run_failed"] == false);
+    CHECK(summary["final_test_accuracy"].get<double>() > 0.8);
+    for (int k : {1, 2}) CHECK(std::filesystem::exists(run + "/server-" + std::to_string(k) + "/checkpoint-server-" + std::to_string(k) + ".bin"));
+    // Embedded (threads in one process) has no ranks to put the servers on: refused at once.
+    document["cluster"]["mode"] = "embedded";
+    Process embedded({"run", write_config(dir, "embedded.json", document)}, dir.file("e.out"), dir.file("e.err"));
+    REQUIRE(embedded.wait(30000) == std::optional<int>(2));
+    CHECK(contains(embedded.err(), "cluster.server_placement: \"ranks\" with cluster.mode \"embedded\""));
+}
+
 TEST_CASE("a server on every rank with cluster.servers other than the world size fails at once naming both") {
     TempDir dir;
     json document = cluster_config("ranks", "averaging", 3);
