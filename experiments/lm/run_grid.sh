@@ -51,5 +51,12 @@ for seed in 2 3; do
   cell lm_tether diloco-h50-int4-straggler 100 $seed
   cell lm_tether adag5-int8-straggler 100 $seed
 done
+# A server on every rank (docs/results.md §11): float32 and int4 beside the single center.
+for seed in 1 2 3; do
+  for rate in 10 1000 100; do
+    cell lm_tether ranks-diloco-h50 $rate $seed
+    cell lm_tether ranks-diloco-h50-int4 $rate $seed
+  done
+done
 # The second seed on the fast link last (LM_SEED2_1000=0 leaves it for a later call).
 [[ "${LM_SEED2_1000:-1}" == 1 ]] && methods 1000 2

@@ -7,6 +7,7 @@ whose model starts from another seed is refused naming both starting points; a p
 servers differ from the ranks is refused at once naming both. Run by meson test with
 PYTHONPATH=build/python."""
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,25 @@ def three_ranks_each_a_server_average_in_closed_form():
     assert by_rank[0]["center"] == [3.0], by_rank[0]
     stats = by_rank[0]["stats"]
     assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, stats
+
+
+@case
+def an_asynchronous_rule_and_streaming_diloco_run_with_a_server_on_every_rank():
+    # ADAG: each server applies each push as it comes (versions per server); streaming DiLoCo
+    # with 3 fragments: fragment f is server f's range, exchanged on its own steps.
+    for strategy in ({"name": "adag", "communication_window": 1},
+                     {"name": "diloco", "communication_window": 3, "fragments": 3}):
+        port = free_ports(3)
+        ranks = results(start([torchrun_env(r, 3, port) for r in range(3)], json.dumps(strategy), 6))
+        for code, result, stderr in ranks:
+            assert code == 0, (strategy, result, stderr[-3000:])
+        by_rank = {result["rank"]: result for _, result, _ in ranks}
+        stats = by_rank[0]["stats"]
+        assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, (strategy, stats)
+        assert stats["updates_applied"] > 0, (strategy, stats)
+        # Rank 0's final x~, gathered from the three servers: finite, and moved by the ranks'
+        # pushes (every parameter was set to 1 or more each step; x~(0) is torch's small init).
+        assert all(math.isfinite(v) and v > 0.9 for v in by_rank[0]["center"]), (strategy, by_rank[0])
 
 
 @case
