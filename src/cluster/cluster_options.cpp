@@ -143,9 +143,14 @@ TransportOptions ClusterSettings::center_transport(Transport& transport, const s
     // counted (rejections, heartbeat answers) or costs that worker its place (data replies);
     // a server holds the state lock that snapshots and statistics wait for.
     o.send_timeout_ms = 0;
-    // One vector and a few small messages per peer, each way: a peer that stops reading costs
-    // the center one reply, not a thousand (libzmq counts whole messages, and each chunk is one).
-    o.high_water_mark = int(std::min<std::size_t>(vector_messages, 1 << 20)) + kSmallMessages;
+    // One vector and a few small messages per peer, each way, twice: a peer that stops reading
+    // costs the center two replies, not a thousand (libzmq counts whole messages, and each chunk
+    // is one). Twice, because libzmq's reader tells the writer what it has consumed only every
+    // (HWM + 1) / 2 messages: up to half the HWM of messages a worker has read still count as
+    // queued, and a reply of a vector's chunks sent after a vector the worker read to its end
+    // found the queue "full" (a 21M-parameter model, 21 chunks: every local run lost its
+    // workers, issue 38).
+    o.high_water_mark = 2 * (int(std::min<std::size_t>(vector_messages, 1 << 20)) + kSmallMessages);
     o.max_message_bytes = max_message_bytes(*this);
     // No ZMTP pings from the center (it answers the workers'): libzmq 4.3.4 aborts the process
     // (stream_engine_base.cpp:331, !_io_error) when a ping timer fires on a connection whose peer

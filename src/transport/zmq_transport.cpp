@@ -181,7 +181,7 @@ private:
             if (!socket_.send(zmq::buffer(peer), zmq::send_flags::sndmore) ||
                 !socket_.send(zmq::buffer(header), zmq::send_flags::sndmore) ||
                 !socket_.send(body, zmq::send_flags::none))
-                throw DeliveryError("worker is not reading: its queue stayed full for the send timeout");
+                throw DeliveryError("worker is not reading: its queue is full (the center never waits to send)");
         } catch (const zmq::error_t& e) {
             if (e.num() == EHOSTUNREACH) throw DeliveryError("worker is gone (EHOSTUNREACH)", /*gone=*/true);
             if (e.num() == ETERM) throw TransportClosed("transport shut down");
