@@ -32,8 +32,11 @@ for e in range(exchanges):
             p.fill_(worker.rank + 1 + e)
     worker.step(1)
     after.append(sorted({float(v) for p in model.parameters() for v in p.reshape(-1)}))
+during = None
+if worker.center is not None:  # rank 0, mid-run: x~ gathered from every rank's server
+    during = sorted({float(v) for t in worker.center.state_dict().values() for v in t.reshape(-1)})
 worker.finish()
-result = {"rank": worker.rank, "after": after, "has_center": worker.center is not None}
+result = {"rank": worker.rank, "after": after, "has_center": worker.center is not None, "during": during}
 if worker.center is not None:
     state = worker.center.wait()
     result["center"] = sorted({float(v) for t in state.values() for v in t.reshape(-1)})

@@ -56,6 +56,9 @@ def three_ranks_each_a_server_average_in_closed_form():
     for r in range(3):
         assert by_rank[r]["after"] == [[2.0], [3.0]], by_rank[r]
     assert [by_rank[r]["has_center"] for r in range(3)] == [True, False, False], by_rank
+    # Rank 0's worker.center.state_dict() before its finish(): the last round's mean in every
+    # range, two of them fetched from ranks 1 and 2 while they still trained or waited.
+    assert by_rank[0]["during"] == [3.0], by_rank[0]
     # Rank 0's final state: its own range and the two it fetched from ranks 1 and 2 (the final
     # exchange averaged 3, 3, 3).
     assert by_rank[0]["center"] == [3.0], by_rank[0]
