@@ -103,7 +103,10 @@ struct ServiceOptions : CurveKeys {
     // ranks"): this service is then server `rank` of `servers` (= the ranks), bound at `address`
     // ("tcp://*:PORT"), and tells server 0 at `server0_address` that the other ranks reach it at
     // `rank_address`. Python's Worker.from_env(server_placement="ranks") sets all four from the
-    // launcher.
+    // launcher. x~ is rank 0's: there snapshot() and wait() gather every range (wait() lets the
+    // other servers leave, so call it soon after the workers finish: they wait join_timeout_ms);
+    // on another rank wait() returns an empty vector once its server is done, and snapshot()
+    // throws.
     std::string server_placement = cluster_defaults::server_placement;
     int rank = 0;
     std::string server0_address;

@@ -30,7 +30,12 @@ RankServer::RankServer(const ServiceOptions& o, const ClusterSettings& settings,
     if (!settings.security.enabled() && !settings.security.insecure)
         throw ConfigError("ServiceOptions.center_public_key: empty " + ranks + "; the ranks tell each other where their "
                           "servers listen only over CURVE (tether.launcher_keys) or with ServiceOptions.insecure");
-    if (o.rank == 0) directory_ = std::make_shared<ServerDirectory>(std::size_t(o.servers), initial_hash_);
+    if (o.rank == 0) {
+        directory_ = std::make_shared<ServerDirectory>(std::size_t(o.servers), initial_hash_);
+        // Its own entry at once: a snapshot() before this rank's worker connects waits for the
+        // other ranks only.
+        directory_->enter(0, o.rank_address, initial_hash_);
+    }
 }
 
 void RankServer::adjust(CenterOptions& center, std::size_t index) const {
@@ -54,7 +59,7 @@ void RankServer::attach(Transport& transport, ServerGroup& group) {
 }
 
 std::string RankServer::addresses(Transport& transport, const std::string& own) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(addresses_mutex_);
     if (!addresses_.empty()) return addresses_;
     const std::string& server0 = options_.server0_address;
     auto channel = transport.connect(server0, unique_peer_identity("directory"), settings_.worker_transport(server0));
@@ -62,13 +67,14 @@ std::string RankServer::addresses(Transport& transport, const std::string& own) 
     std::vector<std::string> all =
         enter_directory(*channel, server0, identities_.front().fingerprint, entry, int(settings_.join_timeout_ms));
     channel->abandon();
-    all[std::size_t(options_.rank)] = "tcp://127.0.0.1" + own.substr(own.rfind(':'));
+    all[std::size_t(options_.rank)] = own;         // as bound: tcp://* is reached over the loopback
+    if (options_.rank != 0) all[0] = server0;      // where this rank reached rank 0
     for (const std::string& a : all) addresses_ += (addresses_.empty() ? "" : ",") + a;
     return addresses_;
 }
 
 void RankServer::fetch_others(float* x, bool final) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(fetch_mutex_);
     if (options_.rank > 0)
         throw std::runtime_error("CenterService of rank " + std::to_string(options_.rank) + ": this rank serves its own range "
                                  "of x~ only (server_placement \"ranks\"); x~ is rank 0's snapshot()");

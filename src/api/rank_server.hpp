@@ -33,8 +33,9 @@ public:
     void adjust(CenterOptions& center, std::size_t index) const;
     // Once the group serves: rank 0 fetches the other ranges as a worker would, with its tokens.
     void attach(Transport& transport, ServerGroup& group);
-    // Every server's address, server 0 first, joined by ','; this rank's own over the loopback
-    // at `own` (its bound address). Blocks until every rank has said where it is.
+    // Every server's address, server 0 first, joined by ','; this rank's own as bound (`own`:
+    // tcp://* is reached over the loopback), server 0 where this rank reached it. Blocks until
+    // every rank has said where it is.
     std::string addresses(Transport& transport, const std::string& own);
     // Rank 0: writes the other ranks' ranges of x~ into x (x~'s full size): now, or (`final`)
     // once their workers are done, which lets their servers leave; after the final fetch, its
@@ -47,8 +48,9 @@ private:
     std::vector<ServerIdentity> identities_;
     std::uint64_t initial_hash_ = 0;
     std::shared_ptr<ServerDirectory> directory_;  // rank 0
-    std::mutex mutex_;                            // the fields below
+    std::mutex addresses_mutex_;                  // addresses_ (a worker's connect waits on the directory)
     std::string addresses_;                       // once known
+    std::mutex fetch_mutex_;                      // others_ and final_ (snapshot() and wait())
     std::unique_ptr<RemoteRanges> others_;        // rank 0
     std::vector<float> final_;                    // rank 0, after the final fetch
 };

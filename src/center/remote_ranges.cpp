@@ -28,8 +28,10 @@ void RemoteRanges::connect() {
                                      std::to_string(servers_.size()));
         for (std::size_t i = 0; i < found.size(); ++i) servers_[i].address = found[i];
     }
+    std::vector<std::unique_ptr<Channel>> channels;  // all or none: a fetch indexes every server's
     for (const auto& s : servers_)
-        channels_.push_back(transport_.connect(s.address, unique_peer_identity("server-0-snapshots"), options_));
+        channels.push_back(transport_.connect(s.address, unique_peer_identity("server-0-snapshots"), options_));
+    channels_ = std::move(channels);
 }
 
 RemoteRanges::~RemoteRanges() {

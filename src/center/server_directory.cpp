@@ -44,6 +44,14 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
         return answer;
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    // Once every server is known the workers and server 0 hold the list: a server may say
+    // again where it is (its rank restarted on the same host), but not move.
+    if (missing_locked().empty() && addresses_[server] != address) {
+        answer.error = "server " + std::to_string(server) + " is at " + addresses_[server] + ", and every rank holds that "
+                       "address; it cannot move to " + address + " (restart rank " + std::to_string(server) +
+                       " on its host, or restart the job)";
+        return answer;
+    }
     addresses_[server] = address;
     answer.missing = missing_locked();
     if (answer.missing.empty()) {

@@ -30,8 +30,9 @@ public:
         std::vector<std::string> addresses;  // every server's, once all are known
         std::vector<std::size_t> missing;    // the servers not heard from yet
     };
-    // Server k is at `address` and starts from the x~(0) of `initial_hash`. A server that
-    // registers again (its rank restarted) may give another address: the newest holds.
+    // Server k is at `address` and starts from the x~(0) of `initial_hash`. A server may
+    // register again (its rank restarted); until every server is known its newest address
+    // holds, and after that only the same address is taken (the ranks hold the list).
     Answer enter(std::size_t server, const std::string& address, std::uint64_t initial_hash);
     // Every server's address; waits for the last to register up to `timeout`, then throws
     // std::runtime_error naming the servers still missing.

@@ -179,9 +179,10 @@ void print_worker_done(const WorkerResult& r) {
 }
 
 // With a server on every rank: every server's address, once server 0 knows them all, joined
-// by ','; this rank's own over the loopback (its exchanges with it stay on this host).
+// by ','; this rank's own as it is bound (`own`: the loopback for tcp://*, so its exchanges with
+// it stay on this host), and server 0 where this rank reached it.
 std::string rank_server_addresses(const RunConfig& config, Transport& transport, const Launcher& l,
-                                  const ModelIdentity& identity) {
+                                  const ModelIdentity& identity, const std::string& own) {
     const std::string server0 = l.center_address(1);
     l.wait_for_center(server0);
     auto channel = transport.connect(server0, unique_peer_identity("directory"), config.cluster.worker_transport(server0));
@@ -190,7 +191,8 @@ std::string rank_server_addresses(const RunConfig& config, Transport& transport,
     std::vector<std::string> all =
         enter_directory(*channel, server0, identity.fingerprint(), entry, int(config.cluster.join_timeout_ms));
     channel->abandon();
-    all[std::size_t(l.rank)] = "tcp://127.0.0.1:" + std::to_string(l.port + l.rank);
+    all[std::size_t(l.rank)] = own;
+    if (l.rank != 0) all[0] = server0;
     std::string joined;
     for (const std::string& a : all) joined += (joined.empty() ? "" : ",") + a;
     return joined;
@@ -236,7 +238,7 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
     if (trains)
         worker = std::thread([&] {
             try {
-                const std::string servers = plan.on_ranks ? rank_server_addresses(config, *transport, *launcher, center.identity())
+                const std::string servers = plan.on_ranks ? rank_server_addresses(config, *transport, *launcher, center.identity(), center.address())
                                                           : loopback(center.address());
                 print_worker_done(run_worker(config, data, *transport, servers, unique_peer_identity("worker"), threads, launcher));
             } catch (const ConfigError&) {

@@ -79,8 +79,8 @@ void check_placement(const ClusterSettings& k, const JsonReader& r) {
     if (k.servers != k.workers)
         throw ConfigError(r.path_of("servers") + ": " + std::to_string(k.servers) + " with " + ranks + " and " +
                           r.path_of("workers") + " " + std::to_string(k.workers) + "; every rank hosts one server and " +
-                          "trains as one worker, so the servers are the workers: leave " + r.path_of("servers") +
-                          " unset, or set it to " + std::to_string(k.workers));
+                          "trains as one worker, so the servers are the workers: set " + r.path_of("servers") + " to " +
+                          std::to_string(k.workers) + " (a config file may leave it unset)");
     if (!k.center_trains)
         throw ConfigError(r.path_of("center_trains") + ": false with " + ranks + "; every rank, rank 0 too, trains as one "
                           "worker beside its server");
@@ -128,6 +128,9 @@ ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonRea
     k.warmstart_samples = r.integer("warmstart_samples", k.warmstart_samples, 0, std::int64_t(1) << 50);
     k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
     k.server_placement = r.choice("server_placement", k.server_placement, {"center", "ranks"});
+    if (k.servers_on_ranks() && k.workers > 256)
+        throw ConfigError(r.path_of("server_placement") + ": \"ranks\" with " + std::to_string(k.workers) + " workers (" +
+                          r.path_of("workers") + "); at most 256 ranks can each host one of x~'s servers");
     // One server per rank: as many servers as workers, unless told otherwise (refused below).
     k.servers = r.integer("servers", k.servers_on_ranks() ? k.workers : k.servers, 1, 256);
     k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "int4", "topk"});

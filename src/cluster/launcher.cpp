@@ -228,6 +228,14 @@ std::string Launcher::rank_server_address() const {
             throw ConfigError(std::string(e.what()) + ": this rank cannot tell the others where its server listens; set "
                               "TETHER_HOST to this host's name or address as the other ranks reach it");
         }
+        // Rank 0's host named as this one (Debian's /etc/hosts maps a host's own name to
+        // 127.0.1.1): the route is the loopback, which ranks on other hosts cannot reach.
+        const bool loopback = h.rfind("127.", 0) == 0 || h == "[::1]";
+        if (loopback && local_world_size < world_size)
+            throw ConfigError("this rank's address toward rank 0's host (" + center_address(1) + ") is " + h +
+                              ", the loopback, but " + std::to_string(world_size - local_world_size) +
+                              " rank(s) run on other hosts and could not reach its server there; set TETHER_HOST to this "
+                              "host's address as the other ranks reach it (or MASTER_ADDR to rank 0's)");
     } else if (h.find(':') != std::string::npos && h.front() != '[') {
         h = "[" + h + "]";
     }

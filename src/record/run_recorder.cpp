@@ -1,5 +1,7 @@
 #include "record/run_recorder.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -38,9 +40,17 @@ std::string accuracy_line(const json& summary) {
 }
 
 void write_json_file(const std::string& path, const json& value) {
-    std::ofstream out(path);
-    out << value.dump(2) << "\n";
-    if (!out) throw std::runtime_error(path + ": cannot write");
+    // Written beside it and renamed over it: a reader (a local run's ranks read config.json
+    // while rank 0 writes it) sees the old file or the new one, never half of one.
+    const std::string written = path + ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(written);
+        out << value.dump(2) << "\n";
+        if (!out) throw std::runtime_error(path + ": cannot write");
+    }
+    std::error_code error;
+    std::filesystem::rename(written, path, error);
+    if (error) throw std::runtime_error(path + ": cannot write (" + error.message() + ")");
 }
 
 RunRecorder::RunRecorder(RecordSettings settings, std::string directory, bool resuming)

@@ -91,7 +91,12 @@ std::string local_address_toward(const std::string& address) {
         throw std::runtime_error("cannot resolve host \"" + host + "\" of " + address + ": " + ::gai_strerror(status));
     std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, ::freeaddrinfo);
     std::string why = "no address";
-    for (const addrinfo* a = found; a; a = a->ai_next) {
+    // IPv4 first: a server bound to tcp://* listens on IPv4 only (ZeroMQ without ZMQ_IPV6).
+    std::vector<const addrinfo*> order;
+    for (int family : {AF_INET, AF_INET6})
+        for (const addrinfo* a = found; a; a = a->ai_next)
+            if (a->ai_family == family) order.push_back(a);
+    for (const addrinfo* a : order) {
         const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) {
             why = std::strerror(errno);

@@ -6,9 +6,11 @@
 // token. (Who else is refused: center_trust_test.cpp.)
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <memory>
 #include <tuple>
 
+#include "center/server_directory.hpp"
 #include "center/server_tokens.hpp"
 #include "center_harness.hpp"
 #include "test_support.hpp"
@@ -219,4 +221,21 @@ TEST_CASE("a server waiting for the final request leaves on server 0's token, no
     receive_snapshot(*lead, 6);
     CHECK(served.wait_until_done(5000));
     CHECK(served.center().stats().rejected.at("bad token") == 3);
+}
+
+TEST_CASE("server 0's directory of the ranks' servers: complete once all said, then frozen; another x~(0) refused") {
+    const float x[3] = {1, 2, 3}, other[3] = {1, 2, 4};
+    tether::ServerDirectory directory(2, tether::initial_vector_hash(x, 3));
+    auto a = directory.enter(1, "tcp://h1:2", tether::initial_vector_hash(x, 3));
+    CHECK(a.error.empty());
+    CHECK(a.missing == std::vector<std::size_t>{0});
+    CHECK(directory.enter(1, "tcp://h1b:2", tether::initial_vector_hash(x, 3)).error.empty());  // not complete: the newest holds
+    a = directory.enter(0, "tcp://h0:1", tether::initial_vector_hash(x, 3));
+    CHECK(a.addresses == std::vector<std::string>{"tcp://h0:1", "tcp://h1b:2"});
+    CHECK(directory.addresses(std::chrono::milliseconds(0)) == a.addresses);
+    CHECK(directory.enter(1, "tcp://h1b:2", tether::initial_vector_hash(x, 3)).error.empty());  // a restart, same host
+    CHECK(directory.enter(1, "tcp://elsewhere:2", tether::initial_vector_hash(x, 3)).error.find("cannot move") != std::string::npos);
+    CHECK(directory.enter(1, "tcp://h1b:2", tether::initial_vector_hash(other, 3)).error.find("another model than rank 0") !=
+          std::string::npos);
+    CHECK(directory.enter(2, "tcp://h2:3", tether::initial_vector_hash(x, 3)).error.find("servers 0..1") != std::string::npos);
 }

@@ -214,3 +214,30 @@ TEST_CASE("cluster.workers follows the world size; a config that says otherwise 
                          doctest::Contains("no rank trains"), ConfigError);
     CHECK(parse_config(base).cluster.workers == 1);  // no launcher: the usual default
 }
+
+TEST_CASE("a server on every rank: where rank k's server binds and how the others reach it") {
+    const Variables one_host = {{"RANK", "2"}, {"WORLD_SIZE", "3"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "3"},
+                                {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+    const Launcher l = *read(one_host);
+    CHECK(l.rank_server_bind_address() == "tcp://*:29503");  // the center's port 29501, + rank 2
+    CHECK(l.rank_server_address() == "tcp://127.0.0.1:29503");  // the route to rank 0's host
+    // TETHER_HOST names it: an address is bound alone, a name on every interface.
+    Variables named = one_host;
+    named["TETHER_HOST"] = "127.0.0.1";
+    CHECK(read(named)->rank_server_bind_address() == "tcp://127.0.0.1:29503");
+    named["TETHER_HOST"] = "node07";
+    CHECK(read(named)->rank_server_bind_address() == "tcp://*:29503");
+    CHECK(read(named)->rank_server_address() == "tcp://node07:29503");
+    // Ranks on other hosts cannot reach a loopback address: refused, saying what to set.
+    Variables spread = one_host;
+    spread["LOCAL_WORLD_SIZE"] = "1";
+    spread["LOCAL_RANK"] = "0";
+    std::string error;
+    try {
+        read(spread)->rank_server_address();
+    } catch (const ConfigError& e) {
+        error = e.what();
+    }
+    CHECK(error.find("is 127.0.0.1, the loopback, but 2 rank(s) run on other hosts") != std::string::npos);
+    CHECK(error.find("set TETHER_HOST") != std::string::npos);
+}
