@@ -1,5 +1,6 @@
 #include "record/server_records.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -8,6 +9,21 @@
 #include "util/errors.hpp"
 
 namespace tether {
+
+namespace {
+
+// "written 8.3 s ago" from the file's modification time.
+std::string age_of(const std::string& path) {
+    std::error_code error;
+    const auto written = std::filesystem::last_write_time(path, error);
+    if (error) return "";
+    const double seconds = std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
+    char text[64];
+    std::snprintf(text, sizeof text, "written %.1f s ago", seconds);
+    return text;
+}
+
+}  // namespace
 
 std::string checkpoint_path(const std::string& directory, std::size_t servers, std::size_t server) {
     return directory + (servers == 1 ? "/checkpoint.bin" : "/checkpoint-server-" + std::to_string(server) + ".bin");
@@ -27,9 +43,13 @@ ServerRecords::ServerRecords(ServerGroup& group, const std::vector<ServerIdentit
                 throw ConfigError(path + ": written by a run with other settings (model, strategy, workers, servers, chunk "
                                   "elements, codecs or data); " + how_to_resume);
             center.resume(checkpoint);
+            // What x~ gained after the checkpoint is lost: say how old it is. (The exchange log
+            // cannot say how much: it is flushed with the checkpoints.)
+            const std::string age = age_of(path);
             resumed_.push_back((servers == 1 ? "" : "server " + std::to_string(index) + "/" + std::to_string(servers) + ": ") +
                                "resumed from " + path + " at center version " + std::to_string(checkpoint.version) + " (" +
-                               std::to_string(checkpoint.total_samples) + " samples)");
+                               std::to_string(checkpoint.total_samples) + " samples; " + (age.empty() ? "" : age + ": ") +
+                               "what x~ gained after it is lost)");
         }
         center.on_checkpoint = [path](const Checkpoint& c) {
             try {

@@ -29,7 +29,8 @@ public:
     ServerRecords(ServerGroup& group, const std::vector<ServerIdentity>& identities, const std::string& directory,
                   bool resume, const std::string& how_to_resume);
 
-    // "resumed from PATH at center version V (N samples)", one line per server resumed.
+    // "resumed from PATH at center version V (N samples; written T s ago: what x~ gained after
+    // it is lost)", one line per server resumed.
     const std::vector<std::string>& resumed() const { return resumed_; }
     void flush();
 

@@ -237,6 +237,8 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     CAPTURE(resumed.err());
     REQUIRE(!line.empty());
     CHECK(contains(line, "at center version " + std::to_string(saved) + " "));  // x~ restored at the checkpoint's version
+    // ... and says how old that is: what x~ gained since is lost.
+    CHECK(contains(line, " s ago: what x~ gained after it is lost)"));
     const auto first_exit = first.wait(120000), second_exit = second.wait(30000), resumed_exit = resumed.wait(30000);
     CAPTURE(first.err());
     CAPTURE(second.err());
