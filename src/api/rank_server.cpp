@@ -4,7 +4,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "transport/peer_identity.hpp"
 #include "util/errors.hpp"
 #include "worker/directory_request.hpp"
 
@@ -52,24 +51,16 @@ void RankServer::attach(Transport& transport, ServerGroup& group) {
     const auto timeout = std::chrono::milliseconds(settings_.join_timeout_ms);
     others_ = std::make_unique<RemoteRanges>(
         transport, std::move(remote), settings_.worker_transport("tcp://"), std::size_t(settings_.chunk_elements),
-        int(settings_.join_timeout_ms), group.center(0).tokens(), [directory, timeout] {
-            const std::vector<std::string> all = directory->addresses(timeout);
-            return std::vector<std::string>(all.begin() + 1, all.end());
-        });
+        int(settings_.join_timeout_ms), group.center(0).tokens(), [directory, timeout] { return directory->others(timeout); });
 }
 
 std::string RankServer::addresses(Transport& transport, const std::string& own) {
     std::lock_guard<std::mutex> lock(addresses_mutex_);
     if (!addresses_.empty()) return addresses_;
     const std::string& server0 = options_.server0_address;
-    auto channel = transport.connect(server0, unique_peer_identity("directory"), settings_.worker_transport(server0));
-    const DirectoryEntry entry{std::size_t(options_.rank), options_.rank_address, initial_hash_};
-    std::vector<std::string> all =
-        enter_directory(*channel, server0, identities_.front().fingerprint, entry, int(settings_.join_timeout_ms));
-    channel->abandon();
-    all[std::size_t(options_.rank)] = own;         // as bound: tcp://* is reached over the loopback
-    if (options_.rank != 0) all[0] = server0;      // where this rank reached rank 0
-    for (const std::string& a : all) addresses_ += (addresses_.empty() ? "" : ",") + a;
+    addresses_ = join_directory(transport, server0, settings_.worker_transport(server0), identities_.front().fingerprint,
+                                {std::size_t(options_.rank), options_.rank_address, initial_hash_}, own,
+                                int(settings_.join_timeout_ms));
     return addresses_;
 }
 

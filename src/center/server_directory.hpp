@@ -37,6 +37,11 @@ public:
     // Every server's address; waits for the last to register up to `timeout`, then throws
     // std::runtime_error naming the servers still missing.
     std::vector<std::string> addresses(std::chrono::milliseconds timeout) const;
+    // As addresses(), without server 0's: the servers whose ranges server 0 fetches.
+    std::vector<std::string> others(std::chrono::milliseconds timeout) const {
+        const std::vector<std::string> all = addresses(timeout);
+        return {all.begin() + 1, all.end()};
+    }
     std::size_t size() const { return addresses_.size(); }
 
 private:

@@ -185,17 +185,10 @@ std::string rank_server_addresses(const RunConfig& config, Transport& transport,
                                   const ModelIdentity& identity, const std::string& own) {
     const std::string server0 = l.center_address(1);
     l.wait_for_center(server0);
-    auto channel = transport.connect(server0, unique_peer_identity("directory"), config.cluster.worker_transport(server0));
     const DirectoryEntry entry{std::size_t(l.rank), l.rank_server_address(),
                                initial_vector_hash(identity.initial.data(), identity.initial.size())};
-    std::vector<std::string> all =
-        enter_directory(*channel, server0, identity.fingerprint(), entry, int(config.cluster.join_timeout_ms));
-    channel->abandon();
-    all[std::size_t(l.rank)] = own;
-    if (l.rank != 0) all[0] = server0;
-    std::string joined;
-    for (const std::string& a : all) joined += (joined.empty() ? "" : ",") + a;
-    return joined;
+    return join_directory(transport, server0, config.cluster.worker_transport(server0), identity.fingerprint(), entry, own,
+                          int(config.cluster.join_timeout_ms));
 }
 
 // The servers of the plan (`given`, else from the command line); with a rank of a `launcher`

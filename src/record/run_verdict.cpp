@@ -1,5 +1,7 @@
 #include "record/run_verdict.hpp"
 
+#include "util/errors.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -68,6 +70,16 @@ std::string last_error_line(const std::string& log_path) {
         if (line.find("error:") != std::string::npos) last = line;
     const auto at = last.find("error: ");
     return at == std::string::npos ? last : last.substr(at + 7);
+}
+
+void count_child_exit(int index, const std::string& exit, const std::string& log, nlohmann::json& exits,
+                      std::vector<WorkerFailure>& failures) {
+    const bool signalled = exit.rfind("signal", 0) == 0;
+    exits.push_back(signalled ? nlohmann::json(exit) : nlohmann::json(std::stoi(exit)));
+    if (exit == "0") return;
+    std::string reason = last_error_line(log);
+    if (reason.empty()) reason = signalled ? "ended by " + exit : "exit code " + exit;
+    failures.push_back({index, reason, exit == std::to_string(kDivergedExit)});
 }
 
 }  // namespace tether

@@ -140,8 +140,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         RemoteRanges::AddressSource addresses;
         if (server_directory)
             addresses = [server_directory, timeout = std::chrono::milliseconds(k.join_timeout_ms)] {
-                std::vector<std::string> all = server_directory->addresses(timeout);
-                return std::vector<std::string>(all.begin() + 1, all.end());
+                return server_directory->others(timeout);
             };
         // Server 0 talks to the other servers as a worker would (their allowlist holds its key).
         remote_ranges = std::make_unique<RemoteRanges>(transport, std::move(remote),

@@ -158,15 +158,9 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
     nlohmann::json exits = nlohmann::json::array();
     std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(failure ? 0 : 10);
-    for (std::size_t i = 0; i < children.size(); ++i) {
-        const std::string exit = wait_or_kill(children[i], grace_end);
-        exits.push_back(exit.rfind("signal", 0) == 0 ? nlohmann::json(exit) : nlohmann::json(std::stoi(exit)));
-        if (exit == "0") continue;
-        const std::string log = directory + "/worker-" + std::to_string(i) + ".log";
-        std::string reason = last_error_line(log);
-        if (reason.empty()) reason = exit.rfind("signal", 0) == 0 ? "ended by " + exit : "exit code " + exit;
-        failures.push_back({int(i), reason, exit == std::to_string(kDivergedExit)});
-    }
+    for (std::size_t i = 0; i < children.size(); ++i)
+        count_child_exit(int(i), wait_or_kill(children[i], grace_end), directory + "/worker-" + std::to_string(i) + ".log",
+                         exits, failures);
     if (failure) std::rethrow_exception(failure);
     summary["worker_exit_status"] = exits;
     judge_run(summary, config.cluster, failures);

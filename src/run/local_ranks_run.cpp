@@ -44,10 +44,6 @@ void show_new_output(const std::string& log, std::streamoff& offset) {
     std::fflush(stdout);
 }
 
-std::string exit_of(int status) {
-    return WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status)) : std::to_string(WEXITSTATUS(status));
-}
-
 }  // namespace
 
 nlohmann::json run_local_ranks(const RunConfig& config, const std::string& directory, bool resume) {
@@ -93,14 +89,9 @@ nlohmann::json run_local_ranks(const RunConfig& config, const std::string& direc
     nlohmann::json exits = nlohmann::json::array();
     std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (int r = 0; r < ranks; ++r) {
-        const std::string exit = r == 0 ? exit_of(status) : wait_or_kill(children[std::size_t(r)], grace_end);
-        exits.push_back(exit.rfind("signal", 0) == 0 ? nlohmann::json(exit) : nlohmann::json(std::stoi(exit)));
-        if (exit == "0") continue;
-        std::string reason = last_error_line(logs[std::size_t(r)]);
-        if (reason.empty()) reason = exit.rfind("signal", 0) == 0 ? "ended by " + exit : "exit code " + exit;
-        failures.push_back({r, reason, exit == std::to_string(kDivergedExit)});
-    }
+    for (int r = 0; r < ranks; ++r)
+        count_child_exit(r, r == 0 ? exit_description(status) : wait_or_kill(children[std::size_t(r)], grace_end),
+                         logs[std::size_t(r)], exits, failures);
     const std::string summary_path = directory + "/summary.json";
     if (!std::filesystem::exists(summary_path))
         throw std::runtime_error("rank 0 ended (" + exits[0].dump() + ") without writing " + summary_path + "; see " + logs[0]);

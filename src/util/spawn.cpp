@@ -62,6 +62,10 @@ std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadli
             ::waitpid(pid, &status, 0);  // SIGKILL cannot be ignored: this returns
         }
     }
+    return exit_description(status);
+}
+
+std::string exit_description(int status) {
     if (WIFEXITED(status)) return std::to_string(WEXITSTATUS(status));
     return "signal " + std::to_string(WTERMSIG(status));
 }

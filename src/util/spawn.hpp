@@ -22,4 +22,7 @@ pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log,
 std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline,
                          std::chrono::milliseconds term_grace = std::chrono::milliseconds(3000));
 
+// A waitpid status as wait_or_kill returns it: "0", "1", ... or "signal N".
+std::string exit_description(int status);
+
 }  // namespace tether

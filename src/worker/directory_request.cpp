@@ -8,9 +8,13 @@
 
 #include "center/server_directory.hpp"
 #include "protocol/header.hpp"
+#include "transport/peer_identity.hpp"
 
 namespace tether {
 
+namespace {
+
+// Every server's address as server 0 lists them, asking again every 100 ms until it knows all.
 std::vector<std::string> enter_directory(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
                                          const DirectoryEntry& entry, int timeout_ms) {
     using Clock = std::chrono::steady_clock;
@@ -60,6 +64,20 @@ std::vector<std::string> enter_directory(Channel& channel, const std::string& se
                                      "\"ranks\"?");
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+}
+
+}  // namespace
+
+std::string join_directory(Transport& transport, const std::string& server0, const TransportOptions& options,
+                           std::uint64_t fingerprint, const DirectoryEntry& entry, const std::string& own, int timeout_ms) {
+    auto channel = transport.connect(server0, unique_peer_identity("directory"), options);
+    std::vector<std::string> all = enter_directory(*channel, server0, fingerprint, entry, timeout_ms);
+    channel->abandon();
+    all[entry.server] = own;
+    if (entry.server != 0) all[0] = server0;
+    std::string joined;
+    for (const std::string& a : all) joined += (joined.empty() ? "" : ",") + a;
+    return joined;
 }
 
 }  // namespace tether

@@ -17,10 +17,13 @@ struct DirectoryEntry {
     std::uint64_t initial_hash = 0;  // initial_vector_hash of this rank's x~(0)
 };
 
-// Every server's address, server 0 first, once server 0 (at `server0`, reached over `channel`,
-// whose fingerprint is `fingerprint`) has heard from all. Throws std::runtime_error naming the
-// servers still missing after `timeout_ms`, or server 0's refusal (another x~(0), no directory).
-std::vector<std::string> enter_directory(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
-                                         const DirectoryEntry& entry, int timeout_ms);
+// Tells server 0 at `server0` (its fingerprint `fingerprint`, reached with `options`) where this
+// rank's server is, and returns every server's address, server 0 first, joined by ',' as a
+// worker connects to them, once server 0 has heard from all: this rank's own as `own` (as bound:
+// tcp://* is reached over the loopback), server 0 as `server0` (where this rank reached it).
+// Throws std::runtime_error naming the servers still missing after `timeout_ms`, or server 0's
+// refusal (another x~(0), no directory).
+std::string join_directory(Transport& transport, const std::string& server0, const TransportOptions& options,
+                           std::uint64_t fingerprint, const DirectoryEntry& entry, const std::string& own, int timeout_ms);
 
 }  // namespace tether

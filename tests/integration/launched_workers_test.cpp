@@ -45,6 +45,14 @@ std::vector<std::string> torchrun_environment(int rank, int world, int port, con
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// `cluster_config` with a server on every rank, the workers (and servers) following WORLD_SIZE.
+json ranks_config(const std::string& name, const std::string& strategy) {
+    json document = cluster_config(name, strategy, 3);
+    document["cluster"].erase("workers");
+    document["cluster"]["server_placement"] = "ranks";
+    return document;
+}
+
 // Waits for every rank (2 minutes at most) and checks it exited 0, showing its output when not.
 void expect_all_exit_zero(std::vector<std::unique_ptr<Process>>& ranks) {
     for (std::size_t r = 0; r < ranks.size(); ++r) {
@@ -92,9 +100,7 @@ TEST_CASE("three tether workers under torchrun's variables: rank 0 hosts the cen
 
 TEST_CASE("three tether workers under torchrun's variables, a server on every rank: each rank serves its range") {
     TempDir dir;
-    json document = cluster_config("ranks", "averaging", 3);
-    document["cluster"].erase("workers");  // follows WORLD_SIZE, and the servers follow the workers
-    document["cluster"]["server_placement"] = "ranks";
+    json document = ranks_config("ranks", "averaging");
     const std::string config = write_config(dir, "averaging.json", document);
     const std::string run = dir.file("run");
     const int port = free_ports(3);
@@ -127,9 +133,7 @@ TEST_CASE("three tether workers under torchrun's variables, a server on every ra
 
 TEST_CASE("a server on every rank: a rank killed with SIGKILL and restarted with --resume takes its range back") {
     TempDir dir;
-    json document = cluster_config("ranks-fault", "averaging", 3);
-    document["cluster"].erase("workers");
-    document["cluster"]["server_placement"] = "ranks";
+    json document = ranks_config("ranks-fault", "averaging");
     document["training"]["epochs"] = 20;
     document["cluster"]["step_delay_ms"] = {10, 10, 10};  // about 8 s of training: the kill lands mid-run
     document["cluster"]["checkpoint_seconds"] = 1;
@@ -193,9 +197,7 @@ TEST_CASE("tether run in local mode with a server on every rank starts the ranks
 
 TEST_CASE("a server on every rank with cluster.servers other than the world size fails at once naming both") {
     TempDir dir;
-    json document = cluster_config("ranks", "averaging", 3);
-    document["cluster"].erase("workers");
-    document["cluster"]["server_placement"] = "ranks";
+    json document = ranks_config("ranks", "averaging");
     document["cluster"]["servers"] = 2;
     const std::string config = write_config(dir, "averaging.json", document);
     const auto start = Clock::now();

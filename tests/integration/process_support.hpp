@@ -4,6 +4,8 @@
 #pragma once
 
 #include <doctest/doctest.h>
+
+#include "transport/tcp_probe.hpp"
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -203,27 +205,7 @@ inline int free_port() {
 
 // A port P on 127.0.0.1 such that P - 1 .. P + count - 1 were free a moment ago: a launcher's job
 // (MASTER_PORT = P - 1) whose ranks each host a server at P + k.
-inline int free_ports(int count) {
-    while (true) {
-        const int port = free_port();
-        std::vector<int> held;
-        for (int p = port - 1; p < port + count && p < 65536; ++p) {
-            const int fd = socket(AF_INET, SOCK_STREAM, 0);
-            sockaddr_in address{};
-            address.sin_family = AF_INET;
-            address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            address.sin_port = htons(std::uint16_t(p));
-            if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-                if (fd >= 0) close(fd);
-                break;
-            }
-            held.push_back(fd);
-        }
-        const bool all = int(held.size()) == count + 1;
-        for (int fd : held) close(fd);
-        if (all) return port;
-    }
-}
+inline int free_ports(int count) { return tether::free_loopback_ports(count + 1) + 1; }
 
 // A small synthetic problem that the distributed strategies learn in a few seconds.
 inline nlohmann::json cluster_config(const std::string& name, const std::string& strategy, int workers) {
