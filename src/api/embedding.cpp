@@ -124,6 +124,8 @@ public:
         const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
         if (settings.servers_on_ranks()) rank_ = std::make_unique<RankServer>(o, settings, identities, initial);
         const std::size_t first = rank_ ? std::size_t(o.rank) : 0;
+        // This rank's worker reaches its own server in-process (no socket, no handshake).
+        if (rank_) own_ = "inproc://tether-rank-" + std::to_string(counter++);
         const std::vector<std::string> bind =
             rank_ ? std::vector<std::string>{o.address}
                   : settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); });
@@ -132,7 +134,7 @@ public:
             // comes next; ServiceOptions.center_restart_ms is its workers' window for a lost center.
             c.end.center_restart_ms = 0;
             if (rank_) rank_->adjust(c, index);
-        });
+        }, own_);
         if (rank_) rank_->attach(*transport_, *group_);
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
         if (!initial_buffers.empty() && first == 0) group_->center(0).hold_buffers(std::move(initial_buffers));
@@ -170,8 +172,8 @@ public:
     std::unique_ptr<WorkerClient> connect_worker(std::vector<ParameterSpan> parameters, Memory memory,
                                                  std::vector<ParameterSpan> buffers) override {
         // With a server on every rank: every server, once all ranks said where (this rank's own
-        // over the loopback).
-        const std::string servers = rank_ ? rank_->addresses(*transport_, address()) : address();
+        // in-process).
+        const std::string servers = rank_ ? rank_->addresses(*transport_, own_) : address();
         return std::make_unique<Worker>(transport_, servers, options_, segments_of(parameters), memory, segments_of(buffers));
     }
     CenterSnapshot snapshot() const override {
@@ -207,6 +209,7 @@ private:
     ClusterSettings settings_;
     std::unique_ptr<ServerGroup> group_;
     std::unique_ptr<RankServer> rank_;      // with a server on every rank: this rank's part
+    std::string own_;                       // and where its worker reaches it (inproc://)
     std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;
     std::thread thread_;

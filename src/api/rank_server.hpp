@@ -2,7 +2,7 @@
 // docs/architecture.md, "Servers on the ranks"): a CenterService that runs this rank's server
 // only. Rank 0's keeps the directory where the ranks say where their servers listen, and
 // gathers x~ from the other ranks' servers for snapshot() and wait(); every rank's worker
-// connects to all servers once the directory is complete, its own over the loopback.
+// connects to all servers once the directory is complete, its own in-process (inproc://).
 #pragma once
 
 #include <memory>

@@ -179,8 +179,8 @@ void print_worker_done(const WorkerResult& r) {
 }
 
 // With a server on every rank: every server's address, once server 0 knows them all, joined
-// by ','; this rank's own as it is bound (`own`: the loopback for tcp://*, so its exchanges with
-// it stay on this host), and server 0 where this rank reached it.
+// by ','; this rank's own as `own` (its inproc alias: its exchanges with it stay in this
+// process), and server 0 where this rank reached it.
 std::string rank_server_addresses(const RunConfig& config, Transport& transport, const Launcher& l,
                                   const ModelIdentity& identity, const std::string& own) {
     const std::string server0 = l.center_address(1);
@@ -193,7 +193,7 @@ std::string rank_server_addresses(const RunConfig& config, Transport& transport,
 
 // The servers of the plan (`given`, else from the command line); with a rank of a `launcher`
 // that trains (rank 0 with cluster.center_trains, every rank with servers on the ranks), also a
-// worker on a thread of its own, joining over the loopback.
+// worker on a thread of its own, joining over the loopback (its own server, on the ranks, in-process).
 int serve(const Common& c, const RunConfig& config, const Launcher* launcher = nullptr, const ServerPlan* given = nullptr) {
     const ServerPlan plan = given ? *given : plan_from(c, config);
     const bool trains = launcher && config.cluster.center_trains;
@@ -231,7 +231,7 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
     if (trains)
         worker = std::thread([&] {
             try {
-                const std::string servers = plan.on_ranks ? rank_server_addresses(config, *transport, *launcher, center.identity(), center.address())
+                const std::string servers = plan.on_ranks ? rank_server_addresses(config, *transport, *launcher, center.identity(), plan.inproc_alias)
                                                           : loopback(center.address());
                 print_worker_done(run_worker(config, data, *transport, servers, unique_peer_identity("worker"), threads, launcher));
             } catch (const ConfigError&) {
@@ -322,6 +322,7 @@ int worker_command(const std::vector<std::string>& arguments) {
         plan.bind = {l->rank_server_bind_address()};
         plan.first = std::size_t(l->rank);
         plan.on_ranks = true;
+        plan.inproc_alias = "inproc://tether-rank-" + std::to_string(l->rank);
         return serve(c, config, l, &plan);
     }
     if (l && l->rank == 0) {

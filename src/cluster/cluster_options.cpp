@@ -217,7 +217,11 @@ std::vector<std::string> ClusterSettings::bind_addresses(const std::function<std
 std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport, const std::vector<std::string>& bind,
                                                            std::size_t first, const std::vector<ServerIdentity>& identities,
                                                            const std::vector<float>& x,
-                                                           const std::function<void(CenterOptions&, std::size_t server)>& adjust) const {
+                                                           const std::function<void(CenterOptions&, std::size_t server)>& adjust,
+                                                           const std::string& inproc_alias) const {
+    if (!inproc_alias.empty() && bind.size() != 1)
+        throw std::invalid_argument("ClusterSettings::make_servers: an inproc alias names one server; " +
+                                    std::to_string(bind.size()) + " bound here");
     // The largest vector a server here sends or receives at once: its range of x~, with b~
     // right behind it on server 0 (model.buffers of the agreed settings).
     const std::size_t buffers = identities.front().agreed.value(nlohmann::json::json_pointer("/model/buffers"), std::size_t(0));
@@ -225,7 +229,8 @@ std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport,
     for (std::size_t i = 0; i < bind.size(); ++i)
         vector_messages = std::max(vector_messages, chunk_count(identities.at(first + i).range.count, std::size_t(chunk_elements)) +
                                                         (first + i == 0 ? chunk_count(buffers, std::size_t(chunk_elements)) : 0));
-    const TransportOptions endpoint_options = center_transport(transport, bind, vector_messages);
+    TransportOptions endpoint_options = center_transport(transport, bind, vector_messages);
+    endpoint_options.inproc_alias = inproc_alias;
     const std::shared_ptr<const ServerTokens> tokens = server_tokens(*this, bind.size(), first);
     std::vector<GroupMember> members;
     for (std::size_t i = 0; i < bind.size(); ++i) {

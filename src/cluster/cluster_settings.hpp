@@ -146,10 +146,12 @@ struct ClusterSettings {
     // `fallback()` for each.
     std::vector<std::string> bind_addresses(const std::function<std::string()>& fallback) const;
     // Binds server identities[first + i] at bind[i] on `transport`, each a Center over its range
-    // of x~ (`x`, the whole vector) with center_options() and what `adjust` adds.
+    // of x~ (`x`, the whole vector) with center_options() and what `adjust` adds. `inproc_alias`
+    // (one server only): also bound there, for a worker in this process (TransportOptions).
     std::unique_ptr<ServerGroup> make_servers(Transport& transport, const std::vector<std::string>& bind, std::size_t first,
                                               const std::vector<ServerIdentity>& identities, const std::vector<float>& x,
-                                              const std::function<void(CenterOptions&, std::size_t server)>& adjust = {}) const;
+                                              const std::function<void(CenterOptions&, std::size_t server)>& adjust = {},
+                                              const std::string& inproc_alias = {}) const;
     // A worker's links to every server at `address` (all of them, server 0 first, separated by
     // ','; `what` names where the list came from in errors).
     std::vector<ServerLink> connect(Transport& transport, const std::string& address, const std::string& what,

@@ -116,7 +116,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         o.snapshots.final_snapshot = false;  // serve() takes it once every server here is done
         if (s.plan.workers_started_here) o.end.center_restart_ms = 0;
         o.membership.places_hold_shards = true;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
-    });
+    }, s.plan.inproc_alias);
     s.records = std::make_unique<ServerRecords>(*s.group, s.identity.servers, s.recorder.directory(), resume,
                                                 "resume it with the config in its run directory");
     for (const std::string& line : s.records->resumed()) std::printf("%s\n", line.c_str());

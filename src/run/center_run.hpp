@@ -28,6 +28,9 @@ struct ServerPlan {
     // A server on every rank (cluster.server_placement "ranks"): server K = this rank's; server 0
     // keeps the directory the ranks tell where their servers listen, and learns `remote` from it.
     bool on_ranks = false;
+    // With on_ranks: this rank's server is also bound here (inproc://), where the rank's own
+    // worker reaches it without a socket (TransportOptions::inproc_alias).
+    std::string inproc_alias;
 };
 
 class CenterRun {

@@ -80,6 +80,10 @@ struct TransportOptions {
     // worker sets the center's public key and its own pair.
     std::string curve_server_secret;
     std::string curve_server_public, curve_client_public, curve_client_secret;
+    // An endpoint's second address, inproc://NAME, bound beside the first: a rank's own worker
+    // reaches the server on its rank without a socket or a CURVE handshake (nothing leaves the
+    // process; docs/architecture.md, "Servers on the ranks"). Empty: none.
+    std::string inproc_alias;
 };
 
 // Owns the ZeroMQ context; inproc:// endpoints only reach channels of the same Transport.

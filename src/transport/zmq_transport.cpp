@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "transport/transport.hpp"
 #include "transport/zap_handler.hpp"
@@ -151,6 +152,15 @@ public:
             throw std::runtime_error("cannot bind " + address + ": " + e.what());
         }
         address_ = socket_.get(zmq::sockopt::last_endpoint);
+        if (!o.inproc_alias.empty()) {
+            if (o.inproc_alias.rfind("inproc://", 0) != 0)
+                throw std::invalid_argument("TransportOptions::inproc_alias: \"" + o.inproc_alias + "\" is not inproc://NAME");
+            try {
+                socket_.bind(o.inproc_alias);
+            } catch (const zmq::error_t& e) {
+                throw std::runtime_error("cannot bind " + o.inproc_alias + ": " + e.what());
+            }
+        }
         // A wildcard bind reports 0.0.0.0; workers on this host reach it via loopback.
         const std::string wildcard = "tcp://0.0.0.0:";
         if (address_.rfind(wildcard, 0) == 0) address_ = "tcp://127.0.0.1:" + address_.substr(wildcard.size());
