@@ -36,6 +36,8 @@ void check_out_directory(const std::string& out) {
 }
 
 int report_verdict(const nlohmann::json& summary) {
+    if (summary.contains("learning_warning"))
+        std::fprintf(stderr, "tether: warning: %s\n", summary["learning_warning"].get<std::string>().c_str());
     if (!summary.value("run_failed", false)) return 0;
     std::fprintf(stderr, "tether: run FAILED: %s\n", summary.value("failure_reason", std::string("unknown")).c_str());
     for (const auto& f : summary.value("worker_failures", nlohmann::json::array()))

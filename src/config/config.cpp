@@ -163,6 +163,7 @@ EvalConfig parse_eval(JsonReader r) {
     e.every_seconds = r.number("every_seconds", e.every_seconds, 0.0, 86400.0);
     e.target_accuracy = r.optional_number("target_accuracy", e.target_accuracy, 0.0, 1.0, false, "no target");
     e.test_samples = r.integer("test_samples", e.test_samples, 0, 100'000'000);
+    e.require_learning = r.boolean("require_learning", e.require_learning);
     r.finish();
     return e;
 }

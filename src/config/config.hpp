@@ -72,6 +72,7 @@ struct EvalConfig {
     double every_seconds = 0;                      // and at most this often by training time (0: by samples only)
     std::optional<double> target_accuracy = 0.88;  // for time_to_target, on the validation set
     std::int64_t test_samples = 0;                 // 0 = the whole test set (evaluated once, at the end)
+    bool require_learning = true;                  // a run whose model did not learn fails (record/learning_verdict.hpp)
 };
 
 struct RunConfig {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "record/learning_verdict.hpp"
 #include "record/provenance.hpp"
 
 namespace tether {
@@ -85,6 +86,10 @@ void RunRecorder::append(const json& row) {
     const double value = accuracy->get<double>();
     const auto loss = row.find(settings_.curve_set + "_loss");
     last_loss_ = loss != row.end() && loss->is_number() ? *loss : json(nullptr);
+    if (row.value("samples", 0.0) == 0 && !initial_accuracy_ && last_loss_.is_number()) {
+        initial_accuracy_ = value;  // the model as it started (a resumed run's first row is not)
+        initial_loss_ = last_loss_.get<double>();
+    }
     best_accuracy_ = last_accuracy_ ? std::max(best_accuracy_, value) : value;
     last_accuracy_ = value;
     target_.add(row.value("wall_seconds", 0.0), row.value("samples", 0.0), value);
@@ -125,6 +130,16 @@ json RunRecorder::finish(double wall_seconds, double training_seconds, std::size
         {"provenance", provenance_},
     };
     summary.update(extra);
+    // Whether the model learned, from the curve's first and last points (the final test where
+    // there is no curve).
+    LearningFacts facts;
+    facts.initial_loss = initial_loss_;
+    facts.final_loss = last_loss_.is_number() ? std::optional<double>(last_loss_.get<double>())
+                       : final_test              ? std::optional<double>(final_test->loss)
+                                                 : std::nullopt;
+    facts.final_accuracy = last_accuracy_ ? last_accuracy_ : final_test ? std::optional<double>(final_test->accuracy) : std::nullopt;
+    facts.chance_accuracy = s.chance_accuracy;
+    judge_learning(summary, s.curve_set, facts, s.require_learning);
     write_json_file(directory_ + "/summary.json", summary);
     return summary;
 }

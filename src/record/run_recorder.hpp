@@ -32,6 +32,10 @@ struct RecordSettings {
     std::optional<std::int64_t> validation_samples;  // data.validation_samples
     std::optional<double> target_accuracy;           // eval.target_accuracy
     std::optional<std::int64_t> epochs;              // training.epochs
+    // The curve set's largest class share: the accuracy a model that learned nothing reaches
+    // by always answering that class (record/learning_verdict.hpp); unset where unknown.
+    std::optional<double> chance_accuracy;
+    bool require_learning = true;  // eval.require_learning
 };
 
 struct EvaluationPoint {
@@ -86,6 +90,7 @@ private:
     std::mutex mutex_;  // the stream and the curve below
     std::ofstream metrics_;
     std::optional<double> last_accuracy_;
+    std::optional<double> initial_loss_, initial_accuracy_;  // the curve's point at 0 samples (x~(0))
     nlohmann::json last_loss_;  // of the last point of the curve; null when its row had none
     double best_accuracy_ = 0;
     TargetWatch target_;  // time_to_target, interpolated between evaluations

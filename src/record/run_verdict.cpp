@@ -53,6 +53,10 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
                      "), less than cluster.min_trained_share (" + nlohmann::json(cluster.min_trained_share).dump() + ")";
         }
     }
+    // A model that did not learn (record/learning_verdict.hpp, judged when the records were
+    // written), where eval.require_learning holds.
+    if (reason.empty() && summary.value("learning_required", false) && summary.contains("learning_failure"))
+        reason = summary["learning_failure"].get<std::string>();
     if (!reason.empty() && diverged > 0)
         reason += "; " + std::to_string(diverged) + " diverged (first: worker " + [&] {
             for (const auto& f : failures)

@@ -1,7 +1,8 @@
 // Whether a distributed run succeeded, said plainly: a run where no update reached x~, where
-// more than cluster.max_failed_share of the workers failed, or whose workers trained less than
-// cluster.min_trained_share of the planned samples, is a failed run (exit code 1), even though
-// the center produced a final x~ and an accuracy.
+// more than cluster.max_failed_share of the workers failed, whose workers trained less than
+// cluster.min_trained_share of the planned samples, or whose model did not learn
+// (record/learning_verdict.hpp, with eval.require_learning), is a failed run (exit code 1), even
+// though the center produced a final x~ and an accuracy.
 #pragma once
 
 #include <nlohmann/json.hpp>

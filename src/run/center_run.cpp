@@ -42,7 +42,7 @@ struct CenterRun::State {
 
     State(const RunConfig& c, const TrainTestSplit& d, Transport& t, ServerPlan p, const std::string& directory, bool resume)
         : config(c), data(d), transport(t), plan(std::move(p)), servers(std::size_t(c.cluster.servers)),
-          identity(model_identity(c, *d.train)), recorder(record_settings(c), directory, resume),
+          identity(model_identity(c, *d.train)), recorder(record_settings(c, d), directory, resume),
           progress(c.name, double(c.training.epochs), d.train->size(), curve_set(c, d).name), resumed(resume) {}
 
     bool lead() const { return plan.first == 0; }

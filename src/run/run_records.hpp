@@ -21,5 +21,7 @@ CurveSet curve_set(const RunConfig& config, const TrainTestSplit& data);
 
 // The config as the run directory records it (config.json is config.resolved).
 RecordSettings record_settings(const RunConfig& config);
+// The same, with what the data tell: the curve set's chance accuracy.
+RecordSettings record_settings(const RunConfig& config, const TrainTestSplit& data);
 
 }  // namespace tether

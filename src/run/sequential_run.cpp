@@ -42,7 +42,7 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     LocalTrainer trainer(config, *backend, DatasetView::whole(data.train), std::uint64_t(config.training.seed));
     const CurveSet curve = curve_set(config, data);
     Evaluator evaluator(config, *backend, curve.data, curve.limit);
-    RunRecorder recorder(record_settings(config), directory);
+    RunRecorder recorder(record_settings(config, data), directory);
     ProgressPrinter progress(config.name, double(config.training.epochs), data.train->size(), curve.name);
     std::atomic<std::uint64_t> samples_so_far{0};
     std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu %s samples -> %s\n",

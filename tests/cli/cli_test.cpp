@@ -169,6 +169,40 @@ TEST_CASE("tether run on a synthetic problem exits 0 and writes its run director
     CHECK(std::filesystem::exists(out + "/metrics.jsonl"));
 }
 
+TEST_CASE("a run whose model learned nothing exits 1 saying so; eval.require_learning false makes it a warning") {
+    // Issue 38: a learning rate far too large ended worse than it started and exited 0, sequential
+    // and distributed alike. At 10 the loss grows to thousands without turning non-finite.
+    TempDir scratch;
+    const std::string config = scratch.file("synthetic.json");
+    tether::testing::write_text(config, kSyntheticConfig);
+    for (const std::string strategy : {"sequential", "adag"}) {
+        CAPTURE(strategy);
+        const std::vector<std::string> run = {"run", config, "--set", "strategy.name=" + strategy, "--set",
+                                              "training.optimizer.name=sgd", "--set", "training.optimizer.learning_rate=10",
+                                              "--set", "cluster.workers=" + std::string(strategy == "sequential" ? "1" : "2")};
+        std::vector<std::string> failing = run, warned = run;
+        failing.insert(failing.end(), {"--out", scratch.file(strategy + "-failing")});
+        const Result r = run_tether(failing, scratch);
+        CAPTURE(r.out);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(contains(r.err, "tether: run FAILED: the model did not learn: final validation loss "));
+        const json failed = json::parse(tether::testing::read_text(scratch.file(strategy + "-failing") + "/summary.json"));
+        CHECK(failed["learned"] == false);
+        CHECK(failed["run_failed"] == true);
+        CHECK(failed["final_validation_loss"].get<double>() > failed["initial_validation_loss"].get<double>());
+
+        warned.insert(warned.end(), {"--set", "eval.require_learning=false", "--out", scratch.file(strategy + "-warned")});
+        const Result w = run_tether(warned, scratch);
+        CAPTURE(w.err);
+        CHECK(w.exit_code == 0);
+        CHECK(contains(w.err, "tether: warning: the model did not learn"));
+        const json kept = json::parse(tether::testing::read_text(scratch.file(strategy + "-warned") + "/summary.json"));
+        CHECK(kept["learned"] == false);
+        CHECK(kept.value("run_failed", false) == false);
+    }
+}
+
 TEST_CASE("tether run without --out makes runs/<name>-<timestamp>") {
     TempDir scratch;
     tether::testing::write_text(scratch.file("synthetic.json"), kSyntheticConfig);

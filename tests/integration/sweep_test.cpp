@@ -19,7 +19,7 @@ namespace {
 const char* kBase = R"({"name": "tiny",
   "data": {"source": "synthetic", "train_samples": 600, "test_samples": 200, "features": 8, "classes": 3},
   "model": {"hidden_layers": [8]},
-  "training": {"epochs": 2, "batch_size": 32, "device": "cpu", "threads": 1},
+  "training": {"epochs": 2, "batch_size": 32, "device": "cpu", "threads": 1, "optimizer": {"learning_rate": 0.05}},
   "eval": {"per_epoch": 2},
   "strategy": {"name": "adag"},
   "cluster": {"workers": 2, "join_timeout_ms": 20000}})";

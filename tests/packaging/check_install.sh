@@ -72,7 +72,8 @@ c++ -std=c++17 -O1 -shared -fPIC "$here/damped_sum_plugin.cpp" $(pkg-config --cf
 cat > "$work/plugin.json" <<'JSON'
 {"name": "plugin", "strategy": {"name": "damped-sum"}, "cluster": {"workers": 2},
  "data": {"source": "synthetic", "train_samples": 400, "test_samples": 100, "features": 8, "classes": 3},
- "model": {"hidden_layers": [8]}, "training": {"epochs": 1, "batch_size": 32, "device": "cpu", "threads": 1}}
+ "model": {"hidden_layers": [8]},
+ "training": {"epochs": 1, "batch_size": 32, "device": "cpu", "threads": 1, "optimizer": {"learning_rate": 0.05}}}
 JSON
 "$prefix/bin/tether" run "$work/plugin.json" --plugin "$work/damped_sum.so" --out "$work/plugin-run"
 grep -q '"strategy": *"damped-sum"' "$work/plugin-run/summary.json" ||

@@ -4,7 +4,10 @@
 
 #include "center_harness.hpp"
 #include "cluster/cluster_settings.hpp"
+#include "record/learning_verdict.hpp"
 #include "record/run_verdict.hpp"
+
+#include <cmath>
 
 using namespace tether::testing;
 
@@ -140,4 +143,56 @@ TEST_CASE("divergence is counted by kind, not by the words of a failure") {
     CHECK(summary["run_failed"] == true);
     const std::string reason = summary["failure_reason"];
     CHECK(reason.find("2 diverged (first: worker 0: loss went nan after 12 steps)") != std::string::npos);
+}
+
+// Issue 38: runs that learned nothing reported success (a learning rate of 1000 at chance, 32
+// ADAG workers ending with a loss far above x~(0)'s, x~ replaced by an unauthenticated peer).
+TEST_CASE("a run whose model did not learn fails, naming the rule and its figures, unless asked to warn only") {
+    using tether::LearningFacts;
+    const auto judged = [](const LearningFacts& facts, bool required) {
+        nlohmann::json summary = {{"updates_applied", 100}, {"samples", 1000}, {"samples_planned", 1000}};
+        tether::judge_learning(summary, "validation", facts, required);
+        tether::judge_run(summary, four_workers(), {});  // keeps the finding
+        return summary;
+    };
+    // Worse than x~(0).
+    nlohmann::json worse = judged({2.30, 13.1, 0.288, 0.10}, true);
+    CHECK(worse["learned"] == false);
+    CHECK(worse["run_failed"] == true);
+    CHECK(worse["initial_validation_loss"].get<double>() == doctest::Approx(2.30));
+    CHECK(worse["failure_reason"].get<std::string>() ==
+          "the model did not learn: final validation loss 13.1 is above the initial 2.3 (x~(0))");
+    // At chance: the loss fell (every output equal), the accuracy did not rise.
+    nlohmann::json chance = judged({2.59, 2.32, 0.099, 0.108}, true);
+    CHECK(chance["run_failed"] == true);
+    CHECK(chance["failure_reason"].get<std::string>().find("accuracy 9.90% is no better than chance (10.80%") !=
+          std::string::npos);
+    // Not finite.
+    nlohmann::json nan = judged({2.3, std::nan(""), std::nullopt, 0.1}, true);
+    CHECK(nan["failure_reason"].get<std::string>().rfind("x~ is not finite at the end", 0) == 0);
+    // Learned: a point above chance and a lower loss.
+    nlohmann::json learned = judged({2.3, 0.4, 0.85, 0.10}, true);
+    CHECK(learned["learned"] == true);
+    CHECK(learned["run_failed"] == false);
+    // eval.require_learning false: a warning, and the run is judged on the rest.
+    nlohmann::json warned = judged({2.30, 13.1, 0.288, 0.10}, false);
+    CHECK(warned["learned"] == false);
+    CHECK(warned["run_failed"] == false);
+    CHECK(warned["learning_warning"].get<std::string>().find("eval.require_learning is false") != std::string::npos);
+    // Nothing to judge (no evaluation): nothing said.
+    nlohmann::json unknown = judged({}, true);
+    CHECK_FALSE(unknown.contains("learned"));
+    CHECK(unknown["run_failed"] == false);
+    // Another failure keeps its own reason.
+    nlohmann::json lost = {{"updates_applied", 0}};
+    tether::judge_learning(lost, "validation", {2.3, 13.1, 0.2, 0.1}, true);
+    tether::judge_run(lost, four_workers(), {});
+    CHECK(lost["failure_reason"].get<std::string>().rfind("no update reached x~", 0) == 0);
+}
+
+TEST_CASE("chance is the largest class's share of the evaluated samples") {
+    tether::Dataset data;
+    data.labels = {0, 1, 1, 2, 1, 0, 0, 0};
+    CHECK(tether::chance_accuracy(data, 0) == doctest::Approx(0.5));
+    CHECK(tether::chance_accuracy(data, 5) == doctest::Approx(0.6));  // the first five: three 1s
 }
