@@ -42,7 +42,23 @@ void Center::serve() {
     maybe_snapshot(/*final=*/options_.snapshots.final_snapshot);
 }
 
+void Center::lose_process(const std::string& peer_prefix, const std::string& why) {
+    std::lock_guard<std::mutex> lock(ended_mutex_);
+    ended_.emplace_back(peer_prefix, why);
+}
+
 bool Center::tick() {
+    std::vector<std::pair<std::string, std::string>> ended;
+    {
+        std::lock_guard<std::mutex> lock(ended_mutex_);
+        ended.swap(ended_);
+    }
+    for (const auto& [prefix, why] : ended) {
+        std::vector<Worker*> gone;
+        for (const auto& w : membership_.workers())
+            if (w->live() && w->peer.rfind(prefix, 0) == 0) gone.push_back(w.get());
+        for (Worker* w : gone) lose(*w, why);
+    }
     end_.check_started(membership_.started(), stats_, Clock::now(), address());
     check_liveness(Clock::now());
     membership_.prune();

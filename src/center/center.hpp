@@ -73,6 +73,10 @@ public:
     // Throws when not all expected workers join within join_timeout_ms.
     void serve();
     void stop() { stop_requested_ = true; }
+    // Safe from any thread: the process behind every worker whose peer identity starts with
+    // `peer_prefix` has ended (its parent reaped it; transport/peer_identity.hpp): they are
+    // lost at the next tick, for `why`, instead of after cluster.worker_timeout_ms of silence.
+    void lose_process(const std::string& peer_prefix, const std::string& why);
     // Goes on from a checkpoint (center/checkpoint.hpp): x~, its version and the counters. A
     // resumed center welcomes each worker as it (re)joins instead of waiting for all of them.
     void resume(const Checkpoint& checkpoint);
@@ -182,6 +186,8 @@ private:
     std::unique_ptr<ChunkSender> buffers_out_;  // b~ after each welcome, float32
     std::map<std::string, Clock::time_point> unknown_answered_;  // peer -> last "unknown worker" answer
     std::atomic<bool> stop_requested_{false};
+    std::mutex ended_mutex_;                                  // ended_: lose_process() and tick()
+    std::vector<std::pair<std::string, std::string>> ended_;  // peer prefix, why
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     int rejections_logged_ = 0;
 };

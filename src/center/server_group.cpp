@@ -48,6 +48,10 @@ void ServerGroup::stop() {
     for (auto& m : members_) m.center->stop();
 }
 
+void ServerGroup::lose_process(const std::string& peer_prefix, const std::string& why) {
+    for (auto& m : members_) m.center->lose_process(peer_prefix, why);
+}
+
 std::vector<std::uint64_t> ServerGroup::copy_ranges(float* x, std::size_t skip, std::vector<float>* buffers) const {
     std::vector<std::uint64_t> versions;
     for (std::size_t i = 0; i < members_.size(); ++i) {

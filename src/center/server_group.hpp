@@ -44,6 +44,8 @@ public:
     // fails, the others are stopped and the first failure is rethrown.
     void serve(const std::function<void()>& thread_setup = {});
     void stop();
+    // Center::lose_process on every server here.
+    void lose_process(const std::string& peer_prefix, const std::string& why);
 
     // Writes each member's x~ into its range of `x` (x~'s full size), taken now; skips member
     // `skip` (one whose state the caller already has). Returns each member's version.

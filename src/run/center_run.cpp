@@ -165,6 +165,10 @@ std::string CenterRun::address() const { return state_->group->address(); }
 
 void CenterRun::stop() { state_->group->stop(); }
 
+void CenterRun::lose_process(const std::string& peer_prefix, const std::string& why) {
+    state_->group->lose_process(peer_prefix, why);
+}
+
 nlohmann::json CenterRun::serve() {
     State& s = *state_;
     std::printf("tether %s: %s, strategy %s, %lld workers, %s at %s -> %s\n", s.config.name.c_str(),

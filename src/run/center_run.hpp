@@ -53,6 +53,8 @@ public:
     nlohmann::json serve();
     // Asks serve() to stop early (thread-safe).
     void stop();
+    // ServerGroup::lose_process: a worker process this run started has ended.
+    void lose_process(const std::string& peer_prefix, const std::string& why);
 
 private:
     struct State;

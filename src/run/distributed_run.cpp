@@ -16,6 +16,7 @@
 #include "backend/device_choice.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/run_keys.hpp"
+#include "transport/peer_identity.hpp"
 #include "transport/user_sockets.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
@@ -24,6 +25,7 @@
 #include "run/run.hpp"
 #include "run/worker_run.hpp"
 #include "train/batch_split.hpp"
+#include "util/child_watch.hpp"
 #include "util/errors.hpp"
 #include "util/spawn.hpp"
 
@@ -145,6 +147,13 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
         }
     }
     std::printf("started %d worker processes (logs: %s/worker-*.log)\n", workers, directory.c_str());
+    // A child that ends before the center is done: its workers are lost now, naming how it ended
+    // (a clean exit said bye already).
+    ChildWatch watch(children, [&center, children](std::size_t i, const std::string& exit) {
+        if (exit == "0") return;
+        center.lose_process(peer_identity_prefix("worker", long(children[i])),
+                            "its process " + child_exit_words(exit) + " (worker-" + std::to_string(i) + ".log)");
+    });
     nlohmann::json summary;
     std::exception_ptr failure;
     try {
@@ -158,9 +167,9 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
     nlohmann::json exits = nlohmann::json::array();
     std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(failure ? 0 : 10);
+    const std::vector<std::string> ended = watch.finish(grace_end);
     for (std::size_t i = 0; i < children.size(); ++i)
-        count_child_exit(int(i), wait_or_kill(children[i], grace_end), directory + "/worker-" + std::to_string(i) + ".log",
-                         exits, failures);
+        count_child_exit(int(i), ended[i], directory + "/worker-" + std::to_string(i) + ".log", exits, failures);
     if (failure) std::rethrow_exception(failure);
     summary["worker_exit_status"] = exits;
     judge_run(summary, config.cluster, failures);

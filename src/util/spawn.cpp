@@ -65,6 +65,12 @@ std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadli
     return exit_description(status);
 }
 
+std::string child_exit_words(const std::string& exit) {
+    if (exit.rfind("signal ", 0) != 0) return "exited with code " + exit;
+    const int signal = std::stoi(exit.substr(7));
+    return "was ended by " + exit + " (" + ::strsignal(signal) + ")";
+}
+
 std::string exit_description(int status) {
     if (WIFEXITED(status)) return std::to_string(WEXITSTATUS(status));
     return "signal " + std::to_string(WTERMSIG(status));

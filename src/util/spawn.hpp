@@ -24,5 +24,7 @@ std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadli
 
 // A waitpid status as wait_or_kill returns it: "0", "1", ... or "signal N".
 std::string exit_description(int status);
+// Such an exit in words: "exited with code 3", "was ended by signal 9 (Killed)".
+std::string child_exit_words(const std::string& exit);
 
 }  // namespace tether

@@ -81,6 +81,39 @@ TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run end
     CHECK(summary["worker_exit_status"][1].is_string());  // ended by a signal
 }
 
+TEST_CASE("a worker process killed with SIGKILL is lost at once, naming the signal, not after the worker timeout") {
+    // Issue 38: tether run is the worker's parent and learns of its death at once; before, the
+    // center counted it lost only after cluster.worker_timeout_ms of silence (here 60 s, which a
+    // synchronous round would have waited out).
+    TempDir dir;
+    json document = cluster_config("killed", "averaging", 3);
+    document["cluster"]["mode"] = "local";
+    document["cluster"]["worker_timeout_ms"] = 60000;
+    document["cluster"]["step_delay_ms"] = {10, 10, 10};  // about 4 s of training: the kill lands mid-run
+    document["training"]["epochs"] = 30;
+    document["eval"]["per_epoch"] = 4;
+    const std::string config = write_config(dir, "killed.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    REQUIRE(wait_for_training(run, 30000, tether));
+    std::vector<pid_t> workers;
+    const auto found_by = Clock::now() + std::chrono::seconds(10);
+    while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
+    REQUIRE(workers.size() == 3);
+    REQUIRE(::kill(workers[1], SIGKILL) == 0);
+    const auto killed_at = Clock::now();
+    const auto exit_code = tether.wait(120000);
+    const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+    CAPTURE(tether.err());
+    REQUIRE(exit_code.has_value());
+    MESSAGE("tether run ended " << seconds << " s after the SIGKILL, exit code " << *exit_code);
+    CHECK(seconds < 30);  // the others' remaining epochs; not the 60 s timeout
+    CHECK(contains(tether.err(), "lost: its process was ended by signal 9 (Killed)"));
+    const json summary = read_summary(run);
+    CAPTURE(summary.dump(2));
+    CHECK(summary["workers_lost"] == 1);
+    CHECK(summary["worker_exit_status"][1] == "signal 9");
+}
+
 TEST_CASE("workers of a center killed with SIGKILL exit 1 after the restart window, naming its address") {
     TempDir dir;
     json document = cluster_config("dead-center", "aeasgd", 1);
