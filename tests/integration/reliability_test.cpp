@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -21,6 +22,33 @@ namespace {
 using namespace tether::testing;  // Process, TempDir, cluster_config, write_config, read_summary, ...
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// Starts `tether run` on a local averaging run of 3 workers (`document` adjusts it), waits for
+// training, sends `signal` to one worker process, and returns its exit code (unset: it did not
+// end within 120 s) and the seconds from the signal to the end.
+struct SignalledRun {
+    std::optional<int> exit_code;
+    double seconds = 0;
+    std::string err;
+    json summary;
+};
+SignalledRun signal_a_worker(TempDir& dir, json document, int signal) {
+    const std::string config = write_config(dir, "signalled.json", document), run = dir.file("run");
+    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
+    REQUIRE(wait_for_training(run, 30000, tether));
+    std::vector<pid_t> workers;
+    const auto found_by = Clock::now() + std::chrono::seconds(10);
+    while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
+    REQUIRE(workers.size() == 3);
+    REQUIRE(::kill(workers[1], signal) == 0);
+    const auto signalled_at = Clock::now();
+    SignalledRun r;
+    r.exit_code = tether.wait(120000);
+    r.seconds = std::chrono::duration<double>(Clock::now() - signalled_at).count();
+    r.err = tether.err();
+    if (r.exit_code) r.summary = read_summary(run);
+    return r;
+}
 
 }  // namespace
 
@@ -51,25 +79,15 @@ TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run end
     document["cluster"]["mode"] = "local";
     document["training"]["epochs"] = 30;
     document["eval"]["per_epoch"] = 4;
-    const std::string config = write_config(dir, "stopped.json", document), run = dir.file("run");
-    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
-    REQUIRE(wait_for_training(run, 30000, tether));
-    std::vector<pid_t> workers;
-    const auto found_by = Clock::now() + std::chrono::seconds(10);
-    while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
-    REQUIRE(workers.size() == 3);
-    REQUIRE(::kill(workers[1], SIGSTOP) == 0);
-    const auto stopped_at = Clock::now();
-    const auto exit_code = tether.wait(90000);
-    const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
-    CAPTURE(tether.err());
-    REQUIRE_MESSAGE(exit_code.has_value(), "tether run did not end within 90 s of the SIGSTOP");
-    MESSAGE("tether run ended " << seconds << " s after the SIGSTOP, exit code " << *exit_code);
+    const SignalledRun r = signal_a_worker(dir, document, SIGSTOP);
+    CAPTURE(r.err);
+    REQUIRE_MESSAGE(r.exit_code.has_value(), "tether run did not end within 120 s of the SIGSTOP");
+    MESSAGE("tether run ended " << r.seconds << " s after the SIGSTOP, exit code " << *r.exit_code);
     // 1 of 3 failed, within cluster.max_failed_share; but its shard went untrained from then
     // on, so the run trained well under cluster.min_trained_share of its plan: a failed run.
-    CHECK(*exit_code == 1);
-    CHECK(contains(tether.err(), "run FAILED: the workers trained 0."));
-    const json summary = read_summary(run);
+    CHECK(*r.exit_code == 1);
+    CHECK(contains(r.err, "run FAILED: the workers trained 0."));
+    const json& summary = r.summary;
     CAPTURE(summary.dump(2));
     CHECK(summary["workers_lost"] == 1);
     CHECK(summary["failed_workers"] == 1);
@@ -92,23 +110,13 @@ TEST_CASE("a worker process killed with SIGKILL is lost at once, naming the sign
     document["cluster"]["step_delay_ms"] = {10, 10, 10};  // about 4 s of training: the kill lands mid-run
     document["training"]["epochs"] = 30;
     document["eval"]["per_epoch"] = 4;
-    const std::string config = write_config(dir, "killed.json", document), run = dir.file("run");
-    Process tether({"run", config, "--out", run}, dir.file("out"), dir.file("err"));
-    REQUIRE(wait_for_training(run, 30000, tether));
-    std::vector<pid_t> workers;
-    const auto found_by = Clock::now() + std::chrono::seconds(10);
-    while (workers.size() < 3 && Clock::now() < found_by) workers = children_of(tether.pid());
-    REQUIRE(workers.size() == 3);
-    REQUIRE(::kill(workers[1], SIGKILL) == 0);
-    const auto killed_at = Clock::now();
-    const auto exit_code = tether.wait(120000);
-    const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
-    CAPTURE(tether.err());
-    REQUIRE(exit_code.has_value());
-    MESSAGE("tether run ended " << seconds << " s after the SIGKILL, exit code " << *exit_code);
-    CHECK(seconds < 30);  // the others' remaining epochs; not the 60 s timeout
-    CHECK(contains(tether.err(), "lost: its process was ended by signal 9 (Killed)"));
-    const json summary = read_summary(run);
+    const SignalledRun r = signal_a_worker(dir, document, SIGKILL);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code.has_value());
+    MESSAGE("tether run ended " << r.seconds << " s after the SIGKILL, exit code " << *r.exit_code);
+    CHECK(r.seconds < 30);  // the others' remaining epochs; not the 60 s timeout
+    CHECK(contains(r.err, "lost: its process was ended by signal 9 (Killed)"));
+    const json& summary = r.summary;
     CAPTURE(summary.dump(2));
     CHECK(summary["workers_lost"] == 1);
     CHECK(summary["worker_exit_status"][1] == "signal 9");
