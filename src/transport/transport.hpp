@@ -98,7 +98,8 @@ public:
     // Starts the ZAP handler (transport/zap_handler.hpp) with the worker public keys (Z85) that
     // may complete a CURVE handshake with this transport's endpoints. Call before bind().
     virtual void require_authentication(std::set<std::string> allowed_public_keys) = 0;
-    // CURVE handshakes refused so far (keys not in the allowlist).
+    // CURVE handshakes refused so far: keys not in the allowlist (ZAP), and peers whose
+    // handshake failed before ZAP was asked (plaintext at a CURVE endpoint, a wrong server key).
     virtual std::uint64_t refused_handshakes() const = 0;
 };
 

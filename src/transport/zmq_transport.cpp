@@ -137,15 +137,56 @@ bool wait_readable(zmq::socket_t& socket, int timeout_ms) {
     }
 }
 
+// A PAIR socket receiving `socket`'s handshake failures (`events`, ZMQ_EVENT_HANDSHAKE_*): a
+// refused or failed handshake never produces a message, so it is watched beside the data.
+std::unique_ptr<zmq::socket_t> monitor_handshakes(zmq::socket_t& socket, zmq::context_t& context, int events) {
+    static std::atomic<int> counter{0};
+    const std::string address = "inproc://tether-handshake-monitor-" + std::to_string(counter++);
+    if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0)
+        throw std::runtime_error(std::string("cannot monitor the CURVE handshake: ") + zmq_strerror(zmq_errno()));
+    auto monitor = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+    monitor->set(zmq::sockopt::linger, 0);
+    monitor->connect(address);
+    return monitor;
+}
+
+// Waits up to timeout_ms for data on `socket` or an event on `monitor`; returns whether data
+// is readable, and calls on_event(id, where) for an event.
+template <typename OnEvent>
+bool poll_with_monitor(zmq::socket_t& socket, zmq::socket_t& monitor, int timeout_ms, OnEvent&& on_event) {
+    zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {monitor.handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+        zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms));
+    } catch (const zmq::error_t& e) {
+        if (e.num() == ETERM) throw TransportClosed("transport shut down");
+        if (e.num() != EINTR) throw;
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+        zmq::message_t event, where;
+        if (monitor.recv(event, zmq::recv_flags::dontwait)) {
+            if (event.more()) (void)monitor.recv(where, zmq::recv_flags::dontwait);
+            std::uint16_t id = 0;
+            if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+            on_event(id, where.to_string());
+        }
+    }
+    return items[0].revents & ZMQ_POLLIN;
+}
+
 class ZmqEndpoint final : public Endpoint {
 public:
+    // `failed_handshakes`: the transport's count of handshakes that failed other than by ZAP
+    // (a plaintext peer at a CURVE endpoint: the mechanisms differ, and ZAP is never asked).
     ZmqEndpoint(std::shared_ptr<void> owner, zmq::context_t& context, const std::string& address,
-                const TransportOptions& o)
-        : owner_(std::move(owner)), socket_(context, zmq::socket_type::router) {
+                const TransportOptions& o, std::atomic<std::uint64_t>& failed_handshakes)
+        : owner_(std::move(owner)), socket_(context, zmq::socket_type::router), failed_handshakes_(failed_handshakes) {
         apply_common(socket_, o);
         socket_.set(zmq::sockopt::router_mandatory, 1);
         socket_.set(zmq::sockopt::maxmsgsize, std::int64_t(o.max_message_bytes));
         apply_curve(socket_, address, o, true);
+        if (!o.curve_server_secret.empty() && address.rfind("inproc://", 0) != 0)
+            monitor_ = monitor_handshakes(socket_, context,
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
         try {
             socket_.bind(address);
         } catch (const zmq::error_t& e) {
@@ -168,6 +209,13 @@ public:
     std::string address() const override { return address_; }
 
     bool receive(std::string& peer, Frames& frames, int timeout_ms) override {
+        if (monitor_) {
+            const bool readable = poll_with_monitor(socket_, *monitor_, timeout_ms, [this](std::uint16_t, const std::string&) {
+                failed_handshakes_.fetch_add(1, std::memory_order_relaxed);
+            });
+            if (!readable) return false;
+            timeout_ms = 0;
+        }
         std::size_t bytes = 0, dropped = 0;
         if (!receive_parts(socket_, parts_, timeout_ms, bytes, dropped)) return false;
         peer.assign(parts_[0].data<char>(), parts_[0].size());
@@ -203,6 +251,8 @@ private:
     zmq::socket_t socket_;
     std::string address_;
     std::vector<zmq::message_t> parts_;
+    std::atomic<std::uint64_t>& failed_handshakes_;
+    std::unique_ptr<zmq::socket_t> monitor_;  // with CURVE: handshakes that fail before ZAP
 };
 
 class ZmqChannel final : public Channel {
@@ -215,7 +265,8 @@ public:
         socket_.set(zmq::sockopt::linger, 5000);
         socket_.set(zmq::sockopt::routing_id, identity);
         apply_curve(socket_, address, o, false);
-        if (!o.curve_server_public.empty() && address.rfind("inproc://", 0) != 0) watch_handshakes(context);
+        if (!o.curve_server_public.empty() && address.rfind("inproc://", 0) != 0)
+            monitor_ = monitor_handshakes(socket_, context, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
         try {
             socket_.connect(address);
         } catch (const zmq::error_t& e) {
@@ -243,16 +294,7 @@ public:
 
     bool receive(Frames& frames, int timeout_ms) override {
         if (monitor_) {
-            // A refused CURVE handshake never produces a message: watch for it beside the data.
-            zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {monitor_->handle(), 0, ZMQ_POLLIN, 0}};
-            try {
-                zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms));
-            } catch (const zmq::error_t& e) {
-                if (e.num() == ETERM) throw TransportClosed("transport shut down");
-                if (e.num() != EINTR) throw;
-            }
-            if (items[1].revents & ZMQ_POLLIN) check_handshake_event();
-            if (!(items[0].revents & ZMQ_POLLIN)) return false;
+            if (!poll_with_monitor(socket_, *monitor_, timeout_ms, check_handshake_event)) return false;
             timeout_ms = 0;
         }
         std::size_t bytes = 0, dropped = 0;
@@ -262,28 +304,13 @@ public:
     }
 
 private:
-    void watch_handshakes(zmq::context_t& context) {
-        static std::atomic<int> counter{0};
-        const std::string address = "inproc://tether-handshake-monitor-" + std::to_string(counter++);
-        if (zmq_socket_monitor(socket_.handle(), address.c_str(),
-                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
-            throw std::runtime_error(std::string("cannot monitor the CURVE handshake: ") + zmq_strerror(zmq_errno()));
-        monitor_ = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
-        monitor_->set(zmq::sockopt::linger, 0);
-        monitor_->connect(address);
-    }
-
-    void check_handshake_event() {
-        zmq::message_t event, where;
-        if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return;
-        if (event.more()) (void)monitor_->recv(where, zmq::recv_flags::dontwait);
-        std::uint16_t id = 0;
-        if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
+    // A refused CURVE handshake, as the worker's monitor saw it: the error names the center.
+    static void check_handshake_event(std::uint16_t id, const std::string& where) {
         if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-            throw DeliveryError("the center at " + where.to_string() +
+            throw DeliveryError("the center at " + where +
                                 " refused this worker's CURVE key: it is not in the center's security.authorized_workers");
         if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
-            throw DeliveryError("the CURVE handshake with the center at " + where.to_string() +
+            throw DeliveryError("the CURVE handshake with the center at " + where +
                                 " failed: is security.center_public_key the center's public key, and is the center's "
                                 "security on?");
     }
@@ -308,7 +335,7 @@ private:
 class ZmqTransport final : public Transport, public std::enable_shared_from_this<ZmqTransport> {
 public:
     std::unique_ptr<Endpoint> bind(const std::string& address, const TransportOptions& o) override {
-        return std::make_unique<ZmqEndpoint>(shared_from_this(), context_, address, o);
+        return std::make_unique<ZmqEndpoint>(shared_from_this(), context_, address, o, failed_handshakes_);
     }
     std::unique_ptr<Channel> connect(const std::string& address, const std::string& identity,
                                      const TransportOptions& o) override {
@@ -318,7 +345,9 @@ public:
     void require_authentication(std::set<std::string> allowed_public_keys) override {
         if (!zap_) zap_ = std::make_unique<ZapHandler>(context_, std::move(allowed_public_keys));
     }
-    std::uint64_t refused_handshakes() const override { return zap_ ? zap_->refused() : 0; }
+    std::uint64_t refused_handshakes() const override {
+        return (zap_ ? zap_->refused() : 0) + failed_handshakes_.load(std::memory_order_relaxed);
+    }
     ~ZmqTransport() override {
         if (zap_) {
             context_.shutdown();  // ends the handler's wait; its thread closes its socket
@@ -329,6 +358,7 @@ public:
 private:
     zmq::context_t context_;
     std::unique_ptr<ZapHandler> zap_;
+    std::atomic<std::uint64_t> failed_handshakes_{0};  // at CURVE endpoints, before ZAP (ZmqEndpoint)
 };
 
 }  // namespace

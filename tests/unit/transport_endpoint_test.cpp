@@ -1,7 +1,8 @@
-// An endpoint's inproc alias (TransportOptions::inproc_alias): with a server on every rank, the
-// rank's own worker reaches its server in-process, with no socket and no CURVE handshake, while
-// the endpoint's tcp:// address still admits only CURVE peers (issue 37: "a rank's exchange
-// with its own range stays in its process").
+// A CURVE endpoint's two doors. Its inproc alias (TransportOptions::inproc_alias): with a server
+// on every rank, the rank's own worker reaches its server in-process, with no socket and no CURVE
+// handshake, while the endpoint's tcp:// address still admits only CURVE peers (issue 37: "a
+// rank's exchange with its own range stays in its process"). And a plaintext peer at the tcp
+// address counts as a refused handshake (issue 38: ZAP never sees it, and it went uncounted).
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -28,7 +29,7 @@ bool reaches(tether::Channel& channel, tether::Endpoint& endpoint) {
 
 }  // namespace
 
-TEST_CASE("a CURVE endpoint's inproc alias is reached in-process without keys; its tcp address still wants them") {
+TEST_CASE("a CURVE endpoint's inproc alias is reached in-process without keys; its tcp address wants them, and counts a plaintext peer as refused") {
     auto transport = tether::make_zmq_transport();
     const tether::CurveKeyPair server = tether::generate_curve_key_pair(), client = tether::generate_curve_key_pair();
     transport->require_authentication({client.public_key});
@@ -48,9 +49,11 @@ TEST_CASE("a CURVE endpoint's inproc alias is reached in-process without keys; i
     const auto remote = transport->connect(endpoint->address(), "remote", keyed);
     CHECK(reaches(*remote, *endpoint));
 
+    const std::uint64_t refused = transport->refused_handshakes();
     const auto plaintext = transport->connect(endpoint->address(), "plaintext", TransportOptions{});
     CHECK_FALSE(reaches(*plaintext, *endpoint));
     plaintext->abandon();
+    CHECK(transport->refused_handshakes() > refused);
 }
 
 TEST_CASE("an inproc alias that is not inproc:// is refused by name") {
