@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,7 @@ private:
     std::unique_ptr<ChunkSender> buffers_out_;  // b~ after each welcome, float32
     std::map<std::string, Clock::time_point> unknown_answered_;  // peer -> last "unknown worker" answer
     std::atomic<bool> stop_requested_{false};
+    std::set<std::uint32_t> rejoined_;  // worker ids heard since a resume (CenterStats::rolled_back_updates)
     std::mutex ended_mutex_;                                  // ended_: lose_process() and tick()
     std::vector<std::pair<std::string, std::string>> ended_;  // peer prefix, why
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};

@@ -1,6 +1,7 @@
 // The center's side of membership (center/membership.hpp decides): hellos checked before a
 // join, welcomes or holds after it, losses told to the strategy, the round and the end of the
 // run, and the small answers that keep a worker's waits bounded.
+#include <algorithm>
 #include <cstdio>
 
 #include "center/center.hpp"
@@ -25,6 +26,10 @@ void Center::handle_hello(const std::string& peer, const Header& h, const Frames
                           " places (cluster.workers) are taken and cluster.elastic is false");
     const auto [w, joined] = membership_.join(peer, h);
     end_.joined();
+    // A worker back after this center's restart pulled its x~ last from the lost center: what
+    // that had gained after the checkpoint is what the resume rolled back.
+    if (stats_.resumed && rejoined_.insert(w->id).second && h.center_version > stats_.resumed_version)
+        stats_.rolled_back_updates = std::max(stats_.rolled_back_updates, h.center_version - stats_.resumed_version);
     if (joined == Membership::Joined::waits) return;
     if (joined == Membership::Joined::joins_run) return welcome_or_hold(*w);
     if (on_start) on_start();

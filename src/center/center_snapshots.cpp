@@ -17,7 +17,7 @@ std::uint64_t CenterStats::rejected_total() const {
 }
 
 nlohmann::json CenterStats::to_json() const {
-    return {{"updates_applied", updates_applied},
+    nlohmann::json out = {{"updates_applied", updates_applied},
             {"exchanges", exchanges},
             {"rounds", rounds},
             {"late_reports", late_reports},
@@ -35,10 +35,17 @@ nlohmann::json CenterStats::to_json() const {
             {"replies_dropped", replies_dropped},
             {"mean_staleness", staleness_count ? staleness_sum / double(staleness_count) : 0.0},
             {"max_staleness", staleness_max}};
+    if (resumed) {
+        out["resumed_at_version"] = resumed_version;
+        out["rolled_back_updates"] = rolled_back_updates;
+    }
+    return out;
 }
 
 void Center::resume(const Checkpoint& c) {
     updates_.resume(c.x, c.version);
+    stats_.resumed = true;
+    stats_.resumed_version = c.version;
     stats_.updates_applied = c.updates_applied;
     stats_.exchanges = c.exchanges;
     stats_.rounds = c.rounds;

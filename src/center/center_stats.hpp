@@ -38,6 +38,11 @@ struct CenterStats {
     // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
     // center never waits on a peer.
     std::uint64_t replies_dropped = 0;
+    // A resumed center: the checkpoint's version, and how many updates x~ had gained after it
+    // that the resume lost, as the rejoining workers' hellos tell (the version each last pulled,
+    // less the checkpoint's; the largest). In summary.json only when resumed.
+    bool resumed = false;
+    std::uint64_t resumed_version = 0, rolled_back_updates = 0;
 
     std::uint64_t rejected_total() const;
     int live_workers() const { return workers_joined - workers_finished - workers_lost - peers_dropped - workers_silent; }

@@ -95,6 +95,7 @@ CenterStats combine(const std::vector<CenterStats>& servers, bool fragments) {
         out.staleness_sum += s.staleness_sum;
         out.staleness_count += s.staleness_count;
         out.staleness_max = std::max(out.staleness_max, s.staleness_max);
+        out.rolled_back_updates = std::max(out.rolled_back_updates, s.rolled_back_updates);  // server 0's versions first
     }
     return out;
 }

@@ -1,5 +1,6 @@
 #include "record/server_records.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,15 +13,12 @@ namespace tether {
 
 namespace {
 
-// "written 8.3 s ago" from the file's modification time.
-std::string age_of(const std::string& path) {
+// Seconds since the file was written (its modification time); unset when unknown.
+std::optional<double> age_of(const std::string& path) {
     std::error_code error;
     const auto written = std::filesystem::last_write_time(path, error);
-    if (error) return "";
-    const double seconds = std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
-    char text[64];
-    std::snprintf(text, sizeof text, "written %.1f s ago", seconds);
-    return text;
+    if (error) return std::nullopt;
+    return std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
 }
 
 }  // namespace
@@ -43,12 +41,15 @@ ServerRecords::ServerRecords(ServerGroup& group, const std::vector<ServerIdentit
                 throw ConfigError(path + ": written by a run with other settings (model, strategy, workers, servers, chunk "
                                   "elements, codecs or data); " + how_to_resume);
             center.resume(checkpoint);
-            // What x~ gained after the checkpoint is lost: say how old it is. (The exchange log
-            // cannot say how much: it is flushed with the checkpoints.)
-            const std::string age = age_of(path);
+            // What x~ gained after the checkpoint is lost: say how old it is (the updates lost
+            // are counted as the workers rejoin: CenterStats::rolled_back_updates).
+            const std::optional<double> seconds = age_of(path);
+            if (seconds) checkpoint_age_ = std::max(checkpoint_age_.value_or(0.0), *seconds);
+            char age[64] = "";
+            if (seconds) std::snprintf(age, sizeof age, "written %.1f s ago", *seconds);
             resumed_.push_back((servers == 1 ? "" : "server " + std::to_string(index) + "/" + std::to_string(servers) + ": ") +
                                "resumed from " + path + " at center version " + std::to_string(checkpoint.version) + " (" +
-                               std::to_string(checkpoint.total_samples) + " samples; " + (age.empty() ? "" : age + ": ") +
+                               std::to_string(checkpoint.total_samples) + " samples; " + (seconds ? std::string(age) + ": " : "") +
                                "what x~ gained after it is lost)");
         }
         center.on_checkpoint = [path](const Checkpoint& c) {

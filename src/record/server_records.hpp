@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,16 @@ public:
     // "resumed from PATH at center version V (N samples; written T s ago: what x~ gained after
     // it is lost)", one line per server resumed.
     const std::vector<std::string>& resumed() const { return resumed_; }
+    // The oldest resumed checkpoint's age when it was read: the seconds of training the resume
+    // rolled back, at most. Unset when nothing was resumed.
+    std::optional<double> checkpoint_age() const { return checkpoint_age_; }
     void flush();
 
 private:
     std::mutex mutex_;  // the servers' threads share the exchange log
     std::ofstream exchanges_;
     std::vector<std::string> resumed_;
+    std::optional<double> checkpoint_age_;
 };
 
 }  // namespace tether

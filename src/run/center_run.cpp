@@ -227,6 +227,7 @@ nlohmann::json CenterRun::serve() {
     // Evaluations that could not keep up: snapshots replaced by a newer one before scoring.
     if (s.evaluator) extra["evaluations_skipped"] = s.evaluator->skipped();
     extra["device"] = s.config.training.device;  // what the workers were asked to train on
+    if (const auto age = s.records->checkpoint_age()) extra["rolled_back_seconds"] = *age;  // with rolled_back_updates
     if (!s.lead()) {  // server K > 0 alone: its own traffic and versions; server 0 evaluates
         extra["server"] = s.plan.first;
         extra["samples"] = stats.total_samples;

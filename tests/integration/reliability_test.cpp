@@ -268,6 +268,8 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     while (!(std::filesystem::exists(checkpoint) && checkpoint_version(checkpoint) > 0) && Clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     REQUIRE_MESSAGE(std::filesystem::exists(checkpoint), "no checkpoint within 30 s");
+    // Half a checkpoint period later: x~ has gained updates the checkpoint does not hold.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     REQUIRE(::kill(server.pid(), SIGKILL) == 0);
     REQUIRE(server.wait(5000).has_value());
     const std::uint64_t saved = checkpoint_version(checkpoint);
@@ -299,6 +301,10 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     CHECK(summary["run_failed"] == false);
     CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
     CHECK(checkpoint_version(checkpoint) == summary["center_version"].get<std::uint64_t>());
+    // What the resume rolled back, as the rejoining workers told it (issue 38: it went unsaid).
+    CHECK(summary["resumed_at_version"] == saved);
+    CHECK(summary["rolled_back_updates"].get<std::uint64_t>() > 0);
+    CHECK(summary["rolled_back_seconds"].get<double>() > 0.0);
 }
 
 TEST_CASE("tether run --resume goes on from the run directory's checkpoint; a finished run has nothing left to train") {
