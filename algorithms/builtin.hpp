@@ -21,6 +21,7 @@ std::shared_ptr<const Strategy> make_adag(StrategyOptions& options, const Strate
 std::shared_ptr<const Strategy> make_dynsgd(StrategyOptions& options, const StrategyContext& context);
 std::shared_ptr<const Strategy> make_adag_staleness(StrategyOptions& options, const StrategyContext& context);
 std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const StrategyContext& context);
+std::shared_ptr<const Strategy> make_async_diloco(StrategyOptions& options, const StrategyContext& context);
 
 struct BuiltinStrategy {
     const char* name;

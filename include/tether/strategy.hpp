@@ -182,6 +182,11 @@ public:
         (void)context;
         return std::make_unique<WindowPolicy>(communication_window());
     }
+    // Whether the center sizes each worker's window to its speed (dynamic local updates): it
+    // measures a worker's local steps per second between its exchanges and, with each reply,
+    // gives it max(1, floor(communication_window() * v_i / v_max)) steps (ExchangePolicy::
+    // set_window), v_max the fastest live worker's rate. Asynchronous rules only.
+    virtual bool dynamic_windows() const { return false; }
 };
 
 // A strategy that holds its window, its wire kinds and how its replies land, so that it only

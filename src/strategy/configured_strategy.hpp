@@ -27,6 +27,7 @@ public:
 
     int communication_window() const override { return strategy_ ? strategy_->communication_window() : 0; }
     WireKinds wire_kinds() const override { return strategy_ ? strategy_->wire_kinds() : WireKinds{}; }
+    bool dynamic_windows() const override { return strategy_ && strategy_->dynamic_windows(); }
     std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext& context) const override {
         return checked().make_exchange_policy(context);
     }

@@ -468,3 +468,77 @@ TEST_CASE_FIXTURE(Fixture, "adag-staleness: each element of a commit scaled by 1
     w.set(kX1);
     check_equal(w.payload(), {0.5f, 0.5f, 2.25f});
 }
+
+// async-diloco (algorithms/async_diloco.cpp): the outer step on each pseudo-gradient as it
+// arrives. Two workers with constant pseudo-gradients g1 = x_pull - x_1 and g2, arriving in
+// turn; x~ after each arrival computed by hand from the file's equations.
+namespace {
+
+// x~ after each of `arrivals` (worker k's constant update u_k = -g_k, k alternating 0, 1, 0,
+// ...) under `outer`, staleness 0; the rule's own replies must equal x~.
+std::vector<Vec> async_diloco_path(const json& outer, int arrivals, const std::vector<Vec>& updates) {
+    json options = {{"name", "async-diloco"}, {"outer_learning_rate", 0.5}, {"outer_momentum", 0.9}};
+    options.update(outer);
+    const auto s = strategy({{"strategy", options}, {"cluster", {{"workers", 2}}}});
+    auto rule = s->make_center_rule({2, 1});
+    CHECK_FALSE(rule->synchronous());
+    CenterState center{{0.f}, 0};
+    std::vector<Vec> path;
+    for (int k = 0; k < arrivals; ++k) {
+        Vec reply(1);
+        rule->apply(center, exchange_of(std::uint32_t(k % 2), center.version, updates[std::size_t(k % 2)]), reply.data());
+        ++center.version;
+        check_equal(reply, center.x);
+        path.push_back(center.x);
+    }
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Fixture, "async-diloco: delayed Nesterov takes momentum only every D-th arrival, plain steps between") {
+    const auto s = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 2}}}});
+    CHECK(s->communication_window() == 50);  // the documented defaults
+    CHECK(s->describe()["outer"] == "delayed-nesterov");
+    CHECK(s->describe()["nesterov_delay"] == 2);  // the number of workers
+    CHECK_FALSE(s->dynamic_windows());
+    // u1 = -1 (g1 = 1), u2 = -3 (g2 = 3); lr 0.5, mu 0.9, D = 2.
+    const std::vector<Vec> u = {{-1.f}, {-3.f}};
+    const auto path = async_diloco_path({{"nesterov_delay", 2}}, 4, u);
+    // 1: plain, x~ = -0.5 * 1/2 = -0.25.
+    CHECK(path[0][0] == doctest::Approx(-0.25));
+    // 2: milestone: m = 0.9*0 + (1 + 3)/2 = 2; x~ -= 0.5 (3/2 + 0.9*2) = 1.65 -> -1.9.
+    CHECK(path[1][0] == doctest::Approx(-1.9));
+    // 3: plain: -0.25 -> -2.15.
+    CHECK(path[2][0] == doctest::Approx(-2.15));
+    // 4: milestone: m = 0.9*2 + 2 = 3.8; x~ -= 0.5 (1.5 + 3.42) = 2.46 -> -4.61.
+    CHECK(path[3][0] == doctest::Approx(-4.61));
+}
+
+TEST_CASE_FIXTURE(Fixture, "async-diloco: plain Nesterov and SGD per arrival; D = 1 is Nesterov; staleness damps") {
+    const std::vector<Vec> u = {{-1.f}, {-3.f}};
+    // nesterov: m1 = 1, x~ = -0.5 (1 + 0.9) = -0.95; m2 = 0.9 + 3 = 3.9, x~ -= 0.5 (3 + 3.51) -> -4.205.
+    const auto nesterov = async_diloco_path({{"outer", "nesterov"}}, 2, u);
+    CHECK(nesterov[0][0] == doctest::Approx(-0.95));
+    CHECK(nesterov[1][0] == doctest::Approx(-4.205));
+    const auto delay_one = async_diloco_path({{"nesterov_delay", 1}}, 2, u);
+    CHECK(delay_one[0][0] == doctest::Approx(-0.95));
+    CHECK(delay_one[1][0] == doctest::Approx(-4.205));
+    // sgd: -0.5, then -2.
+    const auto sgd = async_diloco_path({{"outer", "sgd"}}, 2, u);
+    CHECK(sgd[0][0] == doctest::Approx(-0.5));
+    CHECK(sgd[1][0] == doctest::Approx(-2.0));
+
+    // staleness "inverse": a pseudo-gradient pulled 3 versions ago counts a quarter.
+    const auto s = strategy({{"strategy", {{"name", "async-diloco"}, {"outer", "sgd"}, {"outer_learning_rate", 1.0},
+                                           {"staleness", "inverse"}}},
+                             {"cluster", {{"workers", 2}}}});
+    auto rule = s->make_center_rule({2, 1});
+    CenterState center{{0.f}, 3};
+    Vec reply(1);
+    const Vec update{-4.f};
+    rule->apply(center, exchange_of(0, 0, update), reply.data());
+    CHECK(center.x[0] == doctest::Approx(-1.0));
+    // Options are checked by name.
+    CHECK(contains(parse_error({{"strategy", {{"name", "async-diloco"}, {"outer", "adam"}}}}), "strategy.outer"));
+}

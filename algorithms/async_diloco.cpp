@@ -1,0 +1,137 @@
+// Asynchronous DiLoCo (Liu, Douillard et al., "Asynchronous Local-SGD Training for Language
+// Modeling", 2024, arXiv:2401.09135): DiLoCo's outer step applied to each worker's
+// pseudo-gradient as it arrives, with no round to wait for.
+//   worker, every H = tau steps (its own inner optimizer in between):
+//                          send u = x_i - x_pull;  receive x~;  x_i <- x_pull <- x~
+//   center, on arrival k (k = 1, 2, ... at this server), with g = -u * s the pseudo-gradient
+//   x_pull - x_i, s = 1 or (staleness "inverse") 1 / (1 + the versions x~ moved since the pull):
+//     outer "sgd":               x~ <- x~ - lr g
+//     outer "nesterov":          m <- mu m + g;  x~ <- x~ - lr (g + mu m)       (diloco's, per arrival)
+//     outer "delayed-nesterov":  b <- b + g                                     (the paper's DN, Alg. 3)
+//                                if k mod D = 0:  m <- mu m + b / D;  x~ <- x~ - lr (g / D + mu m);  b <- 0
+//                                else:            x~ <- x~ - lr g / D
+//   Over D arrivals DN moves x~ by lr (mean g + mu m): one Nesterov step on the mean of D
+//   pseudo-gradients, as a synchronous round of D workers would take, with momentum that a
+//   single stale pseudo-gradient cannot drive; between milestones each arrival still moves x~,
+//   so a worker never waits for the others. With D = 1 it is "nesterov".
+// Dynamic local updates (`dynamic_windows`, the paper's DyLU): the center measures each
+// worker's steps per second between its exchanges and gives it the window
+// max(1, floor(H * v_i / v_max)) with its reply (v_max: the fastest live worker's rate, which
+// keeps H), so that the windows of fast and slow workers end together in wall-clock time.
+// Defaults: communication_window 50, outer_learning_rate 0.7, outer_momentum 0.9,
+// outer "delayed-nesterov", nesterov_delay the number of workers (a milestone averages about
+// one pseudo-gradient per worker, as a synchronous round does), staleness "none",
+// dynamic_windows false. Wire: the update goes out with error feedback, x~ comes back as a
+// state, as for DOWNPOUR; overlap_steps, codecs and several servers (each its own counter and
+// momentum over its range) as for every rule.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "algorithms/builtin.hpp"
+#include "algorithms/pull_push.hpp"
+
+namespace tether {
+namespace {
+
+enum class Outer { sgd, nesterov, delayed_nesterov };
+
+struct AsyncOuter {
+    Outer kind = Outer::delayed_nesterov;
+    double learning_rate = 0.7;
+    double momentum = 0.9;
+    int delay = 1;              // D
+    bool inverse_staleness = false;
+};
+
+class AsyncDilocoCenter final : public AsynchronousCenterRule {
+public:
+    explicit AsyncDilocoCenter(AsyncOuter outer) : outer_(outer) {}
+
+    double apply(CenterState& center, const Exchange& e, float* reply) override {
+        const std::size_t n = center.x.size();
+        if (outer_.kind != Outer::sgd && momentum_.empty()) momentum_.assign(n, 0.f);
+        if (outer_.kind == Outer::delayed_nesterov && buffer_.empty()) buffer_.assign(n, 0.f);
+        const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
+        // g = x_pull - x_i = -u, damped by its age when asked.
+        const double s = outer_.inverse_staleness ? 1.0 / (1.0 + double(staleness)) : 1.0;
+        const double lr = outer_.learning_rate, mu = outer_.momentum, D = double(outer_.delay);
+        const bool milestone = outer_.kind == Outer::delayed_nesterov && ++arrivals_ % std::uint64_t(outer_.delay) == 0;
+        float* x = center.x.data();
+        const float* u = e.payload;
+        double moved = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double g = -double(u[i]) * s;  // read before reply[i] (maybe u[i]) is written
+            double step = 0;
+            switch (outer_.kind) {
+            case Outer::sgd:
+                step = lr * g;
+                break;
+            case Outer::nesterov: {
+                const double m = mu * momentum_[i] + g;
+                momentum_[i] = float(m);
+                step = lr * (g + mu * m);
+                break;
+            }
+            case Outer::delayed_nesterov:
+                if (milestone) {
+                    const double m = mu * momentum_[i] + (double(buffer_[i]) + g) / D;
+                    momentum_[i] = float(m);
+                    buffer_[i] = 0.f;
+                    step = lr * (g / D + mu * m);
+                } else {
+                    buffer_[i] = float(double(buffer_[i]) + g);
+                    step = lr * g / D;
+                }
+                break;
+            }
+            const float updated = float(double(x[i]) - step);
+            moved += double(updated - x[i]) * double(updated - x[i]);
+            x[i] = updated;
+            reply[i] = updated;
+        }
+        return std::sqrt(moved);
+    }
+
+private:
+    AsyncOuter outer_;
+    std::vector<float> momentum_;  // m, x~'s size (not for sgd)
+    std::vector<float> buffer_;    // b, the pseudo-gradients since the last milestone (DN)
+    std::uint64_t arrivals_ = 0;   // k
+};
+
+class AsyncDiloco final : public WindowedStrategy {
+public:
+    AsyncDiloco(int window, AsyncOuter outer, Landing landing, bool dynamic_windows)
+        : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing), outer_(outer),
+          dynamic_windows_(dynamic_windows) {}
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
+        return std::make_unique<PullPushWorker>(c.num_parameters, 0);
+    }
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
+        return center_rule<AsyncDilocoCenter>(outer_);
+    }
+    bool dynamic_windows() const override { return dynamic_windows_; }
+
+private:
+    AsyncOuter outer_;
+    bool dynamic_windows_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Strategy> make_async_diloco(StrategyOptions& options, const StrategyContext& context) {
+    const int window = options.communication_window(50);
+    AsyncOuter outer;
+    const std::string kind = options.choice("outer", "delayed-nesterov", {"delayed-nesterov", "nesterov", "sgd"});
+    outer.kind = kind == "sgd" ? Outer::sgd : kind == "nesterov" ? Outer::nesterov : Outer::delayed_nesterov;
+    outer.learning_rate = options.number("outer_learning_rate", outer.learning_rate, 0.0, 100.0, true);
+    outer.momentum = options.number("outer_momentum", outer.momentum, 0.0, 0.999999);
+    outer.delay = int(options.integer("nesterov_delay", std::max(1, context.workers), 1, 1'000'000));
+    outer.inverse_staleness = options.choice("staleness", "none", {"none", "inverse"}) == "inverse";
+    const bool dynamic = options.boolean("dynamic_windows", false);
+    return std::make_shared<AsyncDiloco>(window, outer, options.landing(window), dynamic);
+}
+
+}  // namespace tether
