@@ -7,7 +7,7 @@
 //   x_pull - x_i, s = 1 or (staleness "inverse") 1 / (1 + the versions x~ moved since the pull):
 //     outer "sgd":               x~ <- x~ - lr g
 //     outer "nesterov":          m <- mu m + g;  x~ <- x~ - lr (g + mu m)       (diloco's, per arrival)
-//     outer "delayed-nesterov":  b <- b + g                                     (the paper's DN, Alg. 3)
+//     outer "delayed-nesterov":  b <- b + g                                     (the paper's Delayed Nesterov, DN)
 //                                if k mod D = 0:  m <- mu m + b / D;  x~ <- x~ - lr (g / D + mu m);  b <- 0
 //                                else:            x~ <- x~ - lr g / D
 //   Over D arrivals DN moves x~ by lr (mean g + mu m): one Nesterov step on the mean of D

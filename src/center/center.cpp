@@ -7,6 +7,7 @@
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
 #include "center/server_tokens.hpp"
+#include "center/window_sizing.hpp"
 #include "protocol/framing.hpp"
 
 namespace tether {
@@ -161,6 +162,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     if (h.chunk_index == 0) {
         w.sequence = h.sequence;
         w.pull_version = h.center_version;
+        w.exchange_steps = h.local_step;
         w.bytes_in = 0;
     }
     w.bytes_in += frames.header.size() + frames.payload.size();
@@ -213,7 +215,12 @@ void Center::complete_exchange(Worker& w) {
     // The reply is written over the payload it answers and sent from there.
     const double norm = updates_.apply(exchange, w.pending.floats());
     const std::uint64_t before = stats_.bytes_sent;
-    send_vector(w, MessageType::reply, w.pending, w.sequence);
+    std::optional<int> window;
+    if (options_.updates.dynamic_windows) {
+        record_step_rate(w, w.exchange_steps, Clock::now());
+        window = sized_window(w, membership_.workers(), options_.updates.window);
+    }
+    send_vector(w, MessageType::reply, w.pending, w.sequence, window);
     w.pending = Payload();
     if (on_exchange)
         on_exchange({w.id, w.sequence, updates_.version(), staleness, w.bytes_in, stats_.bytes_sent - before, norm});
@@ -242,7 +249,7 @@ void Center::send_chunks(const std::string& peer, Header h, const Payload& data,
     });
 }
 
-void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence) {
+void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence, std::optional<int> window) {
     // A worker that left (lost, or said bye while its synchronous round was open) gets nothing:
     // it reads no more, and its reply encoder went with it.
     if (w.gone()) return;
@@ -252,6 +259,10 @@ void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::
     h.sequence = sequence;
     // How far its place got: a new holder trains the rest (a placeless joiner: nothing).
     if (type == MessageType::welcome) h.samples = w.placeless ? options_.membership.max_samples_per_worker : w.samples;
+    if (window) {  // dynamic local updates: the worker's next window
+        h.flags |= kFlagWindow;
+        h.local_step = std::uint64_t(*window);
+    }
     try {
         // Replies go through the reply codec; a welcome is always float32 (both ends start from it).
         send_chunks(w.peer, h, data, type == MessageType::reply ? *w.to_worker : float32_out_);

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -133,7 +134,9 @@ private:
     // gives type, worker id and sequence. Throws DeliveryError.
     void send_chunks(const std::string& peer, Header h, const Payload& data, ChunkSender& sender);
     // send_chunks to a worker, whose place a failed delivery costs.
-    void send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence);
+    // `window`: dynamic local updates, the worker's next window (kFlagWindow).
+    void send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence,
+                     std::optional<int> window = std::nullopt);
     // center_snapshots.cpp: a `snapshot` request, answered now or (kFlagFinal) when every
     // worker has finished.
     void answer_snapshot(const std::string& peer, const Header& request);

@@ -65,6 +65,10 @@ struct UpdateOptions {
     // when the worker leaves. Welcomes are always float32: both ends start from the same x~.
     CodecOptions payload_codec, reply_codec;
     WireKinds wire_kinds;
+    // Strategy::dynamic_windows: each reply tells its worker the window its rate earns out of
+    // `window`, the strategy's (center/window_sizing.hpp). Asynchronous rules only.
+    bool dynamic_windows = false;
+    int window = 0;
 };
 
 struct SnapshotOptions {

@@ -39,6 +39,11 @@ struct CenterWorker {
     std::unique_ptr<ChunkSender> to_worker;
     std::unique_ptr<ChunkAssembler> buffers_from;  // its model buffers, float32 (a center that holds buffers)
     Clock::time_point last_exchange;  // or the welcome: a round waits on it at most the heartbeat timeout
+    // Dynamic local updates (center/window_sizing.hpp): the local steps its current exchange's
+    // header said, the steps and time of its last measured exchange, and its rate.
+    std::uint64_t exchange_steps = 0, rate_steps = 0;
+    Clock::time_point rate_since;
+    double steps_per_second = 0;
 
     bool live() const { return state == State::active || state == State::joining; }
     bool gone() const { return state == State::lost || state == State::finished; }

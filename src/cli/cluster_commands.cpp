@@ -174,8 +174,12 @@ int worker_threads(const RunConfig& config, const Launcher* launcher) {
 }
 
 void print_worker_done(const WorkerResult& r) {
-    std::printf("worker %u done: %zu steps, %zu samples, %zu exchanges, %.1f s waiting on the center\n", r.worker_id, r.steps,
+    std::printf("worker %u done: %zu steps, %zu samples, %zu exchanges, %.1f s waiting on the center", r.worker_id, r.steps,
                 r.samples, r.exchanges, r.seconds_waiting);
+    if (r.last_window > 0)  // dynamic local updates
+        std::printf("; windows sized by the center: %d to %d local steps, %d at the end (%zu changes)", r.smallest_window,
+                    r.largest_window, r.last_window, r.window_changes);
+    std::printf("\n");
 }
 
 // With a server on every rank: every server's address, once server 0 knows them all, joined

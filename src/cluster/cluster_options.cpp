@@ -113,6 +113,8 @@ CenterOptions ClusterSettings::center_options(const ServerIdentity& server) cons
     o.updates.payload_codec = payload_codec();
     o.updates.reply_codec = reply_codec_options();
     o.updates.wire_kinds = strategy->wire_kinds();
+    o.updates.dynamic_windows = strategy->dynamic_windows();
+    o.updates.window = strategy->communication_window();
     o.membership.ids_from_hello = server.index > 0;  // server 0 gives the worker ids
     o.issues_tokens = server.index == 0 && servers > 1;  // and the tokens the others check (make_servers)
     if (servers > 1) o.name = "server " + std::to_string(server.index) + "/" + std::to_string(servers);

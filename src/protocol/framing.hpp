@@ -131,7 +131,8 @@ void ChunkSender::send(Header h, const Payload& data, Send&& send) {
     const std::vector<Payload> encoded = encoder_ ? encode(data.floats()) : std::vector<Payload>{};
     h.dtype = dtype_of(format_.codec.kind);
     h.chunk_count = std::uint32_t(chunk_count(n, e));
-    const std::uint32_t flags = chunk_flags(format_);
+    // The caller's own flags (kFlagWindow on a reply) go on every chunk, beside the framing's.
+    const std::uint32_t flags = chunk_flags(format_) | (h.flags & ~(kFlagLastChunk | kFlagChangeFromCopy));
     for (std::uint32_t k = 0; k < h.chunk_count; ++k) {
         const ChunkRange r = chunk_range(n, e, k);
         h.chunk_index = k;

@@ -51,6 +51,9 @@ constexpr std::uint32_t kFlagToken = 1u << 3;
 // On the center's heartbeat answer to a worker waiting for its welcome: the center holds it back
 // on purpose (the warmstart: worker 0 trains alone first), so the worker's join timeout starts again.
 constexpr std::uint32_t kFlagHeld = 1u << 4;
+// On a reply, every chunk: dynamic local updates (Strategy::dynamic_windows) — the header's
+// local_step is the window, in local steps, the worker uses from now on.
+constexpr std::uint32_t kFlagWindow = 1u << 5;
 
 struct Header {
     MessageType type = MessageType::heartbeat;

@@ -252,8 +252,9 @@ ServerReply ServerSession::receive_reply() {
     std::lock_guard<std::mutex> lock(mutex_);
     ServerReply outcome;
     try {
-        outcome.version =
-            receive_vector(MessageType::reply, replies_in_, outcome.reply, options_.reply_timeout_ms, sequence_).center_version;
+        const Header h = receive_vector(MessageType::reply, replies_in_, outcome.reply, options_.reply_timeout_ms, sequence_);
+        outcome.version = h.center_version;
+        if ((h.flags & kFlagWindow) && h.local_step > 0 && h.local_step <= 1'000'000) outcome.window = int(h.local_step);
         pull_version_ = outcome.version;
     } catch (const ServerForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the server at %s does not know this worker any more (restarted?); joining again\n",

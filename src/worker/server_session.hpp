@@ -76,6 +76,7 @@ struct Welcome {
 struct ServerReply {
     Payload reply;
     std::uint64_t version = 0;
+    int window = 0;  // dynamic local updates: the window the server gave (kFlagWindow); 0: none
     std::optional<Welcome> rejoined;
 };
 

@@ -96,7 +96,10 @@ Payload ServerSessions::receive(std::size_t k, ExchangeOutcome& out) {
         r.reply = Payload::allocate(ranges_[k].count * sizeof(float));
         std::memcpy(r.reply.data(), r.rejoined->center.data(), r.reply.size());
     }
-    if (k == 0) out.version = r.version;
+    if (k == 0) {
+        out.version = r.version;
+        out.window = r.window;
+    }
     return r.reply;
 }
 

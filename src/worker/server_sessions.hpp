@@ -40,6 +40,7 @@ struct ExchangeOutcome {
     // the worker joined it again, and `reply` holds that welcome's x~ there.
     std::vector<ServerRange> rejoined;
     std::vector<float> buffers;  // b~, when server 0 (which holds the buffers) welcomed this worker again
+    int window = 0;              // server 0's: the window this worker uses from now on (0: its own)
 };
 
 class ServerSessions {

@@ -95,6 +95,16 @@ void WorkerNode::complete() {
 }
 
 void WorkerNode::land(const std::vector<std::size_t>& parts, const ExchangeOutcome& outcome, bool late) {
+    // Dynamic local updates: the center sized this worker's next window to its speed.
+    if (outcome.window > 0) {
+        if (outcome.window != policy_->window()) {
+            policy_->set_window(outcome.window);
+            ++result_.window_changes;
+        }
+        result_.last_window = outcome.window;
+        result_.smallest_window = result_.smallest_window ? std::min(result_.smallest_window, outcome.window) : outcome.window;
+        result_.largest_window = std::max(result_.largest_window, outcome.window);
+    }
     if (whole()) land_whole(outcome, late);
     else for (std::size_t f : parts) land_fragment(f, outcome);
     backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once

@@ -50,6 +50,10 @@ struct WorkerResult {
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     double seconds_waiting = 0;  // the training thread blocked on the center
     std::size_t rejoins = 0;     // times the center had forgotten this worker (restarted) and it joined again
+    // Dynamic local updates: how often the center changed this worker's window, and the last,
+    // smallest and largest it gave (0: the center never sized it).
+    std::size_t window_changes = 0;
+    int last_window = 0, smallest_window = 0, largest_window = 0;
 };
 
 class WorkerNode {
