@@ -30,6 +30,7 @@ import csv
 import glob
 import json
 import math
+import re
 import os
 import statistics
 import sys
@@ -152,8 +153,12 @@ def main():
     p.add_argument("--figure")
     p.add_argument("--csv")
     p.add_argument("--ratio", action="append", default=[], help="METHOD_A/METHOD_B, e.g. 'tether diloco-h50/torchft diloco-h50'")
+    p.add_argument("--only", help="a regular expression: the table and figure show only the methods it matches "
+                                  "(give --target too: the default target reads every 1 Gbit/s cell)")
     args = p.parse_args()
     cells, skipped = load(args.results)
+    if args.only:
+        cells = {k: v for k, v in cells.items() if re.search(args.only, k[0]) or k[0].endswith("compute-only")}
     rates = sorted({r for _, r in cells}, key=lambda r: -float(r) if r != "unshaped" else -1e9)
     compute = [r["training_seconds"] / r["steps"] for (m, _), seeds in cells.items() if m.endswith("compute-only")
                for r in seeds.values()]
