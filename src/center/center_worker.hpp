@@ -42,7 +42,7 @@ struct CenterWorker {
     // Dynamic local updates (center/window_sizing.hpp): the local steps its current exchange's
     // header said, the steps and time of its last measured exchange, and its rate.
     std::uint64_t exchange_steps = 0, rate_steps = 0;
-    Clock::time_point rate_since;
+    Clock::time_point rate_since{};
     double steps_per_second = 0;
 
     bool live() const { return state == State::active || state == State::joining; }

@@ -44,7 +44,7 @@ double chance_accuracy(const Dataset& data, std::size_t limit) {
 void judge_learning(nlohmann::json& summary, const std::string& set, const LearningFacts& f, bool required) {
     if (f.initial_loss) summary["initial_" + set + "_loss"] = *f.initial_loss;
     if (f.chance_accuracy) summary["chance_accuracy"] = *f.chance_accuracy;
-    const bool judged = f.final_loss && (!std::isfinite(*f.final_loss) || f.initial_loss) ||
+    const bool judged = (f.final_loss && (!std::isfinite(*f.final_loss) || f.initial_loss)) ||
                         (f.final_accuracy && f.chance_accuracy);
     if (!judged) return;
     const std::string reason = why_not_learned(set, f);

@@ -26,7 +26,7 @@ inline constexpr double kChanceMargin = 0.01;
 
 // What a run's records know; unset: not known, and the rule that needs it is skipped.
 struct LearningFacts {
-    std::optional<double> initial_loss, final_loss, final_accuracy, chance_accuracy;
+    std::optional<double> initial_loss = {}, final_loss = {}, final_accuracy = {}, chance_accuracy = {};
 };
 
 // The largest class's share among the first `limit` samples of `data` (0: all); what a model

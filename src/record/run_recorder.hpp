@@ -34,7 +34,7 @@ struct RecordSettings {
     std::optional<std::int64_t> epochs;              // training.epochs
     // The curve set's largest class share: the accuracy a model that learned nothing reaches
     // by always answering that class (record/learning_verdict.hpp); unset where unknown.
-    std::optional<double> chance_accuracy;
+    std::optional<double> chance_accuracy = {};
     bool require_learning = true;  // eval.require_learning
 };
 

@@ -30,7 +30,7 @@ struct ServerPlan {
     bool on_ranks = false;
     // With on_ranks: this rank's server is also bound here (inproc://), where the rank's own
     // worker reaches it without a socket (TransportOptions::inproc_alias).
-    std::string inproc_alias;
+    std::string inproc_alias = "";
 };
 
 class CenterRun {
