@@ -27,12 +27,13 @@ public:
     void on_join(const CenterState& center, std::uint32_t worker_id) override { pulled_[worker_id] = center.x; }
     void on_leave(std::uint32_t worker_id) override { pulled_.erase(worker_id); }
 
+    bool takes_ranges() const override { return true; }
     double apply(CenterState& center, const Exchange& e, float* reply) override {
         // A worker the center never welcomed (a rule driven by hand) pulled x~ as it is now.
         auto [entry, fresh] = pulled_.try_emplace(e.worker_id);
         if (fresh) entry->second = center.x;
-        float* pulled = entry->second.data();
-        float* x = center.x.data();
+        float* pulled = entry->second.data() + e.offset;
+        float* x = center.x.data() + e.offset;
         double moved = 0;
         for (std::size_t j = 0; j < e.size; ++j) {
             const float drift = x[j] - pulled[j];

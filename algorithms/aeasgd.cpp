@@ -23,8 +23,9 @@ public:
 class AeasgdCenter final : public AsynchronousCenterRule {
 public:
     explicit AeasgdCenter(float alpha) : alpha_(alpha) {}
+    bool takes_ranges() const override { return true; }
     double apply(CenterState& center, const Exchange& e, float* reply) override {
-        float* x = center.x.data();
+        float* x = center.x.data() + e.offset;
         const float* payload = e.payload;
         // A local copy: the loop's stores could alias alpha_ as far as the compiler knows, and
         // it reloaded it for every vector.

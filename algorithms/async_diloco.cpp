@@ -3,7 +3,8 @@
 // pseudo-gradient as it arrives, with no round to wait for.
 //   worker, every H = tau steps (its own inner optimizer in between):
 //                          send u = x_i - x_pull;  receive x~;  x_i <- x_pull <- x~
-//   center, on arrival k (k = 1, 2, ... at this server), with g = -u * s the pseudo-gradient
+//   center, on arrival k (k = 1, 2, ... at this server; counted per range where the center
+//   applies exchanges range by range as their chunks arrive), with g = -u * s the pseudo-gradient
 //   x_pull - x_i, s = 1 or (staleness "inverse") 1 / (1 + the versions x~ moved since the pull):
 //     outer "sgd":               x~ <- x~ - lr g
 //     outer "nesterov":          m <- mu m + g;  x~ <- x~ - lr (g + mu m)       (diloco's, per arrival)
@@ -26,6 +27,7 @@
 // momentum over its range) as for every rule.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,7 @@ class AsyncDilocoCenter final : public AsynchronousCenterRule {
 public:
     explicit AsyncDilocoCenter(AsyncOuter outer) : outer_(outer) {}
 
+    bool takes_ranges() const override { return true; }
     double apply(CenterState& center, const Exchange& e, float* reply) override {
         const std::size_t n = center.x.size();
         if (outer_.kind != Outer::sgd && momentum_.empty()) momentum_.assign(n, 0.f);
@@ -57,11 +60,16 @@ public:
         // g = x_pull - x_i = -u, damped by its age when asked.
         const double s = outer_.inverse_staleness ? 1.0 / (1.0 + double(staleness)) : 1.0;
         const double lr = outer_.learning_rate, mu = outer_.momentum, D = double(outer_.delay);
-        const bool milestone = outer_.kind == Outer::delayed_nesterov && ++arrivals_ % std::uint64_t(outer_.delay) == 0;
-        float* x = center.x.data();
+        // k counts the arrivals at this range (all of x~ when exchanges come whole): a range
+        // that another worker's range overtook has its milestone one arrival apart.
+        const bool milestone =
+            outer_.kind == Outer::delayed_nesterov && ++arrivals_[e.offset] % std::uint64_t(outer_.delay) == 0;
+        float* x = center.x.data() + e.offset;
+        float* momentum = momentum_.empty() ? nullptr : momentum_.data() + e.offset;
+        float* buffer = buffer_.empty() ? nullptr : buffer_.data() + e.offset;
         const float* u = e.payload;
         double moved = 0;
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = 0; i < e.size; ++i) {
             const double g = -double(u[i]) * s;  // read before reply[i] (maybe u[i]) is written
             double step = 0;
             switch (outer_.kind) {
@@ -69,19 +77,19 @@ public:
                 step = lr * g;
                 break;
             case Outer::nesterov: {
-                const double m = mu * momentum_[i] + g;
-                momentum_[i] = float(m);
+                const double m = mu * momentum[i] + g;
+                momentum[i] = float(m);
                 step = lr * (g + mu * m);
                 break;
             }
             case Outer::delayed_nesterov:
                 if (milestone) {
-                    const double m = mu * momentum_[i] + (double(buffer_[i]) + g) / D;
-                    momentum_[i] = float(m);
-                    buffer_[i] = 0.f;
+                    const double m = mu * momentum[i] + (double(buffer[i]) + g) / D;
+                    momentum[i] = float(m);
+                    buffer[i] = 0.f;
                     step = lr * (g / D + mu * m);
                 } else {
-                    buffer_[i] = float(double(buffer_[i]) + g);
+                    buffer[i] = float(double(buffer[i]) + g);
                     step = lr * g / D;
                 }
                 break;
@@ -98,7 +106,7 @@ private:
     AsyncOuter outer_;
     std::vector<float> momentum_;  // m, x~'s size (not for sgd)
     std::vector<float> buffer_;    // b, the pseudo-gradients since the last milestone (DN)
-    std::uint64_t arrivals_ = 0;   // k
+    std::map<std::size_t, std::uint64_t> arrivals_;  // k, per range (by its offset)
 };
 
 class AsyncDiloco final : public WindowedStrategy {

@@ -13,15 +13,19 @@ namespace {
 
 class AveragingCenter final : public SynchronousCenterRule {
 public:
-    void contribute(CenterState& center, const Exchange& e) override { sum_.add(e, center.x.size()); }
+    bool takes_ranges() const override { return true; }
+    void contribute(CenterState& center, const Exchange& e) override { sum_.add(e, center.x); }
     double close_round(CenterState& center, float* reply) override {
         double moved = 0;
-        for (std::size_t i = 0; i < sum_.size(); ++i) {
-            const float mean = float(sum_.mean(i));
-            moved += double(mean - center.x[i]) * (mean - center.x[i]);
-            center.x[i] = mean;
-            reply[i] = mean;
-        }
+        float* x = center.x.data();
+        sum_.visit(
+            [&](std::size_t i, double change) {
+                const float mean = float(double(x[i]) + change);
+                moved += double(mean - x[i]) * (mean - x[i]);
+                x[i] = mean;
+                reply[i] = mean;
+            },
+            [&](std::size_t i) { reply[i] = x[i]; });  // no exchange held it: x~ stays
         sum_.clear();
         return std::sqrt(moved);
     }

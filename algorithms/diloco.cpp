@@ -44,23 +44,28 @@ struct OuterOptimizer {
 class DilocoCenter final : public SynchronousCenterRule {
 public:
     explicit DilocoCenter(OuterOptimizer outer) : outer_(outer) {}
+    bool takes_ranges() const override { return true; }
     void contribute(CenterState& center, const Exchange& e) override {
         if (velocity_.empty()) velocity_.assign(center.x.size(), 0.f);
-        sum_.add(e, center.x.size());
+        sum_.add(e, center.x);
     }
     double close_round(CenterState& center, float* reply) override {
         const double lr = outer_.learning_rate, mu = outer_.momentum;
         double moved = 0;
-        for (std::size_t i = 0; i < sum_.size(); ++i) {
-            const double gradient = double(center.x[i]) - sum_.mean(i);
-            const double velocity = mu * velocity_[i] + gradient;
-            velocity_[i] = float(velocity);
-            const double step = lr * (outer_.nesterov ? gradient + mu * velocity : velocity);
-            const float updated = float(double(center.x[i]) - step);
-            moved += double(updated - center.x[i]) * (updated - center.x[i]);
-            center.x[i] = updated;
-            reply[i] = updated;
-        }
+        float* x = center.x.data();
+        sum_.visit(
+            [&](std::size_t i, double change) {
+                const double gradient = -change;  // x~ - mean x_i
+                const double velocity = mu * velocity_[i] + gradient;
+                velocity_[i] = float(velocity);
+                const double step = lr * (outer_.nesterov ? gradient + mu * velocity : velocity);
+                const float updated = float(double(x[i]) - step);
+                moved += double(updated - x[i]) * (updated - x[i]);
+                x[i] = updated;
+                reply[i] = updated;
+            },
+            [&](std::size_t i) { reply[i] = x[i]; });  // no exchange held it: no outer step there
+
         sum_.clear();
         return std::sqrt(moved);
     }

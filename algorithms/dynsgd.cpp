@@ -13,6 +13,8 @@ namespace {
 
 class DynsgdCenter final : public AsynchronousCenterRule {
 public:
+    bool takes_ranges() const override { return true; }
+    // A range's staleness: the versions x~ moved since the pull when the range lands.
     double apply(CenterState& center, const Exchange& e, float* reply) override {
         const std::uint64_t staleness = center.version - std::min(center.version, e.pull_version);
         return accumulate(center, e, 1.f / float(staleness + 1), reply);

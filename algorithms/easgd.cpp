@@ -29,13 +29,17 @@ private:
     float alpha_;
 };
 
-// The round's sum_i (x_i - x~_old) in double; at its close x~ <- x~ + alpha sum, reply x~_old.
+// The round's sum_i (x_i - x~_old) in float (small numbers: RoundSum's reasoning); at its close
+// x~ <- x~ + alpha sum, reply x~_old.
 class EasgdCenter final : public SynchronousCenterRule {
 public:
     explicit EasgdCenter(float alpha) : alpha_(alpha) {}
+    bool takes_ranges() const override { return true; }
     void contribute(CenterState& center, const Exchange& e) override {
-        if (pull_.empty()) pull_.assign(center.x.size(), 0.0);
-        for (std::size_t i = 0; i < e.size; ++i) pull_[i] += double(e.payload[i]) - center.x[i];
+        if (pull_.empty()) pull_.assign(center.x.size(), 0.f);
+        float* pull = pull_.data() + e.offset;
+        const float* x = center.x.data() + e.offset;
+        for (std::size_t i = 0; i < e.size; ++i) pull[i] += e.payload[i] - x[i];
     }
     double close_round(CenterState& center, float* reply) override {
         double moved = 0;
@@ -45,13 +49,13 @@ public:
             center.x[i] += step;
             moved += double(step) * step;
         }
-        pull_.assign(pull_.size(), 0.0);
+        pull_.assign(pull_.size(), 0.f);
         return std::sqrt(moved);
     }
 
 private:
     float alpha_;
-    std::vector<double> pull_;
+    std::vector<float> pull_;
 };
 
 class Easgd final : public WindowedStrategy {

@@ -35,7 +35,7 @@ void PullPushWorker::apply_shared(VectorOps& ops, float* x, std::shared_ptr<cons
 }
 
 double accumulate(CenterState& center, const Exchange& e, float d, float* reply) {
-    float* x = center.x.data();
+    float* x = center.x.data() + e.offset;
     const float* payload = e.payload;
     // The norm of what x~ moved, in the same pass; payload[i] is read before reply[i] (possibly
     // the same element) is written.

@@ -38,6 +38,7 @@ double accumulate(CenterState& center, const Exchange& exchange, float d, float*
 // x~ <- x~ + payload; reply x~ (downpour, adag).
 class AccumulatingCenter final : public AsynchronousCenterRule {
 public:
+    bool takes_ranges() const override { return true; }
     double apply(CenterState& center, const Exchange& exchange, float* reply) override {
         return accumulate(center, exchange, 1.f, reply);
     }

@@ -4,6 +4,8 @@
 
 #include <tether/strategy.hpp>
 
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace tether {
@@ -28,26 +30,46 @@ private:
     DeviceBuffer<float> scratch_;
 };
 
-// The x_i of one synchronous round, summed in double: a sum of many float vectors keeps its
-// precision.
+// The x_i of one synchronous round, summed as their changes from x~ (which stays as it is
+// until the round closes): small numbers, whose float sum keeps the precision that a float sum
+// of the x_i themselves would lose, in one vector instead of a double's two. Whole or range by
+// range as their chunks arrive (CenterRuleBase::takes_ranges): each range is counted, so a
+// range some exchanges of the round lack (a worker lost half-way) is the mean of those that
+// hold it.
 class RoundSum {
 public:
-    void add(const Exchange& e, std::size_t size) {
-        if (sum_.empty()) sum_.assign(size, 0.0);
-        for (std::size_t i = 0; i < e.size; ++i) sum_[i] += e.payload[i];
-        ++count_;
+    // Adds x_i - x~ over [e.offset, e.offset + e.size). A round's exchanges come all whole or
+    // all by the same ranges (one chunk size per run).
+    void add(const Exchange& e, const std::vector<float>& x) {
+        if (sum_.empty()) sum_.assign(x.size(), 0.f);
+        float* sum = sum_.data() + e.offset;
+        const float* center = x.data() + e.offset;
+        for (std::size_t i = 0; i < e.size; ++i) sum[i] += e.payload[i] - center[i];
+        ++counts_[{e.offset, e.size}];
     }
     std::size_t size() const { return sum_.size(); }
-    double mean(std::size_t i) const { return sum_[i] / double(count_); }
+    // covered(i, mean of x_i - x~) for each element the round's exchanges hold, gap(i) for the
+    // others, in order.
+    template <typename Covered, typename Gap>
+    void visit(Covered covered, Gap gap) const {
+        std::size_t next = 0;
+        for (const auto& [range, count] : counts_) {
+            for (; next < range.first; ++next) gap(next);
+            const double scale = 1.0 / double(count);
+            for (std::size_t i = range.first; i < range.first + range.second; ++i) covered(i, double(sum_[i]) * scale);
+            next = range.first + range.second;
+        }
+        for (; next < sum_.size(); ++next) gap(next);
+    }
     // Starts the next round.
     void clear() {
-        sum_.assign(sum_.size(), 0.0);
-        count_ = 0;
+        sum_.assign(sum_.size(), 0.f);
+        counts_.clear();
     }
 
 private:
-    std::vector<double> sum_;
-    std::size_t count_ = 0;
+    std::vector<float> sum_;
+    std::map<std::pair<std::size_t, std::size_t>, std::size_t> counts_;  // (offset, size) -> exchanges holding it
 };
 
 // The moving rate alpha of easgd, aeasgd and eamsgd: given (`moving_rate`), or beta / N with

@@ -73,13 +73,17 @@ struct CenterState {
     std::uint64_t version = 0;
 };
 
-// One worker's complete exchange, reassembled from its chunks and already checked: right
-// size, every element finite.
+// One worker's exchange, already checked: right size, every element finite. Whole (offset 0,
+// size x~'s, last), reassembled from its chunks; or, to a rule that takes_ranges(), one range
+// of it at a time as its chunks arrive: payload[0, size) lands on x~[offset, offset + size),
+// and `last` marks the exchange's final range.
 struct Exchange {
     std::uint32_t worker_id = 0;
     std::uint64_t pull_version = 0;  // the center version at this worker's last pull
     const float* payload = nullptr;
     std::size_t size = 0;
+    std::size_t offset = 0;
+    bool last = true;
 };
 
 // What both kinds of center rule may do when a worker is welcomed (its first pull: x~ as it is
@@ -89,13 +93,22 @@ public:
     virtual ~CenterRuleBase() = default;
     virtual void on_join(const CenterState& center, std::uint32_t worker_id) { (void)center, (void)worker_id; }
     virtual void on_leave(std::uint32_t worker_id) { (void)worker_id; }
+    // true: the rule works element by element, so the center may hand it an exchange range by
+    // range as the chunks arrive (Exchange::offset, Exchange::last) instead of assembling the
+    // whole vector first. A center then keeps no copy of each worker's vector: its memory does
+    // not grow with the workers (docs/architecture.md, "Memory"). The ranges of one exchange
+    // come in order, each once, but other workers' ranges may come in between, and a worker
+    // lost (or refused) half-way leaves the ranges already given applied. An asynchronous
+    // rule then writes reply[0, size) for that range; a synchronous one's round may hold some
+    // ranges of an exchange and not others.
+    virtual bool takes_ranges() const { return false; }
 };
 
 // Answers each exchange at once.
 class AsynchronousCenterRule : public CenterRuleBase {
 public:
-    // Updates center.x, writes the reply (center.x.size() floats) and returns the norm of the
-    // update applied to x~. `reply` may be the exchange's own payload (the center answers in
+    // Updates center.x, writes the reply (exchange.size floats: x~'s size, or the range's to a
+    // rule that takes_ranges()) and returns the norm of the update applied to x~. `reply` may be the exchange's own payload (the center answers in
     // the buffer it received, without a copy): read payload[i] before writing reply[i].
     virtual double apply(CenterState& center, const Exchange& exchange, float* reply) = 0;
 };
@@ -117,6 +130,7 @@ public:
     explicit CenterRule(std::unique_ptr<SynchronousCenterRule> rule) : synchronous_(std::move(rule)) {}
 
     bool synchronous() const { return synchronous_ != nullptr; }
+    bool takes_ranges() { return base().takes_ranges(); }
     void on_join(const CenterState& center, std::uint32_t worker_id) { base().on_join(center, worker_id); }
     void on_leave(std::uint32_t worker_id) { base().on_leave(worker_id); }
     // The calls of the other kind are a programming error (the center never makes them).

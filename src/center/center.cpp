@@ -145,16 +145,22 @@ void Center::handle(const std::string& peer, Frames& frames) {
 void Center::welcome(Worker& w) {
     updates_.join(w);
     membership_.welcomed(w, Clock::now());
-    const std::vector<float>& x = updates_.state().x;
-    Payload center = Payload::allocate(x.size() * sizeof(float));
-    std::memcpy(center.data(), x.data(), center.size());
-    send_vector(w, MessageType::welcome, center, 0);
+    // One copy of x~ for every welcome until x~ changes: the workers of a join barrier, all
+    // welcomed at once, share it while ZeroMQ sends it to each.
+    if (welcome_.size() == 0 || welcome_changes_ != updates_.changes()) {
+        const std::vector<float>& x = updates_.state().x;
+        welcome_ = Payload::allocate(x.size() * sizeof(float));
+        std::memcpy(welcome_.data(), x.data(), welcome_.size());
+        welcome_changes_ = updates_.changes();
+    }
+    send_vector(w, MessageType::welcome, welcome_, 0);
     send_buffers(w);  // b~ right after x~: the worker takes both before it trains
     send_token(w);    // server 0 of several: what the other servers will ask the worker for
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
     if (w.in_round) return reject(w.peer, w.id, "exchange in flight", "wait for the reply to the previous exchange");
+    if (welcome_changes_ != updates_.changes()) welcome_ = Payload();  // stale: not kept for the run
     if (!check_exchange_order(w, h)) return;
     const ChunkAssembler::Result result = w.from_worker->add(h, frames.payload);
     if (result == ChunkAssembler::Result::refused)
@@ -164,14 +170,81 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         w.pull_version = h.center_version;
         w.exchange_steps = h.local_step;
         w.bytes_in = 0;
+        w.bytes_out = 0;
+        w.norm_squares = 0;
+        w.streamed_chunks = 0;
     }
     w.bytes_in += frames.header.size() + frames.payload.size();
+    if (result == ChunkAssembler::Result::piece) return apply_piece(w, h, samples);
     if (result == ChunkAssembler::Result::partial) return;
     w.last_exchange = Clock::now();
     w.accepted_sequence = w.sequence;
     membership_.count_samples(w, samples, /*exchange=*/true);
     w.pending = w.from_worker->take();
     complete_exchange(w);
+}
+
+void Center::apply_piece(Worker& w, const Header& h, std::uint64_t samples) {
+    const ChunkPiece& piece = w.from_worker->piece();
+    Exchange exchange{w.id, w.pull_version, piece.payload.floats(), piece.count};
+    exchange.offset = piece.first;
+    exchange.last = piece.last;
+    w.streamed_chunks = piece.last ? 0 : w.streamed_chunks + 1;
+    if (piece.last) {
+        w.last_exchange = Clock::now();
+        w.accepted_sequence = w.sequence;
+        membership_.count_samples(w, samples, /*exchange=*/true);
+    }
+    if (updates_.synchronous()) {
+        updates_.contribute(exchange);
+        if (!piece.last) return;
+        updates_.receive(w.pull_version);
+        rounds_.add(w, Clock::now());
+        maybe_close_round(false);
+        return;
+    }
+    // Counted before the last range moves x~'s version: the staleness the whole exchange had.
+    const std::uint64_t staleness = piece.last ? updates_.receive(w.pull_version) : 0;
+    // The reply to this range is written over it and sent from there, at once.
+    const double norm = updates_.apply(exchange, piece.payload.floats());
+    w.norm_squares += norm * norm;
+    std::optional<int> window;
+    if (piece.last && options_.updates.dynamic_windows) {
+        record_step_rate(w, w.exchange_steps, Clock::now());
+        window = sized_window(w, membership_.workers(), options_.updates.window);
+    }
+    send_reply_piece(w, h, piece, window);
+    if (!piece.last) return;
+    if (on_exchange)
+        on_exchange({w.id, w.sequence, updates_.version(), staleness, w.bytes_in, w.bytes_out, std::sqrt(w.norm_squares)});
+    maybe_snapshot(false);
+}
+
+void Center::send_reply_piece(Worker& w, const Header& exchange, const ChunkPiece& piece, std::optional<int> window) {
+    if (w.gone()) return;
+    Header h;
+    h.type = MessageType::reply;
+    h.dtype = Dtype::float32;
+    h.worker_id = w.id;
+    h.sequence = w.sequence;
+    h.center_version = updates_.version();
+    h.fingerprint = options_.fingerprint;
+    h.chunk_index = exchange.chunk_index;
+    h.chunk_count = exchange.chunk_count;
+    h.element_count = piece.count;
+    h.flags = piece.last ? kFlagLastChunk : 0;
+    if (window) {  // dynamic local updates: the worker's next window, on the last chunk it reads
+        h.flags |= kFlagWindow;
+        h.local_step = std::uint64_t(*window);
+    }
+    try {
+        const auto header = encode(h);
+        endpoint_->send(w.peer, header, piece.payload);
+        stats_.bytes_sent += header.size() + piece.payload.size();
+        w.bytes_out += header.size() + piece.payload.size();
+    } catch (const DeliveryError& e) {
+        lose(w, e.what());
+    }
 }
 
 bool Center::check_exchange_order(Worker& w, const Header& h) {

@@ -129,6 +129,10 @@ private:
     // Returns false when it refused the chunk (counted).
     bool check_exchange_order(Worker& w, const Header& h);
     void complete_exchange(Worker& w);
+    // A streamed exchange's range (UpdatePath::streams): applied, or added to the round, at once;
+    // an asynchronous rule's reply to it goes out in the same frame.
+    void apply_piece(Worker& w, const Header& h, std::uint64_t samples);
+    void send_reply_piece(Worker& w, const Header& exchange, const ChunkPiece& piece, std::optional<int> window);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
     // Sends `data` (x~'s size) in chunks through `sender` (float32: without copying it); `h`
     // gives type, worker id and sequence. Throws DeliveryError.
@@ -181,6 +185,8 @@ private:
     CenterOptions options_;
     CenterStats stats_;  // each part counts its own; declared before them
     UpdatePath updates_;
+    Payload welcome_;  // x~ as the last welcome sent it (Center::welcome)
+    std::uint64_t welcome_changes_ = 0;
     Membership membership_;
     Rounds rounds_;
     SnapshotSchedule snapshots_;

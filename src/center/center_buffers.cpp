@@ -36,7 +36,8 @@ void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
     switch (w.buffers_from->add(h, frames.payload)) {
         case ChunkAssembler::Result::refused:
             return reject(w.peer, w.id, w.buffers_from->refusal().reason, w.buffers_from->refusal().detail);
-        case ChunkAssembler::Result::partial: return;
+        case ChunkAssembler::Result::partial:
+        case ChunkAssembler::Result::piece: return;  // never: this assembler does not stream
         case ChunkAssembler::Result::complete: {
             const Payload buffers = w.buffers_from->take();
             buffers_.contribute(w.id, buffers.floats());

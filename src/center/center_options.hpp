@@ -69,6 +69,12 @@ struct UpdateOptions {
     // `window`, the strategy's (center/window_sizing.hpp). Asynchronous rules only.
     bool dynamic_windows = false;
     int window = 0;
+    // Apply (or add into the round) each float32 chunk of an exchange as it arrives, where the
+    // rule takes ranges (CenterRuleBase::takes_ranges) and, for an asynchronous rule, replies
+    // are float32 too: no copy of any worker's vector is kept (docs/architecture.md, "Memory").
+    // Off: every exchange is assembled whole first (a chunk refused half-way then leaves x~
+    // as it was).
+    bool stream_exchanges = true;
 };
 
 struct SnapshotOptions {

@@ -3,6 +3,8 @@
 // run, and the small answers that keep a worker's waits bounded.
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "center/center.hpp"
 #include "center/center_worker.hpp"
@@ -114,16 +116,21 @@ bool Center::first_unknown_answer(const std::string& peer) {
 void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
                     const std::string& detail) {
     ++stats_.rejected[reason];
-    // Any rejection drops the sender's partly received exchange whole, whichever check failed.
+    // Any rejection drops the sender's partly received exchange whole, whichever check failed;
+    // of a streamed one, the chunks already applied stay (docs/protocol.md, "Chunks").
+    std::uint32_t applied = 0;
     if (Worker* w = membership_.find(peer)) {
         if (w->from_worker) w->from_worker->drop();
         if (w->buffers_from) w->buffers_from->drop();
+        applied = std::exchange(w->streamed_chunks, 0u);
     }
     if (reason == "unknown worker" && !first_unknown_answer(peer)) return;  // counted, not answered
     const std::string text = reason + ": " + detail;
     if (rejections_logged_++ < 50)
-        std::fprintf(stderr, "%s: rejected a message from worker %u: %s (x~ unchanged)\n", options_.name.c_str(), worker_id,
-                     text.c_str());
+        std::fprintf(stderr, "%s: rejected a message from worker %u: %s (%s)\n", options_.name.c_str(), worker_id,
+                     text.c_str(),
+                     applied ? ("the exchange's first " + std::to_string(applied) + " chunks stay applied").c_str()
+                             : "x~ unchanged");
     Header h;
     h.type = MessageType::error;
     h.error_code = error_code_for(reason);  // what the receiver acts on; the text is for people

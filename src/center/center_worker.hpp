@@ -23,6 +23,10 @@ struct CenterWorker {
     // as one float32 chunk (the rule then answers in it, in place), else a buffer of its.
     Payload pending;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
+    // A streamed exchange's chunks applied, bytes out and its ranges' squared update norms, so far.
+    std::uint32_t streamed_chunks = 0;
+    std::uint64_t bytes_out = 0;
+    double norm_squares = 0;
     // The sequence of the last exchange accepted from this peer (0: none since its hello), and
     // the samples its last accepted exchange (or its hello) claimed.
     std::uint64_t accepted_sequence = 0, exchanged_samples = 0;

@@ -8,6 +8,9 @@ UpdatePath::UpdatePath(std::unique_ptr<CenterRule> rule, std::vector<float> init
                        CenterStats& stats)
     : rule_(std::move(rule)), options_(options), stats_(stats) {
     state_.x = std::move(initial);
+    // An asynchronous rule answers each range in the frame it came in: that needs float32 replies.
+    streams_ = options_.stream_exchanges && rule_->takes_ranges() && !lossy(options_.payload_codec.kind) &&
+               (rule_->synchronous() || !lossy(options_.reply_codec.kind));
 }
 
 void UpdatePath::join(CenterWorker& w) {
@@ -15,7 +18,7 @@ void UpdatePath::join(CenterWorker& w) {
     w.pull_version = state_.version;
     const std::size_t n = state_.x.size(), chunk = options_.chunk_elements;
     w.from_worker = std::make_unique<ChunkAssembler>(ChunkFormat{n, chunk, options_.payload_codec, options_.wire_kinds.payload},
-                                                     "exchange", "cluster.codec", /*refuse_non_finite=*/true);
+                                                     "exchange", "cluster.codec", /*refuse_non_finite=*/true, streams_);
     w.to_worker = std::make_unique<ChunkSender>(ChunkFormat{n, chunk, options_.reply_codec, options_.wire_kinds.reply});
     w.from_worker->reset(state_.x.data());
     w.to_worker->reset(state_.x.data());
@@ -24,6 +27,7 @@ void UpdatePath::join(CenterWorker& w) {
 void UpdatePath::resume(std::vector<float> x, std::uint64_t version) {
     state_.x = std::move(x);
     state_.version = version;
+    ++changes_;
 }
 
 std::uint64_t UpdatePath::receive(std::uint64_t pull_version) {
@@ -37,19 +41,23 @@ std::uint64_t UpdatePath::receive(std::uint64_t pull_version) {
 
 double UpdatePath::apply(const Exchange& exchange, float* reply) {
     const double norm = rule_->apply(state_, exchange, reply);
-    ++state_.version;
-    ++stats_.updates_applied;
+    ++changes_;
+    if (exchange.last) {
+        ++state_.version;
+        ++stats_.updates_applied;
+    }
     return norm;
 }
 
 void UpdatePath::contribute(const Exchange& exchange) {
-    if (exchange.pull_version < state_.version) ++stats_.late_reports;
+    if (exchange.last && exchange.pull_version < state_.version) ++stats_.late_reports;
     rule_->contribute(state_, exchange);
 }
 
 UpdatePath::Closed UpdatePath::close_round() {
     const Payload reply = round_replies_.next(state_.x.size() * sizeof(float));
     const double norm = rule_->close_round(state_, reply.floats());
+    ++changes_;
     ++state_.version;
     ++stats_.updates_applied;
     ++stats_.rounds;

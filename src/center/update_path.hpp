@@ -24,8 +24,13 @@ public:
                CenterStats& stats);
 
     bool synchronous() const { return rule_->synchronous(); }
+    // Exchanges reach the rule range by range as their chunks arrive (UpdateOptions::stream_exchanges).
+    bool streams() const { return streams_; }
     const CenterState& state() const { return state_; }
     std::uint64_t version() const { return state_.version; }
+    // Counts every change to x~ (a range applied, a round closed, a resume): equal counts, equal
+    // x~, even where a streamed exchange moved x~ without moving its version yet.
+    std::uint64_t changes() const { return changes_; }
     std::size_t size() const { return state_.x.size(); }
     // A worker is welcomed with x~ as it is now: the rule's per-worker state starts, and both of
     // its directions start from that x~ (its x_i).
@@ -38,11 +43,12 @@ public:
     // Counts a complete exchange pulled at `pull_version` (never past version()); returns how many
     // updates x~ took since that pull (its staleness).
     std::uint64_t receive(std::uint64_t pull_version);
-    // Asynchronous rules: applies `exchange` to x~ and writes the worker's reply into `reply`
-    // (it may be the exchange's own payload); returns the update's norm.
+    // Asynchronous rules: applies `exchange` (whole, or one range of it when streaming) to x~
+    // and writes the worker's reply for it into `reply` (it may be the exchange's own payload);
+    // returns the update's norm. x~'s version moves with the exchange's last range.
     double apply(const Exchange& exchange, float* reply);
-    // Synchronous rules: adds `exchange` to the open round. One pulled before the current version
-    // missed a round, and is folded into this one (a late report).
+    // Synchronous rules: adds `exchange` (or one range of it) to the open round. One pulled
+    // before the current version missed a round, and is folded into this one (a late report).
     void contribute(const Exchange& exchange);
     struct Closed {
         Payload reply;  // x~'s size: the one reply of every contributor
@@ -56,6 +62,8 @@ private:
     UpdateOptions options_;
     CenterStats& stats_;
     RecycledPayloads round_replies_;  // a round's one reply
+    bool streams_ = false;
+    std::uint64_t changes_ = 0;
 };
 
 }  // namespace tether

@@ -39,6 +39,14 @@ int connection_timeout_ms(const ClusterSettings& k) {
 // a hello or a bye.
 constexpr int kSmallMessages = 8;
 
+// What ZeroMQ may hold of what the peers sent and the center has not read yet, all peers
+// together: each peer's receive queue is its share of this, in chunks (at least one). A center
+// that reads slower than its peers send (64 workers pushing a 100M-parameter vector at once)
+// then leaves the rest in the kernel and at the senders, instead of queueing up to two vectors
+// per peer (issue 38 measured 25 copies of x~ at 16 workers). inproc:// peers are not bounded
+// by it (libzmq adds the sender's queue to the receiver's).
+constexpr std::size_t kReceiveBudgetBytes = std::size_t(256) << 20;
+
 bool is_loopback_tcp(const std::string& address) {
     const std::string host = address.substr(6, address.rfind(':') - 6);
     return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
@@ -153,6 +161,10 @@ TransportOptions ClusterSettings::center_transport(Transport& transport, const s
     // found the queue "full" (a 21M-parameter model, 21 chunks: every local run lost its
     // workers, issue 38).
     o.high_water_mark = 2 * (int(std::min<std::size_t>(vector_messages, 1 << 20)) + kSmallMessages);
+    const std::size_t chunk_bytes = std::size_t(std::max<std::int64_t>(chunk_elements, 1)) * sizeof(float);
+    const std::size_t peers = std::size_t(std::max<std::int64_t>(workers, 1));
+    o.receive_high_water_mark =
+        int(std::clamp<std::size_t>(kReceiveBudgetBytes / (peers * chunk_bytes), 1, std::size_t(o.high_water_mark)));
     o.max_message_bytes = max_message_bytes(*this);
     // No ZMTP pings from the center (it answers the workers'): libzmq 4.3.4 aborts the process
     // (stream_engine_base.cpp:331, !_io_error) when a ping timer fires on a connection whose peer

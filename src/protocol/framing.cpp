@@ -64,9 +64,10 @@ std::vector<Payload> ChunkSender::encode(const float* x) {
     return out;
 }
 
-ChunkAssembler::ChunkAssembler(const ChunkFormat& format, std::string what, std::string codec_key, bool refuse_non_finite)
+ChunkAssembler::ChunkAssembler(const ChunkFormat& format, std::string what, std::string codec_key, bool refuse_non_finite,
+                               bool streams)
     : format_(format), what_(std::move(what)), codec_key_(std::move(codec_key)), refuse_non_finite_(refuse_non_finite),
-      dtype_(dtype_of(format.codec.kind)), flags_(chunk_flags(format)),
+      streams_(streams && !lossy(format.codec.kind)), dtype_(dtype_of(format.codec.kind)), flags_(chunk_flags(format)),
       chunks_(std::uint32_t(chunk_count(format.elements, format.chunk_elements))) {
     if (lossy(format.codec.kind)) decoder_ = std::make_unique<WireReceiver>(format.codec, format.kind, format.elements);
 }
@@ -87,6 +88,7 @@ ChunkAssembler::Result ChunkAssembler::refuse(std::string reason, std::string de
 void ChunkAssembler::drop() {
     next_ = 0;
     vector_ = Payload();
+    piece_ = ChunkPiece();
 }
 
 Payload ChunkAssembler::take() {
@@ -117,6 +119,11 @@ ChunkAssembler::Result ChunkAssembler::add(const Header& h, const Payload& paylo
                                             std::to_string(r.count) + " float32 elements");
         if (refuse_non_finite_ && !host::all_finite(payload.floats(), r.count))
             return refuse("non-finite payload", "the " + what_ + " holds NaN or Inf");
+        if (streams_) {
+            piece_ = {payload, r.first, r.count, h.chunk_index + 1 == chunks_};
+            next_ = piece_.last ? 0 : next_ + 1;
+            return Result::piece;
+        }
         if (chunks_ == 1) {
             vector_ = payload;  // adopted: no copy
             return Result::complete;

@@ -84,13 +84,24 @@ struct ChunkRefusal {
 // or compressed ones are reassembled or decoded into one of two recycled buffers, which a reply
 // still queued in ZeroMQ (or a vector the caller kept) may hold. A refused chunk drops the
 // partial vector whole; drop() does the same when the peer was refused for another reason.
+// Streaming (float32 only): nothing is assembled; each checked chunk comes out as a piece, the
+// received frame itself with where it lands, for a receiver that applies it at once
+// (CenterRuleBase::takes_ranges) and so keeps no copy of the sender's vector.
+struct ChunkPiece {
+    Payload payload;
+    std::size_t first = 0, count = 0;  // its elements of the vector
+    bool last = false;                 // the vector's final chunk
+};
+
 class ChunkAssembler {
 public:
-    enum class Result { partial, complete, refused };
+    enum class Result { partial, complete, refused, piece };
 
     // `what` names the vector in refusals ("exchange"); `codec_key` the config key that chose
-    // its codec ("cluster.codec"; empty where it is always float32).
-    ChunkAssembler(const ChunkFormat& format, std::string what, std::string codec_key, bool refuse_non_finite);
+    // its codec ("cluster.codec"; empty where it is always float32). `streams`: hand out float32
+    // chunks as pieces (Result::piece) instead of assembling them; ignored for other codecs.
+    ChunkAssembler(const ChunkFormat& format, std::string what, std::string codec_key, bool refuse_non_finite,
+                   bool streams = false);
     ~ChunkAssembler();
     ChunkAssembler(ChunkAssembler&&) noexcept;
     // A lossy state's receiver copy starts again from x (a welcome).
@@ -99,6 +110,9 @@ public:
     // says why, and the partial vector is gone (the next vector starts at chunk 0).
     Result add(const Header& h, const Payload& payload);
     const ChunkRefusal& refusal() const { return refusal_; }
+    // After Result::piece: the chunk, until the next add().
+    const ChunkPiece& piece() const { return piece_; }
+    bool streams() const { return streams_; }
     // The complete vector (n floats); the assembler lets go of it.
     Payload take();
     // Forgets a partial vector (its sender was refused for another reason).
@@ -111,6 +125,7 @@ private:
     ChunkFormat format_;
     std::string what_, codec_key_;
     bool refuse_non_finite_;
+    bool streams_;
     Dtype dtype_;
     std::uint32_t flags_;   // the encoding flag every chunk must carry
     std::uint32_t chunks_;  // of every vector
@@ -119,6 +134,7 @@ private:
     Payload vector_;         // the vector being received, or complete
     std::uint32_t next_ = 0;  // the chunk expected next
     ChunkRefusal refusal_;
+    ChunkPiece piece_;
 };
 
 // The encoding flag every chunk of a vector in `format` carries (kFlagChangeFromCopy for a

@@ -72,6 +72,8 @@ public:
 struct TransportOptions {
     int send_timeout_ms = 10000;
     int high_water_mark = 1000;
+    // The receive side's, in messages; 0: high_water_mark.
+    int receive_high_water_mark = 0;
     std::size_t max_message_bytes = 64u << 20;  // the center refuses anything larger
     int heartbeat_interval_ms = 1000;            // ZMTP heartbeats (connection level)
     int heartbeat_timeout_ms = 10000;

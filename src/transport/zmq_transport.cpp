@@ -18,7 +18,7 @@ namespace {
 void apply_common(zmq::socket_t& s, const TransportOptions& o) {
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::sndhwm, o.high_water_mark);
-    s.set(zmq::sockopt::rcvhwm, o.high_water_mark);
+    s.set(zmq::sockopt::rcvhwm, o.receive_high_water_mark > 0 ? o.receive_high_water_mark : o.high_water_mark);
     s.set(zmq::sockopt::sndtimeo, o.send_timeout_ms);
     s.set(zmq::sockopt::heartbeat_ivl, o.heartbeat_interval_ms);
     s.set(zmq::sockopt::heartbeat_timeout, o.heartbeat_timeout_ms);

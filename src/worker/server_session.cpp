@@ -162,7 +162,8 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
             return *h;
         }
         switch (in.add(*h, frames.payload)) {
-            case ChunkAssembler::Result::partial: continue;
+            case ChunkAssembler::Result::partial:
+            case ChunkAssembler::Result::piece: continue;  // never: a worker's assemblers do not stream
             case ChunkAssembler::Result::complete: out = in.take(); return *h;
             case ChunkAssembler::Result::refused: {
                 // A chunk that does not decode is malformed; one that breaks the layout, inconsistent.

@@ -61,7 +61,9 @@ def exchange(device):
     with concurrent.futures.ThreadPoolExecutor(2) as pool:  # at once: the center welcomes both or none
         list(pool.map(work, range(2)))  # re-raises a worker's exception here
     final = center.wait()
-    assert np.array_equal(final, np.full(x0.size, 2.0, np.float32)), final
+    # The center sums the x_i as their changes from x~ in float (one vector, not a double's
+    # two: docs/architecture.md, "Memory"): the mean is 2 to within two float steps.
+    assert np.max(np.abs(final - 2.0)) <= 5e-7, final
     for m in models:
         got = torch.nn.utils.parameters_to_vector(m.parameters()).detach().cpu().numpy()
         assert np.array_equal(got, final), got

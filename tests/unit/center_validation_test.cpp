@@ -184,9 +184,12 @@ TEST_CASE("a message with an extra frame is rejected") {
     CHECK(served.center().state().x == kInitial);
 }
 
+// These two are about an exchange assembled whole (UpdateOptions::stream_exchanges off);
+// tests/unit/streamed_exchange_test.cpp has the streamed one, a center's default.
 TEST_CASE("an exchange split into chunks is reassembled; a bad chunk drops the whole exchange") {
     CenterOptions options = options_for(1);
     options.updates.chunk_elements = 2;  // 3 elements: chunk 0 holds 2, chunk 1 holds 1
+    options.updates.stream_exchanges = false;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     send(*worker, header(MessageType::hello, 3), {});
@@ -252,6 +255,7 @@ TEST_CASE("an exchange split into chunks is reassembled; a bad chunk drops the w
 TEST_CASE("a rejection of any kind drops a partly received exchange") {
     CenterOptions options = options_for(1);
     options.updates.chunk_elements = 2;
+    options.updates.stream_exchanges = false;
     ServedCenter served(kAeasgd, options);
     auto worker = served.connect("worker-a");
     send(*worker, header(MessageType::hello, 3), {});
