@@ -20,7 +20,9 @@
 // CURVE's cost is the curve cells against the tcp ones (raw: ZeroMQ alone; tether: a CenterService
 // given fresh keys; tcp sets insecure).
 //   tether-bench-center [--clients 1,2,4,8] [--servers 1] [--transports inproc,ipc,tcp,curve]
-//                       [--seconds 1] [--repeats 3] [--elements 235146] [--default-malloc] [--json]
+//                       [--seconds 1] [--repeats 3] [--elements 235146] [--rules downpour,aeasgd]
+//                       [--codec float32] [--default-malloc] [--json]
+// --rules: the tether strategies to run (window 1), each a column; --codec: their cluster.codec.
 #include <tether/tether.hpp>
 #include "bench_args.hpp"
 #include <unistd.h>
@@ -52,6 +54,8 @@ struct Settings {
     std::size_t elements = 235146;
     bool json = false;
     bool default_malloc = false;
+    std::vector<std::string> rules{"downpour", "aeasgd"};
+    std::string codec = "float32";  // cluster.codec of the tether runs (raw sends float32)
 };
 
 std::string address_for(const std::string& transport, int run) {
@@ -164,6 +168,7 @@ double run_tether(const std::string& strategy, const std::string& transport, int
                   int run) {
     tether::ServiceOptions options;
     options.strategy = R"({"name": ")" + strategy + R"(", "communication_window": 1})";
+    options.codec = s.codec;
     options.workers = clients;
     options.servers = servers;
     options.insecure = transport == "tcp";
@@ -185,6 +190,11 @@ double run_tether(const std::string& strategy, const std::string& transport, int
         worker->finish();
     });
     service->wait();
+    // A cell is a result only if every worker stayed: a lost one would measure the others alone.
+    const nlohmann::json stats = nlohmann::json::parse(service->stats_json());
+    if (stats.value("workers_lost", 0) != 0)
+        throw std::runtime_error(strategy + " over " + transport + " with " + std::to_string(clients) + " clients lost " +
+                                 std::to_string(stats.value("workers_lost", 0)) + " workers: " + stats.dump());
     return rate;
 }
 
@@ -199,7 +209,7 @@ int main(int argc, char** argv) {
     Settings s;
     BenchArgs args(argc, argv, "tether-bench-center",
                    "[--clients 1,2,4,8] [--servers 1,2,4] [--transports inproc,ipc,tcp,curve] [--seconds 1] [--repeats 3] "
-                   "[--elements 235146] [--default-malloc] [--json]");
+                   "[--elements 235146] [--rules downpour,aeasgd] [--codec float32] [--default-malloc] [--json]");
     const auto counts = [](const std::vector<long long>& values) { return std::vector<int>(values.begin(), values.end()); };
     while (args.next()) {
         if (args.is("--json")) s.json = true;
@@ -210,6 +220,9 @@ int main(int argc, char** argv) {
         else if (args.is("--seconds")) s.seconds = args.number(0.01, 3600);
         else if (args.is("--repeats")) s.repeats = int(args.integer(1, 1000));
         else if (args.is("--elements")) s.elements = std::size_t(args.integer(1, 1ll << 32));
+        else if (args.is("--rules"))
+            s.rules = args.words({"downpour", "aeasgd", "adag", "dynsgd", "async-diloco", "averaging", "easgd", "diloco"});
+        else if (args.is("--codec")) s.codec = args.word({"float32", "fp16", "bf16", "int8", "int4"});
         else args.unknown();
     }
     const bool freed_memory_mapped = !s.default_malloc && tether::keep_freed_memory_mapped();
@@ -217,8 +230,10 @@ int main(int argc, char** argv) {
     if (!s.json) {
         std::printf("malloc: %s\n", freed_memory_mapped ? "freed memory kept mapped (as in the tether command)"
                                                         : "the C library's defaults (--default-malloc)");
-        std::printf("%-7s %7s %7s %10s %14s %7s %12s %7s\n", "", "clients", "servers", "raw GB/s", "downpour GB/s", "ratio",
-                    "aeasgd GB/s", "ratio");
+        if (s.codec != "float32") std::printf("tether runs with cluster.codec %s (GB/s of float32 vectors)\n", s.codec.c_str());
+        std::printf("%-7s %7s %7s %10s", "", "clients", "servers", "raw GB/s");
+        for (const std::string& rule : s.rules) std::printf(" %14s %7s", (rule + " GB/s").c_str(), "ratio");
+        std::printf("\n");
     }
     int run = 0;
     for (const auto& transport : s.transports)
@@ -226,27 +241,33 @@ int main(int argc, char** argv) {
             // The raw bound once per (transport, clients); each S measured beside its own runs of it.
             std::vector<double> raws;
             for (int servers : s.servers) {
-                std::vector<double> downpours, aeasgds;
+                std::vector<std::vector<double>> rates(s.rules.size());
                 for (int r = 0; r < s.repeats; ++r) {
-                    // Raw first, then the two rules in turn: the run right after raw was the slower one
-                    // now and then, whichever rule it was.
+                    // Raw first, then the rules in an order that turns with each repeat: the run right
+                    // after raw was the slower one now and then, whichever rule it was.
                     raws.push_back(run_raw(transport, clients, s, run++));
-                    if (r % 2) aeasgds.push_back(run_tether("aeasgd", transport, clients, servers, s, run++));
-                    downpours.push_back(run_tether("downpour", transport, clients, servers, s, run++));
-                    if (r % 2 == 0) aeasgds.push_back(run_tether("aeasgd", transport, clients, servers, s, run++));
+                    for (std::size_t k = 0; k < s.rules.size(); ++k) {
+                        const std::size_t rule = (k + std::size_t(r)) % s.rules.size();
+                        rates[rule].push_back(run_tether(s.rules[rule], transport, clients, servers, s, run++));
+                    }
                 }
-                const double raw = median(raws), downpour = median(downpours), aeasgd = median(aeasgds);
-                cells.push_back({{"transport", transport}, {"clients", clients}, {"servers", servers}, {"raw_gbps", raw},
-                                 {"downpour_gbps", downpour}, {"aeasgd_gbps", aeasgd},
-                                 {"downpour_ratio", downpour / raw}, {"aeasgd_ratio", aeasgd / raw}});
-                if (!s.json)
-                    std::printf("%-7s %7d %7d %10.2f %14.2f %7.2f %12.2f %7.2f\n", transport.c_str(), clients, servers, raw,
-                                downpour, downpour / raw, aeasgd, aeasgd / raw);
+                const double raw = median(raws);
+                nlohmann::json cell = {{"transport", transport}, {"clients", clients}, {"servers", servers}, {"raw_gbps", raw}};
+                if (!s.json) std::printf("%-7s %7d %7d %10.2f", transport.c_str(), clients, servers, raw);
+                for (std::size_t k = 0; k < s.rules.size(); ++k) {
+                    const double rate = median(rates[k]);
+                    cell[s.rules[k] + "_gbps"] = rate;
+                    cell[s.rules[k] + "_ratio"] = rate / raw;
+                    if (!s.json) std::printf(" %14.2f %7.2f", rate, rate / raw);
+                }
+                cells.push_back(cell);
+                if (!s.json) std::printf("\n");
                 std::fflush(stdout);
             }
         }
     if (s.json)
         std::printf("%s\n", nlohmann::json{{"elements", s.elements}, {"seconds_per_run", s.seconds}, {"repeats", s.repeats},
+                                           {"codec", s.codec},
                                            {"freed_memory_mapped", freed_memory_mapped}, {"cells", cells}}
                                 .dump(2)
                                 .c_str());
