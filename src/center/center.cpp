@@ -302,6 +302,7 @@ void Center::complete_exchange(Worker& w) {
 
 void Center::maybe_close_round(bool deadline_passed) {
     if (!rounds_.complete(stats_.live_workers(), deadline_passed)) return;
+    welcome_ = Payload();  // x~ is about to change: its copy for welcomes goes before the reply comes
     const UpdatePath::Closed closed = updates_.close_round();
     for (Worker* w : rounds_.close(Clock::now())) {
         const std::uint64_t before = stats_.bytes_sent;
