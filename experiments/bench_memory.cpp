@@ -13,7 +13,8 @@
 //   tether-bench-memory [--elements 100000000] [--clients 2,4,8,16,32,64] [--strategies adag,diloco]
 //                       [--exchanges 2] [--limit-gb 16] [--json]
 // A cell whose center passes --limit-gb is stopped and printed as "over" (it would take the
-// machine down with it).
+// machine down with it). --worker measures a worker instead: one WorkerClient of a center in a
+// child process, its peak beyond its own parameters (one strategy per run).
 #include <tether/tether.hpp>
 #include "bench_args.hpp"
 #include "protocol/header.hpp"
@@ -272,6 +273,57 @@ Cell run_cell(const std::string& self, std::size_t elements, int clients, const 
     return cell;
 }
 
+// --worker: one real worker (the embedding API's WorkerClient, as tether.torch uses it) of a
+// center in a child process, exchanging --exchanges times with window 1: its process's peak
+// beyond its own parameters (the user's model), in copies of the vector.
+int measure_worker(const std::string& self, std::size_t elements, const std::string& strategy, int exchanges) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    const std::string e = std::to_string(elements);
+    std::vector<const char*> argv{self.c_str(), "--serve", "--elements", e.c_str(), "--clients", "1",
+                                  "--strategies", strategy.c_str(), nullptr};
+    pid_t pid = 0;
+    if (posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char**>(argv.data()), environ) != 0)
+        throw std::runtime_error("could not start " + self);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    FILE* child = ::fdopen(out[0], "r");
+    char line[512];
+    std::string address;
+    if (std::fgets(line, sizeof line, child) && std::strncmp(line, "address ", 8) == 0) {
+        address = line + 8;
+        address.pop_back();
+    }
+    if (address.empty()) throw std::runtime_error("the center did not start");
+    std::vector<float> x(elements, 0.001f);  // the user's parameters, touched
+    const std::size_t with_model = status_bytes("/proc/self/status", "VmRSS:");
+    {
+        tether::ServiceOptions options;
+        options.strategy = "";  // the center's
+        options.workers = 0;
+        auto worker = tether::WorkerClient::connect(address, options, x.data(), x.size());
+        for (int k = 0; k < exchanges; ++k) {
+            for (std::size_t i = 0; i < x.size(); i += 1024) x[i] += 1e-4f;  // a "step"
+            worker->step(64);
+        }
+        worker->finish();
+    }
+    const std::size_t peak = status_bytes("/proc/self/status", "VmHWM:");
+    while (std::fgets(line, sizeof line, child)) {}
+    ::fclose(child);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const double bytes = double(elements) * sizeof(float);
+    std::printf("worker (%s, window 1, %d exchanges): peak %.2f GB; %.2f copies beyond its own parameters\n",
+                strategy.c_str(), exchanges, double(peak) / 1e9, (double(peak) - double(with_model)) / bytes);
+    return status == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -280,10 +332,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> strategies{"adag", "diloco"};
     int exchanges = 2;
     double limit_gb = 16;
-    bool json = false, serving = false;
+    bool json = false, serving = false, worker = false;
     BenchArgs args(argc, argv, "tether-bench-memory",
                    "[--elements 100000000] [--clients 2,4,8,16,32,64] [--strategies adag,diloco] [--exchanges 2] "
-                   "[--limit-gb 16] [--json]");
+                   "[--limit-gb 16] [--json] [--worker]");
     const std::vector<std::string> known{"adag", "downpour", "aeasgd", "dynsgd", "async-diloco", "averaging", "easgd", "diloco"};
     while (args.next()) {
         if (args.is("--elements")) elements = std::size_t(args.integer(1, 1ll << 32));
@@ -295,6 +347,7 @@ int main(int argc, char** argv) {
         else if (args.is("--limit-gb")) limit_gb = args.number(0.1, 1e6);
         else if (args.is("--json")) json = true;
         else if (args.is("--serve")) serving = true;
+        else if (args.is("--worker")) worker = true;
         else args.unknown();
     }
     tether::keep_freed_memory_mapped();  // as the tether command does
@@ -304,6 +357,13 @@ int main(int argc, char** argv) {
     const ssize_t length = ::readlink(self.c_str(), path, sizeof path - 1);
     if (length <= 0) throw std::runtime_error("cannot find this program's path");
     path[length] = '\0';
+    if (worker) {
+        if (strategies.size() != 1) {
+            std::fprintf(stderr, "tether-bench-memory: --worker measures one strategy per run (a process's peak stays)\n");
+            return 2;
+        }
+        return measure_worker(path, elements, strategies.front(), exchanges);
+    }
     const double vector_gb = double(elements) * sizeof(float) / 1e9;
     if (!json)
         std::printf("vector: %zu float32 (%.2f GB); %d exchanges per worker, all workers at once, tcp://127.0.0.1\n"
