@@ -46,13 +46,15 @@ void Center::serve() {
 void Center::lose_process(const std::string& peer_prefix, const std::string& why) {
     std::lock_guard<std::mutex> lock(ended_mutex_);
     ended_.emplace_back(peer_prefix, why);
+    any_ended_ = true;
 }
 
 bool Center::tick() {
     std::vector<std::pair<std::string, std::string>> ended;
-    {
+    if (any_ended_.load()) {
         std::lock_guard<std::mutex> lock(ended_mutex_);
         ended.swap(ended_);
+        any_ended_ = false;
     }
     for (const auto& [prefix, why] : ended) {
         std::vector<Worker*> gone;

@@ -199,6 +199,7 @@ private:
     std::set<std::uint32_t> rejoined_;  // worker ids heard since a resume (CenterStats::rolled_back_updates)
     std::mutex ended_mutex_;                                  // ended_: lose_process() and tick()
     std::vector<std::pair<std::string, std::string>> ended_;  // peer prefix, why
+    std::atomic<bool> any_ended_{false};  // ended_ is not empty: tick() takes the lock only then
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
     int rejections_logged_ = 0;
 };

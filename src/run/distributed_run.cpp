@@ -68,7 +68,10 @@ nlohmann::json run_embedded(const RunConfig& given, const std::string& directory
                 workers, workers == 1 ? "" : "s", plan.describe().c_str(), config.training.flush_denormals ? "flushed" : "kept");
     const TrainTestSplit data = load_data(config.data, std::uint64_t(config.training.seed));
     auto transport = make_zmq_transport();
-    CenterRun center(config, data, *transport, ServerPlan{bind, 0, {}, /*workers_started_here=*/true}, directory, resume);
+    ServerPlan servers;
+    servers.bind = bind;
+    servers.workers_started_here = true;
+    CenterRun center(config, data, *transport, servers, directory, resume);
     nlohmann::json summary;
     std::exception_ptr center_failure;
     std::thread center_thread([&] {
