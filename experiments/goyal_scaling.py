@@ -2,7 +2,7 @@
 """Goyal et al.'s linear scaling rule for synchronous SGD, against one large batch.
 
     /usr/bin/python3 experiments/goyal_scaling.py [--out sweeps/goyal_scaling] [--jobs J]
-        [--seeds 5] [--set KEY=VALUE] [--tether build/tether]
+        [--seeds 5] [--set KEY=VALUE] [--tether build/tether] [--base-only]
 
 Goyal, Dollár, Girshick et al., "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour",
 2017: when the minibatch grows k-fold, multiply the learning rate by k, and ramp it up over the
@@ -19,7 +19,8 @@ at the same number of epochs.
      linear         rate k * eta, no warm-up,
      unscaled       rate eta,
    and one worker of batch 64 k at rate k * eta with the warm-up (the large batch itself).
-Writes the runs into OUT/base (step 1) and OUT (step 2), resumable, and OUT/goyal.csv.
+Writes the runs into OUT/base (step 1; OUT/base/summary.csv: the k = 1 reference's seeds) and
+OUT (step 2), resumable, and OUT/goyal.csv. --base-only stops after step 1.
 """
 import argparse
 import csv
@@ -43,6 +44,7 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--set", action="append", default=[], dest="assignments", help="KEY=VALUE for every run")
     parser.add_argument("--tether", default=str(HERE.parent / "build" / "tether"))
+    parser.add_argument("--base-only", action="store_true", help="tune and run the k = 1 reference only")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     sets = [x for a in args.assignments for x in ("--set", a)]
@@ -59,6 +61,9 @@ def main(argv=None):
         sys.exit("goyal_scaling: tuning the base rate failed")
     with open(args.out / "base" / "tune_result.csv") as f:
         eta = float(next(csv.DictReader(f))[f"best_{KEY}"])
+    if args.base_only:
+        print(f"goyal_scaling: base rate {eta}; {args.out / 'base' / 'summary.csv'}")
+        return 0
 
     points = []
     for k in FACTORS:

@@ -48,7 +48,8 @@ for name in "${sweeps[@]}"; do
       cp "$out"/boundary.{csv,md,png} "$docs/" ;;
     goyal_scaling)
       $py experiments/goyal_scaling.py --out "$out" --jobs "$jobs" --tether "$tether"
-      cp "$out"/goyal.csv "$docs/"; cp "$out"/base/tune.md "$docs/base_tune.md" ;;
+      cp "$out"/goyal.csv "$docs/"; cp "$out"/base/tune.md "$docs/base_tune.md"
+      cp "$out"/base/summary.csv "$docs/base_summary.csv" ;;
     *)
       "$tether" sweep "experiments/$name.json" --out "$out" --jobs "$jobs" || true  # failed runs are results
       $py experiments/plot.py "$out" --out "$docs" >/dev/null
