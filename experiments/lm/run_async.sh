@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 39's cells (docs/results.md §12): async-diloco beside tether's and torchft's DiLoCo and
 # ADAG on the language model at 100 Mbit/s, w3 at a quarter core (*-straggler) and without a
-# straggler; one cell at a time, seeds interleaved. The outer optimizer and rate were tuned on
+# straggler, and with w3 on a 5x slower link instead (*-slowlink); one cell at a time, seeds
+# interleaved. The outer optimizer and rate were tuned on
 # seed 1's straggler cells first (async-dn-*, async-sgd*, async-nesterov-*: see §12).
 #   sudo experiments/lm/run_async.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2 3"; needs the peers' venv)
 set -uo pipefail
@@ -12,7 +13,7 @@ for seed in ${2:-1 2 3}; do
   if [[ $seed == 1 ]]; then  # the tuning cells
     for c in async-dn-h50-int4-straggler async-dn-h50-int4-lr03-straggler async-dn-h10-int4-straggler \
              async-sgd10-h50-int4-straggler async-sgd05-h50-int4-straggler async-sgd03-h50-int4-straggler \
-             async-nesterov-h50-int4-straggler async-dn-h50-int4; do
+             async-nesterov-h50-int4-straggler async-dn-h50-int4 async-dn-mu05-h50-int4-straggler; do
       cell lm_tether "$c" 100 1
     done
   fi
@@ -24,4 +25,8 @@ for seed in ${2:-1 2 3}; do
   cell lm_tether async-sgd05-h50-int4 100 "$seed"
   cell lm_tether diloco-h50-int4 100 "$seed"
   cell lm_torchft diloco-h50 100 "$seed"
+  # w3 on a 5x slower link (20 Mbit/s), the others at 100 (stop 45)
+  cell lm_tether async-sgd05-h50-int4-slowlink 100 "$seed"
+  cell lm_tether diloco-h50-int4-slowlink 100 "$seed"
+  cell lm_torchft diloco-h50-slowlink 100 "$seed"
 done

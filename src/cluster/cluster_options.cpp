@@ -38,6 +38,7 @@ int connection_timeout_ms(const ClusterSettings& k) {
 // Small messages a peer's queue holds beyond one vector's chunks: heartbeat answers, an error,
 // a hello or a bye.
 constexpr int kSmallMessages = 8;
+constexpr int kMinQueueMessages = 64;
 
 // What ZeroMQ may hold of what the peers sent and the center has not read yet, all peers
 // together: each peer's receive queue is its share of this, in chunks (at least one). A center
@@ -160,7 +161,11 @@ TransportOptions ClusterSettings::center_transport(Transport& transport, const s
     // queued, and a reply of a vector's chunks sent after a vector the worker read to its end
     // found the queue "full" (a 21M-parameter model, 21 chunks: every local run lost its
     // workers, issue 38).
-    o.high_water_mark = 2 * (int(std::min<std::size_t>(vector_messages, 1 << 20)) + kSmallMessages);
+    // At least 64: with a vector of one chunk, 18 messages left a worker that fell behind
+    // under load (heartbeat answers it had not read yet, and libzmq's late count of what was
+    // read) one reply from losing its place; 64 small messages cost nothing.
+    o.high_water_mark =
+        std::max(kMinQueueMessages, 2 * (int(std::min<std::size_t>(vector_messages, 1 << 20)) + kSmallMessages));
     const std::size_t chunk_bytes = std::size_t(std::max<std::int64_t>(chunk_elements, 1)) * sizeof(float);
     const std::size_t peers = std::size_t(std::max<std::int64_t>(workers, 1));
     o.receive_high_water_mark =
