@@ -1,5 +1,6 @@
 #include "center/center.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <tether/errors.hpp>
@@ -175,6 +176,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         w.bytes_out = 0;
         w.norm_squares = 0;
         w.streamed_chunks = 0;
+        w.start_version = updates_.version();
     }
     w.bytes_in += frames.header.size() + frames.payload.size();
     if (result == ChunkAssembler::Result::piece) return apply_piece(w, h, samples);
@@ -187,7 +189,8 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
 }
 
 void Center::apply_piece(Worker& w, const Header& h, std::uint64_t samples) {
-    const ChunkPiece& piece = w.from_worker->piece();
+    // A copy (it shares the frame): a failed reply below loses the worker, and its assembler.
+    const ChunkPiece piece = w.from_worker->piece();
     Exchange exchange{w.id, w.pull_version, piece.payload.floats(), piece.count};
     exchange.offset = piece.first;
     exchange.last = piece.last;
@@ -216,7 +219,7 @@ void Center::apply_piece(Worker& w, const Header& h, std::uint64_t samples) {
         window = sized_window(w, membership_.workers(), options_.updates.window);
     }
     send_reply_piece(w, h, piece, window);
-    if (!piece.last) return;
+    if (!piece.last || w.gone()) return;
     if (on_exchange)
         on_exchange({w.id, w.sequence, updates_.version(), staleness, w.bytes_in, w.bytes_out, std::sqrt(w.norm_squares)});
     maybe_snapshot(false);
@@ -229,7 +232,10 @@ void Center::send_reply_piece(Worker& w, const Header& exchange, const ChunkPiec
     h.dtype = Dtype::float32;
     h.worker_id = w.id;
     h.sequence = w.sequence;
-    h.center_version = updates_.version();
+    // The version the worker pulls: x~ as it was when its exchange began, plus its own update.
+    // Exchanges that ended while it streamed reached only its later ranges; counting them as
+    // not pulled keeps its next staleness from being too small (DynSGD, inverse damping).
+    h.center_version = std::min(updates_.version(), w.start_version + 1);
     h.fingerprint = options_.fingerprint;
     h.chunk_index = exchange.chunk_index;
     h.chunk_count = exchange.chunk_count;

@@ -25,6 +25,7 @@ struct CenterWorker {
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
     // A streamed exchange's chunks applied, bytes out and its ranges' squared update norms, so far.
     std::uint32_t streamed_chunks = 0;
+    std::uint64_t start_version = 0;  // x~'s version at the streamed exchange's first chunk
     std::uint64_t bytes_out = 0;
     double norm_squares = 0;
     // The sequence of the last exchange accepted from this peer (0: none since its hello), and

@@ -51,6 +51,7 @@ double UpdatePath::apply(const Exchange& exchange, float* reply) {
 
 void UpdatePath::contribute(const Exchange& exchange) {
     if (exchange.last && exchange.pull_version < state_.version) ++stats_.late_reports;
+    ++changes_;  // a rule may move x~ here too (the welcomes' copy must not outlive it)
     rule_->contribute(state_, exchange);
 }
 

@@ -157,3 +157,29 @@ TEST_CASE("a synchronous round streamed range by range: each range is the mean o
     check_equal(served.center().state().x, {4.f, 4.f, 3.f});
     CHECK(served.center().stats().rounds == 1);
 }
+
+TEST_CASE("a worker whose exchange another one overtook pulls the version it began at, plus its own") {
+    ServedCenter served(kAeasgd, streaming_options(2));
+    auto a = served.connect("worker-a");
+    auto b = served.connect("worker-b");
+    send(*a, header(MessageType::hello, 3), {});
+    send(*b, header(MessageType::hello, 3), {});
+    Frames frames;
+    for (Channel* w : {a.get(), b.get()}) {
+        receive(*w, MessageType::welcome, frames);
+        receive(*w, MessageType::welcome, frames);
+    }
+    send_raw(*a, chunk(0, 1), {2.f, 0.f});
+    receive(*a, MessageType::reply, frames);
+    // b's whole exchange lands between a's two chunks: version 1, which a's chunk 0 lacks.
+    send_raw(*b, chunk(0, 1), {2.f, 0.f});
+    receive(*b, MessageType::reply, frames);
+    send_raw(*b, chunk(1, 1), {5.f});
+    CHECK(receive(*b, MessageType::reply, frames).center_version == 1);
+    send_raw(*a, chunk(1, 1), {5.f});
+    // x~ is at version 2, but a's reply holds b's update on chunk 1 only: a pulled at 0 + 1.
+    CHECK(receive(*a, MessageType::reply, frames).center_version == 1);
+    served.finish();
+    REQUIRE_FALSE(served.failure());
+    CHECK(served.center().state().version == 2);
+}
