@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <utility>
 
 #include "center_harness.hpp"
 #include "protocol/framing.hpp"
@@ -40,6 +41,20 @@ std::unique_ptr<Channel> joined(ServedCenter& served) {
     receive(*worker, MessageType::welcome, frames);
     receive(*worker, MessageType::welcome, frames);
     return worker;
+}
+
+// Two workers that said hello (a join barrier of 2) and took their welcomes.
+std::pair<std::unique_ptr<Channel>, std::unique_ptr<Channel>> two_joined(ServedCenter& served) {
+    auto a = served.connect("worker-a");
+    auto b = served.connect("worker-b");
+    send(*a, header(MessageType::hello, 3), {});
+    send(*b, header(MessageType::hello, 3), {});
+    Frames frames;
+    for (Channel* w : {a.get(), b.get()}) {
+        receive(*w, MessageType::welcome, frames);
+        receive(*w, MessageType::welcome, frames);
+    }
+    return {std::move(a), std::move(b)};
 }
 
 }  // namespace
@@ -125,15 +140,8 @@ TEST_CASE("a chunk refused half-way leaves the ranges before it applied, x~ fini
 
 TEST_CASE("a synchronous round streamed range by range: each range is the mean of the exchanges that hold it") {
     ServedCenter served({{"name", "averaging"}}, streaming_options(2));
-    auto a = served.connect("worker-a");
-    auto b = served.connect("worker-b");
-    send(*a, header(MessageType::hello, 3), {});
-    send(*b, header(MessageType::hello, 3), {});
+    auto [a, b] = two_joined(served);
     Frames frames;
-    for (Channel* w : {a.get(), b.get()}) {
-        receive(*w, MessageType::welcome, frames);
-        receive(*w, MessageType::welcome, frames);
-    }
     Header bye = header(MessageType::bye);
     // b: its chunk 0 lands in the round, then it leaves half-way.
     send_raw(*b, [] {
@@ -160,15 +168,8 @@ TEST_CASE("a synchronous round streamed range by range: each range is the mean o
 
 TEST_CASE("a worker whose exchange another one overtook pulls the version it began at, plus its own") {
     ServedCenter served(kAeasgd, streaming_options(2));
-    auto a = served.connect("worker-a");
-    auto b = served.connect("worker-b");
-    send(*a, header(MessageType::hello, 3), {});
-    send(*b, header(MessageType::hello, 3), {});
+    auto [a, b] = two_joined(served);
     Frames frames;
-    for (Channel* w : {a.get(), b.get()}) {
-        receive(*w, MessageType::welcome, frames);
-        receive(*w, MessageType::welcome, frames);
-    }
     send_raw(*a, chunk(0, 1), {2.f, 0.f});
     receive(*a, MessageType::reply, frames);
     // b's whole exchange lands between a's two chunks: version 1, which a's chunk 0 lacks.
