@@ -51,6 +51,7 @@ json of(const WorkerOptions& o) {
 
 json of(const TransportOptions& o) {
     return {{"send_timeout_ms", o.send_timeout_ms}, {"high_water_mark", o.high_water_mark},
+            {"receive_high_water_mark", o.receive_high_water_mark},
             {"max_message_bytes", o.max_message_bytes}, {"heartbeat_interval_ms", o.heartbeat_interval_ms},
             {"heartbeat_timeout_ms", o.heartbeat_timeout_ms}, {"curve_server_secret", o.curve_server_secret},
             {"curve_server_public", o.curve_server_public}, {"curve_client_public", o.curve_client_public},
@@ -148,6 +149,30 @@ TEST_CASE("the transport's heartbeat, timeouts and message cap come from the sam
     const std::size_t chunk = kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements));
     CHECK(center.max_message_bytes > chunk);
     CHECK(center.max_message_bytes < chunk + 64 * 1024);
+}
+
+// What a center queues per peer (issue 38): what it has not read shares 256 MiB over the
+// workers, in 4 MiB chunks, so 64 workers pushing a 100M-parameter vector at once cannot park
+// two vectors each in its memory; what it sends holds twice a vector and a few small messages,
+// and never fewer than 64 messages.
+TEST_CASE("a center's receive queue per peer is 256 MiB shared over the workers; its send queue at least 64 messages") {
+    auto transport = make_zmq_transport();
+    ServiceOptions o;
+    const std::size_t chunks = 96;  // a 100M-parameter vector in chunks of 2^20 elements
+    o.workers = 64;
+    TransportOptions center = cluster_settings(o, kParameters).center_transport(*transport, {"inproc://q-64"}, chunks);
+    CHECK(center.receive_high_water_mark == 1);  // 256 MiB / (64 x 4 MiB)
+    CHECK(center.high_water_mark == 2 * (96 + 8));
+    o.workers = 2;
+    center = cluster_settings(o, kParameters).center_transport(*transport, {"inproc://q-2"}, chunks);
+    CHECK(center.receive_high_water_mark == 32);  // 256 MiB / (2 x 4 MiB)
+    // A one-chunk vector: the send queue's floor, and the receive queue never above it.
+    center = cluster_settings(o, kParameters).center_transport(*transport, {"inproc://q-1"}, 1);
+    CHECK(center.high_water_mark == 64);
+    CHECK(center.receive_high_water_mark == 32);
+    o.workers = 1;
+    center = cluster_settings(o, kParameters).center_transport(*transport, {"inproc://q-one"}, 1);
+    CHECK(center.receive_high_water_mark == 64);
 }
 
 TEST_CASE("errors name the setting as the user wrote it: cluster.KEY in a config, ServiceOptions.FIELD in the API") {
