@@ -179,38 +179,38 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
         w.start_version = updates_.version();
     }
     w.bytes_in += frames.header.size() + frames.payload.size();
-    if (result == ChunkAssembler::Result::piece) return apply_piece(w, h, samples);
     if (result == ChunkAssembler::Result::partial) return;
-    w.last_exchange = Clock::now();
-    w.accepted_sequence = w.sequence;
-    membership_.count_samples(w, samples, /*exchange=*/true);
-    w.pending = w.from_worker->take();
-    complete_exchange(w);
+    // A streamed chunk, or the whole exchange: the received frame itself when it came as one
+    // float32 chunk (an asynchronous rule then answers in it, in place), else a buffer of the
+    // assembler's, which keeps it for the next exchange. A copy: a failed reply loses the worker,
+    // and its assembler with it.
+    const bool streamed = result == ChunkAssembler::Result::piece;
+    const ChunkPiece piece =
+        streamed ? w.from_worker->piece() : ChunkPiece{w.from_worker->take(), 0, updates_.size(), true};
+    apply_exchange(w, h, piece, samples, streamed);
 }
 
-void Center::apply_piece(Worker& w, const Header& h, std::uint64_t samples) {
-    // A copy (it shares the frame): a failed reply below loses the worker, and its assembler.
-    const ChunkPiece piece = w.from_worker->piece();
+void Center::apply_exchange(Worker& w, const Header& h, const ChunkPiece& piece, std::uint64_t samples, bool streamed) {
     Exchange exchange{w.id, w.pull_version, piece.payload.floats(), piece.count};
     exchange.offset = piece.first;
     exchange.last = piece.last;
     w.streamed_chunks = piece.last ? 0 : w.streamed_chunks + 1;
+    // Counted before the last range moves x~'s version: the staleness the whole exchange had.
+    std::uint64_t staleness = 0;
     if (piece.last) {
         w.last_exchange = Clock::now();
         w.accepted_sequence = w.sequence;
         membership_.count_samples(w, samples, /*exchange=*/true);
+        staleness = updates_.receive(w.pull_version);
     }
     if (updates_.synchronous()) {
         updates_.contribute(exchange);
         if (!piece.last) return;
-        updates_.receive(w.pull_version);
         rounds_.add(w, Clock::now());
         maybe_close_round(false);
         return;
     }
-    // Counted before the last range moves x~'s version: the staleness the whole exchange had.
-    const std::uint64_t staleness = piece.last ? updates_.receive(w.pull_version) : 0;
-    // The reply to this range is written over it and sent from there, at once.
+    // The reply is written over the range it answers and sent from there.
     const double norm = updates_.apply(exchange, piece.payload.floats());
     w.norm_squares += norm * norm;
     std::optional<int> window;
@@ -218,10 +218,14 @@ void Center::apply_piece(Worker& w, const Header& h, std::uint64_t samples) {
         record_step_rate(w, w.exchange_steps, Clock::now());
         window = sized_window(w, membership_.workers(), options_.updates.window);
     }
-    send_reply_piece(w, h, piece, window);
-    if (!piece.last || w.gone()) return;
+    const std::uint64_t before = stats_.bytes_sent;
+    if (streamed) send_reply_piece(w, h, piece, window);
+    else send_vector(w, MessageType::reply, piece.payload, w.sequence, window);
+    w.bytes_out += stats_.bytes_sent - before;
+    if (!piece.last) return;  // an exchange applied counts, even where its reply lost the worker
     if (on_exchange)
-        on_exchange({w.id, w.sequence, updates_.version(), staleness, w.bytes_in, w.bytes_out, std::sqrt(w.norm_squares)});
+        on_exchange(
+            {w.id, w.sequence, updates_.version(), staleness, w.bytes_in, w.bytes_out, std::sqrt(w.norm_squares)});
     maybe_snapshot(false);
 }
 
@@ -249,7 +253,6 @@ void Center::send_reply_piece(Worker& w, const Header& exchange, const ChunkPiec
         const auto header = encode(h);
         endpoint_->send(w.peer, header, piece.payload);
         stats_.bytes_sent += header.size() + piece.payload.size();
-        w.bytes_out += header.size() + piece.payload.size();
     } catch (const DeliveryError& e) {
         lose(w, e.what());
     }
@@ -279,33 +282,6 @@ bool Center::check_exchange_order(Worker& w, const Header& h) {
         return false;
     }
     return true;
-}
-
-void Center::complete_exchange(Worker& w) {
-    const std::uint64_t staleness = updates_.receive(w.pull_version);
-    const Exchange exchange{w.id, w.pull_version, w.pending.floats(), updates_.size()};
-    // Then w.pending goes: the received frame, or a buffer of w.from_worker's, which keeps it for
-    // the next exchange.
-    if (updates_.synchronous()) {
-        updates_.contribute(exchange);
-        w.pending = Payload();
-        rounds_.add(w, Clock::now());
-        maybe_close_round(false);
-        return;
-    }
-    // The reply is written over the payload it answers and sent from there.
-    const double norm = updates_.apply(exchange, w.pending.floats());
-    const std::uint64_t before = stats_.bytes_sent;
-    std::optional<int> window;
-    if (options_.updates.dynamic_windows) {
-        record_step_rate(w, w.exchange_steps, Clock::now());
-        window = sized_window(w, membership_.workers(), options_.updates.window);
-    }
-    send_vector(w, MessageType::reply, w.pending, w.sequence, window);
-    w.pending = Payload();
-    if (on_exchange)
-        on_exchange({w.id, w.sequence, updates_.version(), staleness, w.bytes_in, stats_.bytes_sent - before, norm});
-    maybe_snapshot(false);
 }
 
 void Center::maybe_close_round(bool deadline_passed) {

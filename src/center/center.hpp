@@ -128,10 +128,10 @@ private:
     // and pulled from a version this center has had; its other chunks carry its sequence.
     // Returns false when it refused the chunk (counted).
     bool check_exchange_order(Worker& w, const Header& h);
-    void complete_exchange(Worker& w);
-    // A streamed exchange's range (UpdatePath::streams): applied, or added to the round, at once;
-    // an asynchronous rule's reply to it goes out in the same frame.
-    void apply_piece(Worker& w, const Header& h, std::uint64_t samples);
+    // One range of a streamed exchange (`streamed`: its reply goes out in the same frame), or a
+    // whole one (its reply through the reply codec): applied, or added to the open round; the
+    // exchange counts at its last range.
+    void apply_exchange(Worker& w, const Header& h, const ChunkPiece& piece, std::uint64_t samples, bool streamed);
     void send_reply_piece(Worker& w, const Header& exchange, const ChunkPiece& piece, std::optional<int> window);
     void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
     // Sends `data` (x~'s size) in chunks through `sender` (float32: without copying it); `h`

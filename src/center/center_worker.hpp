@@ -19,9 +19,6 @@ struct CenterWorker {
     std::uint32_t id = 0;
     State state = State::joining;
     Clock::time_point last_seen;
-    // The complete exchange, taken from `from_worker`: the received frame itself when it came
-    // as one float32 chunk (the rule then answers in it, in place), else a buffer of its.
-    Payload pending;
     std::uint64_t sequence = 0, pull_version = 0, samples = 0, bytes_in = 0;
     // A streamed exchange's chunks applied, bytes out and its ranges' squared update norms, so far.
     std::uint32_t streamed_chunks = 0;

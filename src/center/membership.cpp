@@ -177,7 +177,6 @@ void Membership::forget(CenterWorker& w) {
     w.samples = w.exchanged_samples;
     places_.set(w.id, w.samples);
     by_peer_.erase(w.peer);
-    w.pending = Payload();
     w.from_worker.reset();
     w.to_worker.reset();
     w.buffers_from.reset();  // its last buffers stay in b~ (center/buffer_average.hpp)

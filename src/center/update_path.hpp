@@ -24,8 +24,6 @@ public:
                CenterStats& stats);
 
     bool synchronous() const { return rule_->synchronous(); }
-    // Exchanges reach the rule range by range as their chunks arrive (UpdateOptions::stream_exchanges).
-    bool streams() const { return streams_; }
     const CenterState& state() const { return state_; }
     std::uint64_t version() const { return state_.version; }
     // Counts every change to x~ (a range applied, a round closed, a resume): equal counts, equal
@@ -62,7 +60,7 @@ private:
     UpdateOptions options_;
     CenterStats& stats_;
     RecycledPayloads round_replies_;  // a round's one reply
-    bool streams_ = false;
+    bool streams_ = false;  // exchanges reach the rule range by range (UpdateOptions::stream_exchanges)
     std::uint64_t changes_ = 0;
 };
 
