@@ -166,11 +166,15 @@ struct Cell {
     std::string error;
 };
 
-Cell run_cell(const std::string& self, std::size_t elements, int clients, const std::string& strategy, int exchanges,
-              double limit_gb) {
-    Cell cell;
-    cell.strategy = strategy;
-    cell.clients = clients;
+// This program again with --serve, in a child process: its pid, its stdout, and the address it
+// printed ("" when it printed none).
+struct Served {
+    pid_t pid = 0;
+    FILE* output = nullptr;
+    std::string address;
+};
+
+Served serve_in_child(const std::string& self, std::size_t elements, int workers, const std::string& strategy) {
     int out[2];
     if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
@@ -180,21 +184,33 @@ Cell run_cell(const std::string& self, std::size_t elements, int clients, const 
     // Its warnings (no CURVE on loopback) and the refusal of each worker's first hello (which
     // asks for the fingerprint) would bury the table.
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    const std::string e = std::to_string(elements), n = std::to_string(clients);
+    const std::string e = std::to_string(elements), n = std::to_string(workers);
     std::vector<const char*> argv{self.c_str(), "--serve", "--elements", e.c_str(), "--clients", n.c_str(),
                                   "--strategies", strategy.c_str(), nullptr};
-    pid_t pid = 0;
-    if (posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char**>(argv.data()), environ) != 0)
+    Served served;
+    if (posix_spawn(&served.pid, self.c_str(), &actions, nullptr, const_cast<char**>(argv.data()), environ) != 0)
         throw std::runtime_error("could not start " + self);
     posix_spawn_file_actions_destroy(&actions);
     ::close(out[1]);
-    FILE* child = ::fdopen(out[0], "r");
+    served.output = ::fdopen(out[0], "r");
     char line[512];
-    std::string address;
-    if (std::fgets(line, sizeof line, child) && std::strncmp(line, "address ", 8) == 0) {
-        address = line + 8;
-        address.pop_back();
+    if (std::fgets(line, sizeof line, served.output) && std::strncmp(line, "address ", 8) == 0) {
+        served.address = line + 8;
+        served.address.pop_back();
     }
+    return served;
+}
+
+Cell run_cell(const std::string& self, std::size_t elements, int clients, const std::string& strategy, int exchanges,
+              double limit_gb) {
+    Cell cell;
+    cell.strategy = strategy;
+    cell.clients = clients;
+    const Served served = serve_in_child(self, elements, clients, strategy);
+    const pid_t pid = served.pid;
+    FILE* child = served.output;
+    const std::string address = served.address;
+    char line[512];
     if (address.empty()) {
         cell.error = "the center did not start";
         ::kill(pid, SIGKILL);
@@ -277,28 +293,11 @@ Cell run_cell(const std::string& self, std::size_t elements, int clients, const 
 // center in a child process, exchanging --exchanges times with window 1: its process's peak
 // beyond its own parameters (the user's model), in copies of the vector.
 int measure_worker(const std::string& self, std::size_t elements, const std::string& strategy, int exchanges) {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    const std::string e = std::to_string(elements);
-    std::vector<const char*> argv{self.c_str(), "--serve", "--elements", e.c_str(), "--clients", "1",
-                                  "--strategies", strategy.c_str(), nullptr};
-    pid_t pid = 0;
-    if (posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char**>(argv.data()), environ) != 0)
-        throw std::runtime_error("could not start " + self);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    FILE* child = ::fdopen(out[0], "r");
+    const Served served = serve_in_child(self, elements, 1, strategy);
+    const pid_t pid = served.pid;
+    FILE* child = served.output;
+    const std::string address = served.address;
     char line[512];
-    std::string address;
-    if (std::fgets(line, sizeof line, child) && std::strncmp(line, "address ", 8) == 0) {
-        address = line + 8;
-        address.pop_back();
-    }
     if (address.empty()) throw std::runtime_error("the center did not start");
     std::vector<float> x(elements, 0.001f);  // the user's parameters, touched
     const std::size_t with_model = status_bytes("/proc/self/status", "VmRSS:");
