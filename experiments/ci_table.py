@@ -40,6 +40,19 @@ def interval(values):
     return mean, t * sd / math.sqrt(len(values)), sd
 
 
+def ratio_interval(pairs):
+    """The ratio a / b over paired runs [(a, b)] (one pair per seed): (geometric mean, low, high,
+    pairs) with the 95% interval of the mean log ratio, so a ratio's own interval rather than one
+    of each side; low and high are nan for one pair, and None is returned for none."""
+    logs = [math.log(a / b) for a, b in pairs]
+    if not logs:
+        return None
+    mean, half, _ = interval(logs)
+    if math.isnan(half):
+        return math.exp(mean), float("nan"), float("nan"), 1
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs)
+
+
 def cells_of(out, sweep, value):
     """{(point as a tuple of items): ([values], failed count)} over each point's repeats."""
     cells = {}

@@ -36,7 +36,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ci_table import interval  # noqa: E402
+from ci_table import interval, ratio_interval  # noqa: E402
 
 
 def load(dirs):
@@ -102,14 +102,8 @@ def ratio(cells, a, b, rate, key):
     """Per-seed ratios key(a) / key(b) at `rate` over the seeds both have: (geometric mean,
     low, high, count)."""
     sa, sb = cells.get((a, rate), {}), cells.get((b, rate), {})
-    logs = [math.log(key(sa[s]) / key(sb[s])) for s in sorted(set(sa) & set(sb))
-            if key(sa[s]) is not None and key(sb[s]) is not None]
-    if not logs:
-        return None
-    mean, half, _ = interval(logs)
-    if math.isnan(half):
-        return math.exp(mean), float("nan"), float("nan"), 1
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs)
+    return ratio_interval([(key(sa[s]), key(sb[s])) for s in sorted(set(sa) & set(sb))
+                           if key(sa[s]) is not None and key(sb[s]) is not None])
 
 
 def figure(cells, rates, path, target):

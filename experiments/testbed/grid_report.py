@@ -3,14 +3,17 @@
 specs/grid_ddp.json): one row per configuration and link rate over its seeds, mean and 95%
 confidence half-width (Student's t), and the speed-up against DDP at the same rate.
 
-    grid_report.py RESULTS... [--figure PATH] [--csv PATH]
+    grid_report.py RESULTS... [--figure PATH] [--csv PATH] [--seeds-csv PATH] [--ratio A/B]...
 
 RESULTS are testbed output directories (OUT/cells/NAME,rate_mbit=R,seed=S/result.json). A
 configuration is the cell name before its grid suffix. tether's time to target is read off the
 center's evaluations every second of wall time (run/summary.json's time_to_target, the
 workers' join included); DDP's off rank 0's evaluations every second of training (its
 evaluations excluded). A seed that did not reach the target counts as not reached, and the row
-says how many did.
+says how many did. `--ratio A/B` (configurations, e.g. `ddp-2ep/diloco50-int8`) gives, per rate,
+the per-seed ratios of the time to target and of the final validation accuracy over the seeds
+both reached, as a geometric mean with a 95% interval of the mean log ratio: a ratio's own
+interval, not one built from each side's. `--seeds-csv` writes every run's own figures.
 """
 
 import argparse
@@ -24,7 +27,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ci_table import interval  # noqa: E402
+from ci_table import interval, ratio_interval  # noqa: E402
 
 # What each configuration is, for the table (the cell names of the specs).
 LABELS = {
@@ -207,11 +210,36 @@ def figure(cells, path):
     fig.savefig(path, dpi=120)
 
 
+def ratios(rows, a, b):
+    """{rate: (time ratio, final validation ratio)} of configurations a / b paired by seed, each
+    ratio_interval's tuple (None where no seed has both)."""
+    runs = {(r["config"], r["rate"], r["seed"]): r for r in rows if r["status"] == "ok"}
+    out = {}
+    for rate in sorted({r["rate"] for r in rows}, reverse=True):
+        seeds = sorted(s for (c, q, s) in runs if c == a and q == rate and (b, rate, s) in runs)
+        pairs = [(runs[(a, rate, s)], runs[(b, rate, s)]) for s in seeds]
+        if pairs:
+            out[rate] = (ratio_interval([(x["time_to_target"], y["time_to_target"]) for x, y in pairs
+                                         if x["time_to_target"] is not None and y["time_to_target"] is not None]),
+                         ratio_interval([(x["validation"], y["validation"]) for x, y in pairs]))
+    return out
+
+
+def ratio_text(r, digits):
+    if r is None:
+        return "-"
+    if math.isnan(r[1]):
+        return f"{r[0]:.{digits}f} (1 seed)"
+    return f"{r[0]:.{digits}f} [{r[1]:.{digits}f}, {r[2]:.{digits}f}] ({r[3]} seeds)"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+")
     parser.add_argument("--figure")
     parser.add_argument("--csv")
+    parser.add_argument("--seeds-csv", help="one row per run: configuration, rate, seed and its figures")
+    parser.add_argument("--ratio", action="append", default=[], help="CONFIG_A/CONFIG_B, e.g. ddp-2ep/diloco50-int8")
     args = parser.parse_args(argv)
     rows = load(args.results)
     cells = summarize(rows)
@@ -219,6 +247,27 @@ def main(argv=None):
     print()
     print("Self-check of the shaped links:")
     print(selfcheck_text(rows))
+    for spec in args.ratio:
+        a, sep, b = spec.partition("/")
+        if not sep or not a or not b:
+            parser.error(f"--ratio {spec!r}: give two configurations as A/B, e.g. ddp-2ep/diloco50-int8")
+        known = {r["config"] for r in rows}
+        for name in (a, b):
+            if name not in known:
+                parser.error(f"--ratio {spec!r}: no configuration {name!r} in the results (there are: {', '.join(sorted(known))})")
+        print(f"\n{a} / {b}, per seed (geometric mean [95% interval]):")
+        for rate, (t, v) in ratios(rows, a, b).items():
+            print(f"  {rate:g} Mbit/s: time to target {ratio_text(t, 3)}; final validation accuracy {ratio_text(v, 4)}")
+    if args.seeds_csv:
+        with open(args.seeds_csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["config", "rate_mbit", "seed", "status", "time_to_target", "run_seconds", "final_validation",
+                        "test", "link_mb_per_worker"])
+            for r in sorted(rows, key=lambda r: (r["config"], -r["rate"], r["seed"])):
+                ttt = r.get("time_to_target")
+                w.writerow([r["config"], r["rate"], r["seed"], r["status"], "" if ttt is None else round(ttt, 3),
+                            round(r["seconds"], 3) if r.get("seconds") else "", r.get("validation", ""), r.get("test", ""),
+                            round(r["link_mb"], 2) if r.get("link_mb") else ""])
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue 39's MLP cells (docs/results.md §12, "The MLP"): async-diloco beside tether's and
+# torchft's DiLoCo H = 50 and ADAG on §8's MLP at 1 Gbit/s per host (at 100 Mbit/s the center's
+# link, not compute, bounds a float32 round of this MLP and a straggler hardly shows), w3 at 0.2
+# of a core (*-straggler: half its share of the 2 cores among 5 hosts) and without a straggler
+# (*-fast); one cell at a time, seeds interleaved. The outer optimizer and rate were tuned on
+# seed 1's straggler cells first (final validation accuracy).
+#   sudo experiments/lm/run_async_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2 3"; needs the peers' venv)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out="${1:-runs/testbed}"
+source experiments/lm/cell.sh
+best="${ASYNC_MLP_BEST:-async-sgd05}"
+for seed in ${2:-1 2 3}; do
+  if [[ $seed == 1 ]]; then  # the tuning cells
+    for c in async-dn-straggler async-dn-mu05-straggler async-nesterov-straggler \
+             async-sgd10-straggler async-sgd05-straggler async-sgd03-straggler; do
+      cell grid_tether "$c" 1000 1
+    done
+  fi
+  cell grid_tether "$best-straggler" 1000 "$seed"
+  cell grid_tether "$best-dylu-straggler" 1000 "$seed"
+  cell grid_tether diloco50-straggler 1000 "$seed"
+  cell grid_torchft torchft-diloco50-straggler 1000 "$seed"
+  cell grid_tether adag5-straggler 1000 "$seed"
+  cell grid_tether "$best-fast" 1000 "$seed"
+  cell grid_tether diloco50-fast 1000 "$seed"
+  cell grid_torchft torchft-diloco50-fast 1000 "$seed"
+done
