@@ -27,3 +27,13 @@ for seed in ${2:-1 2 3}; do
   cell grid_tether diloco50-fast 1000 "$seed"
   cell grid_torchft torchft-diloco50-fast 1000 "$seed"
 done
+# Without a straggler, the outer rate tuned again (seed 1: asynchrony changes the best one), and
+# the horizon: 3, 10 and 30 epochs (13, 43 and 129 windows a worker) for DiLoCo and async-diloco.
+for c in async-sgd025-fast async-sgd0125-fast async-sgd05-stale-fast async-dn-fast async-dn-mu05-fast; do
+  cell grid_tether "$c" 1000 1
+done
+for seed in ${2:-1 2 3}; do
+  for e in "" -e10 -e30; do
+    for c in diloco50-fast async-sgd025-fast async-dn-fast; do cell grid_tether "$c$e" 1000 "$seed"; done
+  done
+done
