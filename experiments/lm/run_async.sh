@@ -3,7 +3,8 @@
 # ADAG on the language model at 100 Mbit/s, w3 at a quarter core (*-straggler) and without a
 # straggler, and with w3 on a 5x slower link instead (*-slowlink); one cell at a time, seeds
 # interleaved. The outer optimizer and rate were tuned on
-# seed 1's straggler cells first (async-dn-*, async-sgd*, async-nesterov-*: see §12).
+# seed 1's straggler cells first (async-dn-*, async-sgd*, async-nesterov-*: see §12), then on
+# seed 1 without a straggler (async-*-h50-int4).
 #   sudo experiments/lm/run_async.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2 3"; needs the peers' venv)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,10 +14,15 @@ for seed in ${2:-1 2 3}; do
   if [[ $seed == 1 ]]; then  # the tuning cells
     for c in async-dn-h50-int4-straggler async-dn-h50-int4-lr03-straggler async-dn-h10-int4-straggler \
              async-sgd10-h50-int4-straggler async-sgd05-h50-int4-straggler async-sgd03-h50-int4-straggler \
-             async-nesterov-h50-int4-straggler async-dn-h50-int4 async-dn-mu05-h50-int4-straggler; do
+             async-nesterov-h50-int4-straggler async-dn-h50-int4 async-dn-mu05-h50-int4-straggler \
+             async-sgd025-h50-int4 async-sgd03-h50-int4 async-dn-mu05-h50-int4 async-sgd05-stale-h50-int4; do
       cell lm_tether "$c" 100 1
     done
   fi
+  # outer SGD at 0.3, the best without a straggler (29 November), in every case
+  cell lm_tether async-sgd03-h50-int4-straggler 100 "$seed"
+  cell lm_tether async-sgd03-h50-int4 100 "$seed"
+  cell lm_tether async-sgd03-h50-int4-slowlink 100 "$seed"
   cell lm_tether async-sgd05-h50-int4-straggler 100 "$seed"
   cell lm_tether async-dylu-sgd05-h50-int4-straggler 100 "$seed"
   cell lm_tether diloco-h50-int4-straggler 100 "$seed"
