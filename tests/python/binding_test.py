@@ -185,6 +185,24 @@ def overlapped_exchanges_keep_every_local_step():
 
 
 @case
+def async_diloco_takes_an_outer_step_on_each_pseudo_gradient_as_it_arrives():
+    # Outer SGD at 0.5: each arrival moves x~ by half the worker's change since it pulled, in any
+    # order. Worker i adds 1 + i per step for 4 steps (windows of 2): x~ ends at 0.5 (4 + 8) = 6.
+    strategy = {"name": "async-diloco", "communication_window": 2, "outer": "sgd", "outer_learning_rate": 0.5}
+    center = tether.CenterService(np.zeros(4, np.float32), strategy=strategy, workers=2)
+    arrays = [np.zeros(4, np.float32), np.zeros(4, np.float32)]
+
+    def body(i, worker):
+        for _ in range(4):
+            arrays[i] += 1.0 + i
+            worker.step(1)
+        assert worker.finish()["exchanges"] == 2
+    run_workers(center, arrays, body)
+    assert np.array_equal(center.wait(), np.full(4, 6.0, np.float32))
+    assert center.stats()["updates_applied"] == 4, center.stats()
+
+
+@case
 def servers_and_codecs_from_python_with_workers_connecting_by_address():
     # As a process serving workers over tcp should (docs/embedding.md): glibc keeps freed memory.
     assert tether.keep_freed_memory_mapped() is True
