@@ -6,9 +6,10 @@
 §1 chose each cell's rate (strategy, N, τ) on one seed. A cell is a tie where a neighbouring rate
 of its tuning grid ended within --margin (validation accuracy, 0.003 = 0.3 points) of the
 winner on that seed (docs/results/staleness_*/tune.csv). The winner and each tied neighbour run
-seed 2 here, on today's code for both (`tether sweep` on §1's base, experiments/fashion_base.json),
-and each cell is decided again on the mean final validation accuracy over seeds 1 and 2 (equal
-means going to the smaller rate, as tune.py does); the table says whether the choice stands or
+seeds 1 and 2 here, all on today's code (`tether sweep` on §1's base,
+experiments/fashion_base.json), and each cell is decided again on the mean final validation
+accuracy over the two seeds (equal means going to the smaller rate, as tune.py does; a run that
+failed or left no summary scores 0, and is named); the table says whether the choice stands or
 flips. Writes OUT/ties.csv and prints the table.
 """
 
@@ -20,15 +21,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent / "docs" / "results"
 SWEEPS = {"adag": "staleness_adag", "downpour": "staleness_downpour", "dynsgd": "staleness_dynsgd"}
 KEYS = ("strategy.name", "cluster.workers", "strategy.communication_window")
 RATE = "training.optimizer.learning_rate"
-
-
-def same_rate(a, b):
-    return math.isclose(float(a), float(b), rel_tol=1e-6)
 
 
 def ties(margin):
@@ -54,16 +53,19 @@ def ties(margin):
     return found
 
 
-def seed2_runs(out):
-    """{(cell, rate): final validation accuracy} of the runs tether sweep left in `out`."""
-    runs = {}
-    for path in out.glob("*/summary.json"):
-        parts = dict(p.split("=", 1) for p in path.parent.name.split(","))
-        summary = json.loads(path.read_text())
-        value = summary.get("final_validation_accuracy")
-        cell = (parts[KEYS[0]], int(parts[KEYS[1]]), int(parts[KEYS[2]]))
-        runs[(cell, float(parts[RATE]))] = value if value is not None and math.isfinite(value) else 0.0
-    return runs
+def point(cell, rate, seed):
+    return {KEYS[0]: cell[0], KEYS[1]: cell[1], KEYS[2]: cell[2], RATE: rate, "training.seed": seed}
+
+
+def score(out, cell, rate, seed, missing):
+    """A run's final validation accuracy; 0 (and its name in `missing`) where it failed."""
+    path = out / tune.run_id(list(point(cell, rate, seed).items()), 0) / "summary.json"
+    summary = json.loads(path.read_text()) if path.is_file() else {}
+    value = summary.get("final_validation_accuracy")
+    if value is None or not math.isfinite(value) or summary.get("run_failed"):
+        missing.append(f"{cell} at {rate:g}, seed {seed}")
+        return 0.0
+    return value
 
 
 def main(argv=None):
@@ -75,9 +77,12 @@ def main(argv=None):
     parser.add_argument("--dry-run", action="store_true", help="list the ties and the runs, run nothing")
     args = parser.parse_args(argv)
     found = ties(args.margin)
-    points = [{KEYS[0]: c[0], KEYS[1]: c[1], KEYS[2]: c[2], RATE: rate, "training.seed": 2}
-              for c, winner, _, near in found for rate in [winner] + [r for r, _ in near]]
-    print(f"tie_break: {len(found)} tied cells, {len(points)} runs at seed 2", flush=True)
+    if not found:
+        print(f"tie_break: no tied cells within {args.margin}")
+        return
+    points = [point(c, rate, seed) for c, winner, _, near in found for rate in [winner] + [r for r, _ in near]
+              for seed in (1, 2)]
+    print(f"tie_break: {len(found)} tied cells, {len(points)} runs (seeds 1 and 2)", flush=True)
     if args.dry_run:
         for c, rate, acc, near in found:
             print(f"  {c}: {rate:g} ({100 * acc:.2f}) against " + ", ".join(f"{r:g} ({100 * a:.2f})" for r, a in near))
@@ -91,14 +96,10 @@ def main(argv=None):
     code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
     if code not in (0, 1):  # 1: some run failed, a result (scored 0 below)
         sys.exit(f"tie_break: {' '.join(command)} failed (exit {code})")
-    seed2 = seed2_runs(args.out)
-    rows = []
+    rows, missing = [], []
     for cell, rate, acc, near in found:
-        candidates = []
-        for r, a in [(rate, acc)] + near:
-            if (cell, r) not in seed2:
-                sys.exit(f"tie_break: no seed-2 run of {cell} at {r:g} in {args.out}")
-            candidates.append((r, a, seed2[(cell, r)], r == rate))
+        candidates = [(r, score(args.out, cell, r, 1, missing), score(args.out, cell, r, 2, missing), r == rate)
+                      for r in [rate] + [r for r, _ in near]]
         best = max(candidates, key=lambda c: ((c[1] + c[2]) / 2, -c[0]))
         for r, s1, s2, was_winner in candidates:
             rows.append({"strategy": cell[0], "workers": cell[1], "window": cell[2], "rate": r,
@@ -108,12 +109,14 @@ def main(argv=None):
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print("| strategy | N, τ | rate | seed 1 | seed 2 | mean | chosen on 1 seed | on 2 seeds |")
+    print("| strategy | N, τ | rate | seed 1 | seed 2 | mean | chosen in §1 | on 2 seeds |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['strategy']} | {r['workers']}, {r['window']} | {r['rate']:g} | {100 * r['seed1']:.2f} | "
               f"{100 * r['seed2']:.2f} | {100 * r['mean']:.2f} | {'yes' if r['seed1_winner'] else ''} | "
               f"{'yes' if r['two_seed_winner'] else ''} |")
+    if missing:
+        print("\nfailed or without a summary (scored 0): " + "; ".join(missing))
     flips = sorted({(r["strategy"], r["workers"], r["window"]) for r in rows if r["choice"] == "flips"})
     print(f"\n{len(found)} tied cells; the choice flips in {len(flips)}: " + ", ".join(f"{s} N={n} τ={t}" for s, n, t in flips))
 

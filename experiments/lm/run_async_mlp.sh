@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-runs/testbed}"
 source experiments/lm/cell.sh
-best="${ASYNC_MLP_BEST:-async-sgd05}"
+best=async-sgd05  # the straggler cells' tuned outer (below)
 for seed in ${2:-1 2 3}; do
   if [[ $seed == 1 ]]; then  # the tuning cells
     for c in async-dn-straggler async-dn-mu05-straggler async-nesterov-straggler \

@@ -11,9 +11,10 @@ center's evaluations every second of wall time (run/summary.json's time_to_targe
 workers' join included); DDP's off rank 0's evaluations every second of training (its
 evaluations excluded). A seed that did not reach the target counts as not reached, and the row
 says how many did. `--ratio A/B` (configurations, e.g. `ddp-2ep/diloco50-int8`) gives, per rate,
-the per-seed ratios of the time to target and of the final validation accuracy over the seeds
-both reached, as a geometric mean with a 95% interval of the mean log ratio: a ratio's own
-interval, not one built from each side's. `--seeds-csv` writes every run's own figures.
+the per-seed ratios of the time to target (over the seeds both reached, saying how many pairs
+that left), of the final validation accuracy and of the final validation loss (over the seeds
+both finished), each as a geometric mean with a 95% interval of the mean log ratio: a ratio's
+own interval, not one built from each side's. `--seeds-csv` writes every run's own figures.
 """
 
 import argparse
@@ -86,6 +87,7 @@ def load(directories):
                 row.update(time_to_target=summary.get("time_to_target"),
                            seconds=summary.get("training_seconds") or summary.get("wall_seconds"),
                            validation=summary.get("final_validation_accuracy"), test=summary.get("final_test_accuracy"),
+                           loss=summary.get("final_validation_loss"),
                            link_mb=sum(traffic[h]["sent"] + traffic[h]["received"] for h in workers) / len(workers) / 1e6,
                            target=summary.get("target_accuracy") or summary.get("eval_target_accuracy"))
             rows.append(row)
@@ -211,26 +213,31 @@ def figure(cells, path):
 
 
 def ratios(rows, a, b):
-    """{rate: (time ratio, final validation ratio)} of configurations a / b paired by seed, each
-    ratio_interval's tuple (None where no seed has both)."""
+    """{rate: {figure: (ratio_interval's tuple or None, pairs used, pairs)}} of configurations
+    a / b paired by seed, for the time to target, the final validation accuracy and loss; a pair
+    is used where both sides have a positive figure."""
     runs = {(r["config"], r["rate"], r["seed"]): r for r in rows if r["status"] == "ok"}
     out = {}
     for rate in sorted({r["rate"] for r in rows}, reverse=True):
         seeds = sorted(s for (c, q, s) in runs if c == a and q == rate and (b, rate, s) in runs)
         pairs = [(runs[(a, rate, s)], runs[(b, rate, s)]) for s in seeds]
         if pairs:
-            out[rate] = (ratio_interval([(x["time_to_target"], y["time_to_target"]) for x, y in pairs
-                                         if x["time_to_target"] is not None and y["time_to_target"] is not None]),
-                         ratio_interval([(x["validation"], y["validation"]) for x, y in pairs]))
+            out[rate] = {}
+            for figure, key in (("time to target", "time_to_target"), ("final validation accuracy", "validation"),
+                                ("final validation loss", "loss")):
+                used = [(x[key], y[key]) for x, y in pairs if (x.get(key) or 0) > 0 and (y.get(key) or 0) > 0]
+                out[rate][figure] = (ratio_interval(used), len(used), len(pairs))
     return out
 
 
-def ratio_text(r, digits):
+def ratio_text(figure, digits):
+    r, used, pairs = figure
+    of = f"{used} of {pairs} seeds"
     if r is None:
-        return "-"
+        return f"- (0 of {pairs} seeds)"
     if math.isnan(r[1]):
-        return f"{r[0]:.{digits}f} (1 seed)"
-    return f"{r[0]:.{digits}f} [{r[1]:.{digits}f}, {r[2]:.{digits}f}] ({r[3]} seeds)"
+        return f"{r[0]:.{digits}f} ({of})"
+    return f"{r[0]:.{digits}f} [{r[1]:.{digits}f}, {r[2]:.{digits}f}] ({of})"
 
 
 def main(argv=None):
@@ -256,17 +263,19 @@ def main(argv=None):
             if name not in known:
                 parser.error(f"--ratio {spec!r}: no configuration {name!r} in the results (there are: {', '.join(sorted(known))})")
         print(f"\n{a} / {b}, per seed (geometric mean [95% interval]):")
-        for rate, (t, v) in ratios(rows, a, b).items():
-            print(f"  {rate:g} Mbit/s: time to target {ratio_text(t, 3)}; final validation accuracy {ratio_text(v, 4)}")
+        for rate, figures in ratios(rows, a, b).items():
+            print(f"- {rate:g} Mbit/s: " + "; ".join(f"{name} {ratio_text(f, 3 if name == 'time to target' else 4)}"
+                                                    for name, f in figures.items()))
     if args.seeds_csv:
         with open(args.seeds_csv, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["config", "rate_mbit", "seed", "status", "time_to_target", "run_seconds", "final_validation",
-                        "test", "link_mb_per_worker"])
+                        "final_validation_loss", "test", "link_mb_per_worker"])
             for r in sorted(rows, key=lambda r: (r["config"], -r["rate"], r["seed"])):
                 ttt = r.get("time_to_target")
                 w.writerow([r["config"], r["rate"], r["seed"], r["status"], "" if ttt is None else round(ttt, 3),
-                            round(r["seconds"], 3) if r.get("seconds") else "", r.get("validation", ""), r.get("test", ""),
+                            round(r["seconds"], 3) if r.get("seconds") else "", r.get("validation", ""), r.get("loss", ""),
+                            r.get("test", ""),
                             round(r["link_mb"], 2) if r.get("link_mb") else ""])
     if args.csv:
         with open(args.csv, "w", newline="") as f:

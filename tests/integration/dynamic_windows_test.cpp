@@ -2,7 +2,7 @@
 // measures each worker's steps per second and tells it its window with each reply. A worker
 // that sleeps 16 ms a step beside one that sleeps 2 ms ends with a window several times smaller,
 // while the fast one keeps the configured window; without the option nobody's window moves. With
-// a server on every rank and int4 exchanges, server 0 sizes the windows and the run still learns.
+// a server on every rank and int4 exchanges the windows are sized as well and the run still learns.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -65,7 +65,7 @@ TEST_CASE("async-diloco with dynamic_windows: a slow worker's window shrinks to 
     }
 }
 
-TEST_CASE("async-diloco with dynamic_windows, a server on every rank and int4: server 0 sizes the windows, x~ learns") {
+TEST_CASE("async-diloco with dynamic_windows, a server on every rank and int4: the slow rank's window shrinks, x~ learns") {
     TempDir dir;
     json document = cluster_config("dylu-ranks", "async-diloco", 2);
     document["strategy"] = {{"name", "async-diloco"}, {"communication_window", 10}, {"dynamic_windows", true},
