@@ -35,6 +35,7 @@ LABELS = {
     "ddp": "PyTorch DDP (gloo), sync., every step",
     "ddp-tuned": "PyTorch DDP (gloo), every step, its rate tuned",
     "ddp-tuned-1.7ep": "PyTorch DDP (gloo), its rate tuned, 1.7 epochs",
+    "ddp-2ep": "PyTorch DDP (gloo), sync., every step, stopped at 2 epochs",
     "torchft-diloco50": "torchft DiLoCo H=50 (gloo all-reduce, float32)",
     "sync": "tether averaging τ=1 (sync. SGD)",
     "adag5": "tether adag τ=5",
@@ -154,7 +155,8 @@ def table(cells):
              "busiest link (share of its rate) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted({r for _, r in cells}, reverse=True):
         for config in configs(cells):
-            ddp = cells.get(("cnn-ddp" if config.startswith("cnn-") else "ddp", rate))
+            # DDP at tether's rate: the whole run, or the re-run stopped at 2 epochs (rerun_10mbit.sh).
+            ddp = cells.get(("cnn-ddp" if config.startswith("cnn-") else "ddp", rate)) or cells.get(("ddp-2ep", rate))
             c = cells.get((config, rate))
             if not c:
                 continue
