@@ -2,6 +2,7 @@
 """§1's tuning ties broken on a second seed (docs/results.md, "Tuning ties in §1"; issue 40).
 
     tie_break.py [--margin 0.003] [--jobs 2] [--out sweeps/tie_break] [--tether build/tether] [--dry-run]
+                 [--finals 5]
 
 §1 chose each cell's rate (strategy, N, τ) on one seed. A cell is a tie where a neighbouring rate
 of its tuning grid ended within --margin (validation accuracy, 0.003 = 0.3 points) of the
@@ -10,7 +11,10 @@ seeds 1 and 2 here, all on today's code (`tether sweep` on §1's base,
 experiments/fashion_base.json), and each cell is decided again on the mean final validation
 accuracy over the two seeds (equal means going to the smaller rate, as tune.py does; a run that
 failed or left no summary scores 0, and is named); the table says whether the choice stands or
-flips. Writes OUT/ties.csv and prints the table.
+flips. Writes OUT/ties.csv and prints the table. With --finals R, each cell whose choice flips
+runs its new rate for seeds 3..R too, and OUT/finals.csv and the second table give its final
+test accuracy over R seeds (mean ± 95% half-width, as §1's tables) beside §1's figure at the old
+rate (docs/results/staleness_*/summary.csv, run on the code of 25 November).
 """
 
 import argparse
@@ -22,6 +26,7 @@ import sys
 from pathlib import Path
 
 import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
+from ci_table import interval  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent / "docs" / "results"
@@ -68,6 +73,59 @@ def score(out, cell, rate, seed, missing):
     return value
 
 
+def run_sweep(args, name, points):
+    sweep = args.out / f"{name}.json"
+    sweep.write_text(json.dumps({"name": name, "base": str(HERE / "fashion_base.json"), "points": points,
+                                 "repeats": 1}, indent=2) + "\n")
+    command = [args.tether, "sweep", str(sweep), "--out", str(args.out), "--jobs", str(args.jobs)]
+    print("tie_break:", " ".join(command), flush=True)
+    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
+    if code not in (0, 1):  # 1: some run failed, a result (scored 0 below)
+        sys.exit(f"tie_break: {' '.join(command)} failed (exit {code})")
+
+
+def test_accuracy(out, cell, rate, seed, missing):
+    path = out / tune.run_id(list(point(cell, rate, seed).items()), 0) / "summary.json"
+    value = json.loads(path.read_text()).get("final_test_accuracy") if path.is_file() else None
+    if value is None or not math.isfinite(value):
+        missing.append(f"{cell} at {rate:g}, seed {seed}")
+        return 0.0
+    return value
+
+
+def section_1(cell, rate):
+    """§1's final test accuracies of `cell` at `rate` (summary.csv, its 5 seeds)."""
+    with open(RESULTS / SWEEPS[cell[0]] / "summary.csv") as f:
+        return [float(r["final_test_accuracy"]) for r in csv.DictReader(f)
+                if (r[KEYS[0]], int(r[KEYS[1]]), int(r[KEYS[2]])) == cell
+                and math.isclose(float(r[RATE]), rate, rel_tol=0.02)]  # summary.csv rounds: 0.0032
+
+
+def finals(args, flips, missing):
+    """Seeds 3..R of each flipped cell's new rate; the table beside §1's old-rate figure."""
+    run_sweep(args, "tie_break_finals", [point(c, new, seed) for c, old, new in flips
+                                         for seed in range(3, args.finals + 1)])
+    rows = []
+    for c, old, new in flips:
+        now = [test_accuracy(args.out, c, new, seed, missing) for seed in range(1, args.finals + 1)]
+        then = section_1(c, old)
+        if not then:
+            sys.exit(f"tie_break: {SWEEPS[c[0]]}/summary.csv has no runs of {c} at {old:g}")
+        (m, h, _), (m0, h0, _) = interval([100 * v for v in now]), interval([100 * v for v in then])
+        rows.append({"strategy": c[0], "workers": c[1], "window": c[2], "old_rate": old, "old_test_mean": m0,
+                     "old_test_ci95": h0, "old_seeds": len(then), "new_rate": new, "new_test_mean": m,
+                     "new_test_ci95": h, "new_seeds": len(now)})
+    with open(args.out / "finals.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"\n| strategy | N, τ | §1: rate, final test (%) | on 2 seeds: rate, final test over {args.finals} seeds (%) |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['strategy']} | {r['workers']}, {r['window']} | {r['old_rate']:g}: {r['old_test_mean']:.2f} ± "
+              f"{r['old_test_ci95']:.2f} | {r['new_rate']:g}: {r['new_test_mean']:.2f} ± {r['new_test_ci95']:.2f} |")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--margin", type=float, default=0.003, help="validation accuracy (0.003 = 0.3 points)")
@@ -75,6 +133,7 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=Path("sweeps") / "tie_break")
     parser.add_argument("--tether", default=str(HERE.parent / "build" / "tether"))
     parser.add_argument("--dry-run", action="store_true", help="list the ties and the runs, run nothing")
+    parser.add_argument("--finals", type=int, default=0, help="seeds of a flipped cell's new rate (3 or more)")
     args = parser.parse_args(argv)
     found = ties(args.margin)
     if not found:
@@ -88,19 +147,14 @@ def main(argv=None):
             print(f"  {c}: {rate:g} ({100 * acc:.2f}) against " + ", ".join(f"{r:g} ({100 * a:.2f})" for r, a in near))
         return
     args.out.mkdir(parents=True, exist_ok=True)
-    sweep = args.out / "tie_break.json"
-    sweep.write_text(json.dumps({"name": "tie_break", "base": str(HERE / "fashion_base.json"), "points": points,
-                                 "repeats": 1}, indent=2) + "\n")
-    command = [args.tether, "sweep", str(sweep), "--out", str(args.out), "--jobs", str(args.jobs)]
-    print("tie_break:", " ".join(command), flush=True)
-    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
-    if code not in (0, 1):  # 1: some run failed, a result (scored 0 below)
-        sys.exit(f"tie_break: {' '.join(command)} failed (exit {code})")
-    rows, missing = [], []
+    run_sweep(args, "tie_break", points)
+    rows, missing, flips = [], [], []
     for cell, rate, acc, near in found:
         candidates = [(r, score(args.out, cell, r, 1, missing), score(args.out, cell, r, 2, missing), r == rate)
                       for r in [rate] + [r for r, _ in near]]
         best = max(candidates, key=lambda c: ((c[1] + c[2]) / 2, -c[0]))
+        if best[0] != rate:
+            flips.append((cell, rate, best[0]))
         for r, s1, s2, was_winner in candidates:
             rows.append({"strategy": cell[0], "workers": cell[1], "window": cell[2], "rate": r,
                          "seed1": s1, "seed2": s2, "mean": (s1 + s2) / 2, "seed1_winner": was_winner,
@@ -117,8 +171,12 @@ def main(argv=None):
               f"{'yes' if r['two_seed_winner'] else ''} |")
     if missing:
         print("\nfailed or without a summary (scored 0): " + "; ".join(missing))
-    flips = sorted({(r["strategy"], r["workers"], r["window"]) for r in rows if r["choice"] == "flips"})
-    print(f"\n{len(found)} tied cells; the choice flips in {len(flips)}: " + ", ".join(f"{s} N={n} τ={t}" for s, n, t in flips))
+    print(f"\n{len(found)} tied cells; the choice flips in {len(flips)}: "
+          + ", ".join(f"{c[0]} N={c[1]} τ={c[2]}" for c, _, _ in flips))
+    if flips and args.finals >= 3:
+        finals(args, flips, missing)
+        if missing:
+            print("\nwithout a final test accuracy (scored 0): " + "; ".join(missing))
 
 
 if __name__ == "__main__":
