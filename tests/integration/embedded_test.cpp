@@ -177,7 +177,7 @@ TEST_CASE("every codec trains, both ways, for an update-out strategy (adag) and 
 }
 
 TEST_CASE("strategy.overlap_steps: runs whose replies land late learn as well and send every window, for updates, states and rounds") {
-    for (const std::string strategy : {"adag", "aeasgd", "averaging"}) {
+    for (const std::string strategy : {"adag", "aeasgd", "averaging", "async-diloco"}) {
         std::map<int, json> summaries;
         for (const int d : {0, 2, 4}) {  // at once, half a window late, a whole window late
             CAPTURE(strategy);
