@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 10 Mbit/s cells that claims 11 and 12 rest on (docs/results.md §8 and §9), re-run one at a
 # time on the quiet machine with seeds interleaved (they first ran three at a time): §8's DDP
-# (at tether's rate, stopped at 2 epochs: it passes 86% near 1.3), and §9's plain DiLoCo H = 50
+# (at tether's rate, stopped at 2 epochs: it passes 86% near 1.2), and §9's plain DiLoCo H = 50
 # (int8: §8's best, the same configuration as grid_tether's diloco50-int8; int4) and streaming
 # DiLoCo (int8, int4). Ratios with 95% CIs:
 #   experiments/testbed/grid_report.py OUT/grid_ddp OUT/grid_streaming --ratio ddp-2ep/diloco50-int8 ...
