@@ -21,7 +21,6 @@ import argparse
 import csv
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -62,11 +61,11 @@ def point(cell, rate, seed):
     return {KEYS[0]: cell[0], KEYS[1]: cell[1], KEYS[2]: cell[2], RATE: rate, "training.seed": seed}
 
 
-def score(out, cell, rate, seed, missing):
-    """A run's final validation accuracy; 0 (and its name in `missing`) where it failed."""
+def score(out, cell, rate, seed, missing, figure="final_validation_accuracy"):
+    """A run's `figure` from its summary; 0 (and its name in `missing`) where the run failed."""
     path = out / tune.run_id(list(point(cell, rate, seed).items()), 0) / "summary.json"
     summary = json.loads(path.read_text()) if path.is_file() else {}
-    value = summary.get("final_validation_accuracy")
+    value = summary.get(figure)
     if value is None or not math.isfinite(value) or summary.get("run_failed"):
         missing.append(f"{cell} at {rate:g}, seed {seed}")
         return 0.0
@@ -74,23 +73,9 @@ def score(out, cell, rate, seed, missing):
 
 
 def run_sweep(args, name, points):
-    sweep = args.out / f"{name}.json"
-    sweep.write_text(json.dumps({"name": name, "base": str(HERE / "fashion_base.json"), "points": points,
-                                 "repeats": 1}, indent=2) + "\n")
-    command = [args.tether, "sweep", str(sweep), "--out", str(args.out), "--jobs", str(args.jobs)]
-    print("tie_break:", " ".join(command), flush=True)
-    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
-    if code not in (0, 1):  # 1: some run failed, a result (scored 0 below)
-        sys.exit(f"tie_break: {' '.join(command)} failed (exit {code})")
-
-
-def test_accuracy(out, cell, rate, seed, missing):
-    path = out / tune.run_id(list(point(cell, rate, seed).items()), 0) / "summary.json"
-    value = json.loads(path.read_text()).get("final_test_accuracy") if path.is_file() else None
-    if value is None or not math.isfinite(value):
-        missing.append(f"{cell} at {rate:g}, seed {seed}")
-        return 0.0
-    return value
+    """tune.py's: the sweep file into OUT, `tether sweep` over it (resumable; failed runs score 0)."""
+    tune.run_sweep(args, args.out / f"{name}.json",
+                   {"name": name, "base": str(HERE / "fashion_base.json"), "points": points, "repeats": 1})
 
 
 def section_1(cell, rate):
@@ -107,7 +92,7 @@ def finals(args, flips, missing):
                                          for seed in range(3, args.finals + 1)])
     rows = []
     for c, old, new in flips:
-        now = [test_accuracy(args.out, c, new, seed, missing) for seed in range(1, args.finals + 1)]
+        now = [score(args.out, c, new, seed, missing, "final_test_accuracy") for seed in range(1, args.finals + 1)]
         then = section_1(c, old)
         if not then:
             sys.exit(f"tie_break: {SWEEPS[c[0]]}/summary.csv has no runs of {c} at {old:g}")
@@ -135,6 +120,7 @@ def main(argv=None):
     parser.add_argument("--dry-run", action="store_true", help="list the ties and the runs, run nothing")
     parser.add_argument("--finals", type=int, default=0, help="seeds of a flipped cell's new rate (3 or more)")
     args = parser.parse_args(argv)
+    args.assignments = []  # tune.run_sweep's --set: none here
     found = ties(args.margin)
     if not found:
         print(f"tie_break: no tied cells within {args.margin}")
