@@ -215,7 +215,7 @@ def figure(cells, path):
 
 
 def ratios(rows, a, b):
-    """{rate: {figure: (ratio_interval's tuple or None, pairs used, pairs)}} of configurations
+    """{rate: {figure: (ratio_interval's tuple or None, pairs)}} of configurations
     a / b paired by seed, for the time to target, the final validation accuracy and loss; a pair
     is used where both sides have a positive figure."""
     runs = {(r["config"], r["rate"], r["seed"]): r for r in rows if r["status"] == "ok"}
@@ -228,18 +228,17 @@ def ratios(rows, a, b):
             for figure, key in (("time to target", "time_to_target"), ("final validation accuracy", "validation"),
                                 ("final validation loss", "loss")):
                 used = [(x[key], y[key]) for x, y in pairs if (x.get(key) or 0) > 0 and (y.get(key) or 0) > 0]
-                out[rate][figure] = (ratio_interval(used), len(used), len(pairs))
+                out[rate][figure] = (ratio_interval(used), len(pairs))
     return out
 
 
 def ratio_text(figure, digits):
-    r, used, pairs = figure
-    of = f"{used} of {pairs} seeds"
+    r, pairs = figure
     if r is None:
         return f"- (0 of {pairs} seeds)"
     if math.isnan(r[1]):
-        return f"{r[0]:.{digits}f} ({of})"
-    return f"{r[0]:.{digits}f} [{r[1]:.{digits}f}, {r[2]:.{digits}f}] ({of})"
+        return f"{r[0]:.{digits}f} (1 of {pairs} seeds)"
+    return f"{r[0]:.{digits}f} [{r[1]:.{digits}f}, {r[2]:.{digits}f}] ({r[3]} of {pairs} seeds)"
 
 
 def main(argv=None):
