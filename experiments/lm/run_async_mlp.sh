@@ -5,10 +5,10 @@
 # of a core (*-straggler: half its share of the 2 cores among 5 hosts) and without a straggler
 # (*-fast); one cell at a time, seeds interleaved. The outer optimizer and rate were tuned on
 # seed 1's straggler cells first (final validation accuracy).
-#   sudo experiments/lm/run_async_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2 3"; needs the peers' venv)
+#   sudo experiments/lm/run_async_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed_async, where §12 reads them; SEEDS: "1 2 3"; needs the peers' venv)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out="${1:-runs/testbed}"
+out="${1:-runs/testbed_async}"
 source experiments/lm/cell.sh
 best=async-sgd05  # the straggler cells' tuned outer (below)
 for seed in ${2:-1 2 3}; do
