@@ -127,7 +127,7 @@ public:
         version_ = welcome.center_version;
     }
     void exchange(const std::vector<float>& x, std::uint64_t sequence) {
-        const std::size_t n = x.size(), chunk = std::size_t(tether::cluster_defaults::chunk_elements);
+        const std::size_t n = x.size(), chunk = std::size_t(tether::ClusterOptions{}.chunk_elements);
         const std::uint32_t chunks = std::uint32_t((n + chunk - 1) / chunk);
         for (std::uint32_t k = 0; k < chunks; ++k) {
             Header h;

@@ -42,7 +42,7 @@
 #include <utility>
 #include <vector>
 
-#include <tether/cluster_defaults.hpp>
+#include <tether/cluster_options.hpp>
 #include <tether/curve_keys.hpp>
 #include <tether/errors.hpp>
 #include <tether/version.hpp>  // TETHER_VERSION_MAJOR, _MINOR, _PATCH, _STRING
@@ -57,14 +57,25 @@ struct ParameterSpan {
     std::size_t count = 0;
 };
 
-// A center's and its workers' settings. A field named like a "cluster" key of a config file
-// (docs/config.md) is that key, with the same default (<tether/cluster_defaults.hpp>), checks
-// and errors ("ServiceOptions.heartbeat_ms: ..."); keys without a field here keep their defaults.
-// The CURVE keys are the CurveKeys it derives from (options.center_public_key, ...), as the
-// "security" block of a config file (<tether/curve_keys.hpp>); curve_keys() is the set whole. A
-// center whose `address` is tcp:// beyond loopback needs keys, or `insecure` = true to bind
-// without (docs/embedding.md, "Security"); loopback without keys is allowed, with a warning.
-struct ServiceOptions : CurveKeys {
+// A center's and its workers' settings: the cluster's options (<tether/cluster_options.hpp>: a
+// field named like a "cluster" key of a config file is that key, with the same default, checks
+// and errors, "ServiceOptions.heartbeat_ms: ..."), the CURVE keys (the "security" block of a
+// config file, <tether/curve_keys.hpp>; curve_keys() is the set whole) and what only the
+// embedding API has, below. A center whose `address` is tcp:// beyond loopback needs keys, or
+// `insecure` = true to bind without (docs/embedding.md, "Security"); loopback without keys is
+// allowed, with a warning.
+//
+// Several servers (`servers`, docs/architecture.md, "Several servers"): address() then lists
+// them, server 0 first, separated by ',' (as WorkerClient::connect takes them), and `address`
+// may give one per server the same way. A server on every rank (`server_placement` "ranks",
+// docs/architecture.md, "Servers on the ranks"): this service is then server `rank` of
+// `servers` (= the ranks), bound at `address` ("tcp://*:PORT"), and tells server 0 at
+// `server0_address` that the other ranks reach it at `rank_address`. Python's
+// Worker.from_env(server_placement="ranks") sets all four from the launcher. x~ is rank 0's:
+// there snapshot() and wait() gather every range (wait() lets the other servers leave, so call
+// it soon after the workers finish: they wait join_timeout_ms); on another rank wait() returns
+// an empty vector once its server is done, and snapshot() throws.
+struct ServiceOptions : ClusterOptions, CurveKeys {
     CurveKeys& curve_keys() { return *this; }
     const CurveKeys& curve_keys() const { return *this; }
 
@@ -72,77 +83,46 @@ struct ServiceOptions : CurveKeys {
     // strategy registered with tether::register_strategy (<tether/strategy.hpp>). "" in a
     // WorkerClient::connect: the center's (asked of it before joining); a center needs one.
     std::string strategy = R"({"name": "aeasgd"})";
-    int workers = cluster_defaults::workers;  // 0 in a WorkerClient::connect: the center's
-    // Where the center listens (cluster.endpoint). "" = a private inproc:// address (workers in
-    // this process, via connect_worker); "tcp://127.0.0.1:*" or "tcp://*:5555" for workers in
-    // other processes.
-    std::string address;
-    // Center: for all workers to join; worker: for its welcome
-    int join_timeout_ms = cluster_defaults::join_timeout_ms;
-    // Silence after which a worker (or, to a worker, the center) counts as lost
-    int worker_timeout_ms = cluster_defaults::worker_timeout_ms;
-    // Worker: past worker_timeout_ms of a center's silence, how long in all it waits for the
-    // center to come back (restarted with resume, a stall, a link down) before step() throws.
-    // (A CenterService ends when its workers are all gone; `tether server` waits this long.)
-    int center_restart_ms = cluster_defaults::center_restart_ms;
-    // Worker: for a reply (synchronous rounds can be long)
-    int reply_timeout_ms = cluster_defaults::reply_timeout_ms;
-    // Synchronous strategies: round deadline (with quorum)
-    int round_timeout_ms = cluster_defaults::round_timeout_ms;
-    double quorum = cluster_defaults::quorum;
+    bool insecure = false;  // bind beyond loopback without keys (above)
     // Flush denormal floats to zero on the center's thread (tether's own). The callers'
     // threads, where step() runs, are never changed; see set_flush_denormals() below.
     bool flush_denormals = true;
-    // Servers that split x~ into contiguous server ranges, each with its own thread and address
-    // (docs/architecture.md, "Several servers"): address() then lists them, server 0 first,
-    // separated by ',' (as WorkerClient::connect takes them), and `address` above may give one
-    // per server the same way.
-    int servers = cluster_defaults::servers;
-    // Where the servers run (cluster.server_placement): "center", all `servers` in this service;
-    // or "ranks", one server per rank of a launcher's job (docs/architecture.md, "Servers on the
-    // ranks"): this service is then server `rank` of `servers` (= the ranks), bound at `address`
-    // ("tcp://*:PORT"), and tells server 0 at `server0_address` that the other ranks reach it at
-    // `rank_address`. Python's Worker.from_env(server_placement="ranks") sets all four from the
-    // launcher. x~ is rank 0's: there snapshot() and wait() gather every range (wait() lets the
-    // other servers leave, so call it soon after the workers finish: they wait join_timeout_ms);
-    // on another rank wait() returns an empty vector once its server is done, and snapshot()
-    // throws.
-    std::string server_placement = cluster_defaults::server_placement;
-    int rank = 0;
+    int rank = 0;  // with server_placement "ranks" (above)
     std::string server0_address;
     std::string rank_address;
-    // What crosses the wire: "float32", "fp16", "bf16", "int8", "int4" or "topk"; "same".
-    std::string codec = cluster_defaults::codec;
-    std::string reply_codec = cluster_defaults::reply_codec;
-    double topk_ratio = cluster_defaults::topk_ratio;
-    // A worker with nothing else to send tells the center it is alive this often (also while
-    // your loop is away: tether's thread sends it); at most half of worker_timeout_ms.
-    int heartbeat_ms = cluster_defaults::heartbeat_ms;
     // The center's run directory, as `tether run` writes one (docs/embedding.md, "Run
     // records"): config.json (these options as resolved and the model's sizes), metrics.jsonl
     // (the center's exchange statistics every metrics_seconds and/or metrics_samples, and the
     // scalars workers log with WorkerClient::log), exchanges.jsonl, checkpoint.bin every
     // checkpoint_seconds and at the end, and summary.json when the run ends (its figures,
-    // provenance and verdict). "" = none. The center's alone: a worker ignores these five.
+    // provenance and verdict). "" = none. The center's alone: a worker ignores these.
     std::string run_dir;
     // Go on from run_dir's checkpoint (x~, b~, the version and counters) instead of `initial`,
     // as `tether server --resume` does; metrics.jsonl and exchanges.jsonl are appended to.
     bool resume = false;
-    // cluster.checkpoint_seconds; 0: only at the end
-    int checkpoint_seconds = cluster_defaults::checkpoint_seconds;
     // A metrics.jsonl row every metrics_seconds (0: not by time) and every metrics_samples
     // samples, all workers together (0: not by samples).
-    double metrics_seconds = cluster_defaults::metrics_seconds;
-    std::int64_t metrics_samples = cluster_defaults::metrics_samples;
-    bool insecure = false;  // bind beyond loopback without keys (above)
-    // CenterService::wait() throws RunFailedError when more than this share of `workers`
-    // was lost (crashed, diverged, silent), as `tether run` exits 1 (cluster.max_failed_share).
-    double max_failed_share = cluster_defaults::max_failed_share;
-    // Dean et al.'s warmstart (cluster.warmstart_samples): the first worker to join trains
-    // alone until the center has counted this many samples; the others' join() waits until
-    // then and starts them from that x~. 0: all start together. Asynchronous strategies only.
-    std::int64_t warmstart_samples = cluster_defaults::warmstart_samples;
+    double metrics_seconds = 10;
+    std::int64_t metrics_samples = 0;
 };
+
+// visit(name, field, limits) for each option of `options` (a ServiceOptions, const or not)
+// but `strategy`: the cluster's, the CURVE keys, then the embedding API's own. Python's keyword
+// arguments are these names (OptionName::field_name()).
+template <typename Options, typename Visit>
+void for_each_service_option(Options& o, Visit&& visit) {
+    for_each_cluster_option(o, visit);
+    for_each_curve_key(o.curve_keys(), [&](const char* name, auto& key) { visit(OptionName(name), key, any_text()); });
+    visit(OptionName("insecure"), o.insecure, true_or_false());
+    visit(OptionName("flush_denormals"), o.flush_denormals, true_or_false());
+    visit(OptionName("rank"), o.rank, integers(0, 255));
+    visit(OptionName("server0_address"), o.server0_address, any_text());
+    visit(OptionName("rank_address"), o.rank_address, any_text());
+    visit(OptionName("run_dir"), o.run_dir, any_text());
+    visit(OptionName("resume"), o.resume, true_or_false());
+    visit(OptionName("metrics_seconds"), o.metrics_seconds, numbers(0.0, 86'400.0 * 365));
+    visit(OptionName("metrics_samples"), o.metrics_samples, integers(0, std::numeric_limits<std::int64_t>::max()));
+}
 
 // `options` with the CURVE keys of a launcher job's rank (torchrun, srun, mpirun; rank 0 hosts
 // the center): every rank derives the same keys from the TETHER_SECRET environment variable, or

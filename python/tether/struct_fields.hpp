@@ -1,6 +1,6 @@
 // The C++ structs Python sees as dicts, each field named once: one table per struct, read both
-// ways where Python also gives values back (ServiceOptions: for_each_option in
-// tether_module.cpp). field_count() counts a struct's fields as the compiler sees them, and the
+// ways where Python also gives values back (ServiceOptions: tether::for_each_service_option,
+// through for_each_option in tether_module.cpp). field_count() counts a struct's fields as the compiler sees them, and the
 // module's struct_fields() reports it beside each table's names, so a field added to a struct
 // and not to its table fails tests/python/defaults_test.py instead of silently missing from
 // Python.
@@ -52,9 +52,9 @@ void for_each_field(const tether::WorkerReport& r, Visit visit) {
 // arguments (CenterService(initial, strategy, workers, address)).
 inline constexpr const char* kOwnArguments[] = {"strategy", "workers", "address"};
 
-// ServiceOptions' fields counted as Python names them: its keys one by one.
+// ServiceOptions' fields counted as Python names them: its two bases' fields one by one.
 constexpr std::size_t service_option_fields() {
-    return field_count<tether::ServiceOptions>() - 1 + field_count<tether::CurveKeys>();
+    return field_count<tether::ServiceOptions>() - 2 + field_count<tether::ClusterOptions>() + field_count<tether::CurveKeys>();
 }
 
 }  // namespace tether_python

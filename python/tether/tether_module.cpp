@@ -41,36 +41,17 @@ FloatArray to_numpy(const std::vector<float>& x) {
     return out;
 }
 
-// The options the Python layer may set, by name: one table for the defaults it reads
-// (default_options) and for the dict it passes back (options_from). Python has already
-// refused unknown names; the C++ side checks values (ServiceOptions' own errors).
-template <typename Visit>
-void for_each_option(tether::ServiceOptions& o, Visit visit) {
-    visit("join_timeout_ms", o.join_timeout_ms);
-    visit("worker_timeout_ms", o.worker_timeout_ms);
-    visit("center_restart_ms", o.center_restart_ms);
-    visit("heartbeat_ms", o.heartbeat_ms);
-    visit("reply_timeout_ms", o.reply_timeout_ms);
-    visit("round_timeout_ms", o.round_timeout_ms);
-    visit("quorum", o.quorum);
-    visit("servers", o.servers);
-    visit("server_placement", o.server_placement);
-    visit("rank", o.rank);
-    visit("server0_address", o.server0_address);
-    visit("rank_address", o.rank_address);
-    visit("codec", o.codec);
-    visit("reply_codec", o.reply_codec);
-    visit("topk_ratio", o.topk_ratio);
-    visit("run_dir", o.run_dir);
-    visit("resume", o.resume);
-    visit("checkpoint_seconds", o.checkpoint_seconds);
-    visit("metrics_seconds", o.metrics_seconds);
-    visit("metrics_samples", o.metrics_samples);
-    tether::for_each_curve_key(o.curve_keys(), visit);
-    visit("insecure", o.insecure);
-    visit("flush_denormals", o.flush_denormals);
-    visit("max_failed_share", o.max_failed_share);
-    visit("warmstart_samples", o.warmstart_samples);
+// The options the Python layer may set, by name: ServiceOptions' own table
+// (<tether/tether.hpp>), less the arguments start_center and connect_spans take themselves.
+// One table for the defaults Python reads (default_options) and for the dict it passes back
+// (options_from). Python has already refused unknown names; the C++ side checks values.
+template <typename Options, typename Visit>
+void for_each_option(Options& o, Visit visit) {
+    tether::for_each_service_option(o, [&](const tether::OptionName& name, auto& field, const tether::OptionLimits&) {
+        for (const char* own : tether_python::kOwnArguments)
+            if (std::string(name.field_name()) == own) return;
+        visit(name.field_name(), field);
+    });
 }
 
 // `strategy` and `workers` None: ServiceOptions' defaults.
@@ -134,7 +115,7 @@ py::dict struct_fields() {
     const tether::CurveKeys keys;
     tether::for_each_curve_key(keys, into(key_names));
     for (const char* name : tether_python::kOwnArguments) option_names.append(name);
-    tether::ServiceOptions options;
+    const tether::ServiceOptions options;
     for_each_option(options, into(option_names));
     py::dict fields;
     fields["WorkerReport"] = py::make_tuple(report_names, tether_python::field_count<tether::WorkerReport>());
@@ -337,7 +318,7 @@ PYBIND11_MODULE(_tether, m) {
 
     // The C++ defaults, so the Python layer never keeps a second copy of them: the options', and
     // cluster.center_trains's, which tether.torch.Worker.from_env's center_trains is.
-    m.attr("default_center_trains") = tether::cluster_defaults::center_trains;
+    m.attr("default_center_trains") = tether::kCenterTrainsByDefault;
     m.def("default_options", [] {
         tether::ServiceOptions o;
         py::dict d;

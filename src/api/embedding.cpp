@@ -10,14 +10,14 @@
 #include "api/service_record.hpp"
 #include "backend/backend.hpp"
 #include "backend/float_mode.hpp"
-#include "center/server_group.hpp"
+#include "center/center_settings.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "record/run_verdict.hpp"
 #include "transport/peer_identity.hpp"
 #include "worker/parameter_layout.hpp"
 #include "worker/server_sessions.hpp"
 #include "worker/settings_request.hpp"
-#include "worker/worker_node.hpp"
+#include "worker/worker_settings.hpp"
 
 namespace tether {
 namespace {
@@ -41,7 +41,7 @@ ServiceOptions with_center_settings(Transport& transport, const std::string& add
     // strategy gives the same.
     ServiceOptions channel_options = o;
     channel_options.strategy = R"({"name": "downpour"})";
-    channel_options.workers = std::max(1, o.workers);
+    channel_options.workers = std::max<std::int64_t>(1, o.workers);
     const ClusterSettings settings = cluster_settings(channel_options, count);
     const std::string server0 = split_addresses(address, "WorkerClient::connect address").front();
     auto channel = transport.connect(server0, unique_peer_identity("api-ask"), settings.worker_transport(server0));
@@ -61,11 +61,11 @@ public:
         const std::size_t buffer_count = check_buffer_segments(parameters, buffers);
         const ServiceOptions o = with_center_settings(*transport_, address, given, count);
         const ClusterSettings settings = cluster_settings(o, count);
-        std::vector<ServerLink> links = settings.connect(*transport_, address, "WorkerClient::connect address",
+        std::vector<ServerLink> links = connect_servers(settings, *transport_, address, "WorkerClient::connect address",
                                                          unique_peer_identity("api-worker"),
                                                          settings.server_identities(count, model_of(buffer_count)));
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
-        WorkerOptions options = settings.worker_options();
+        WorkerOptions options = worker_options(settings);
         options.buffer_count = buffer_count;
         node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
         const Welcome welcome = node_->join();
@@ -129,7 +129,7 @@ public:
         const std::vector<std::string> bind =
             rank_ ? std::vector<std::string>{o.address}
                   : settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); });
-        group_ = settings.make_servers(*transport_, bind, first, identities, initial, [&](CenterOptions& c, std::size_t index) {
+        group_ = make_servers(settings, *transport_, bind, first, identities, initial, [&](CenterOptions& c, std::size_t index) {
             // Its center ends when its workers are all gone, and the caller's wait() decides what
             // comes next; ServiceOptions.center_restart_ms is its workers' window for a lost center.
             c.end.center_restart_ms = 0;

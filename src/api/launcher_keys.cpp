@@ -8,7 +8,7 @@ namespace tether {
 
 ServiceOptions with_launcher_keys(ServiceOptions o, int rank, const std::string& job_id, const std::string& directory) {
     if (o.insecure || !o.center_public_key.empty()) return o;
-    o.curve_keys() = launcher_keys({rank, job_id, directory, o.join_timeout_ms});
+    o.curve_keys() = launcher_keys({rank, job_id, directory, int(o.join_timeout_ms)});
     return o;
 }
 

@@ -9,7 +9,6 @@
 #include "record/center_figures.hpp"
 #include "record/run_verdict.hpp"
 #include "util/errors.hpp"
-#include "util/json_reader.hpp"
 
 namespace tether {
 
@@ -27,13 +26,10 @@ std::string name_of(const std::string& run_dir) {
 ServiceRecord::ServiceRecord(const ServiceOptions& o, nlohmann::json blocks, const nlohmann::json& model,
                              const ClusterSettings& settings, ServerGroup& group, const std::vector<ServerIdentity>& identities)
     : settings_(settings), group_(group), fingerprint_(identities.front().fingerprint), model_(model) {
-    // The cadence, read as a config block is (errors name ServiceOptions.KEY), and recorded.
-    const nlohmann::json given = {{"metrics_seconds", o.metrics_seconds}, {"metrics_samples", o.metrics_samples}};
-    JsonReader r(&given, "ServiceOptions", blocks["record"]);
-    metrics_seconds_ = r.number("metrics_seconds", cluster_defaults::metrics_seconds, 0.0, 86'400.0 * 365);
-    metrics_samples_ = std::uint64_t(
-        r.integer("metrics_samples", cluster_defaults::metrics_samples, 0, std::numeric_limits<std::int64_t>::max()));
-    r.finish();
+    // The cadence (checked with the other options: cluster_settings), recorded.
+    metrics_seconds_ = o.metrics_seconds;
+    metrics_samples_ = std::uint64_t(o.metrics_samples);
+    blocks["record"] = {{"metrics_seconds", o.metrics_seconds}, {"metrics_samples", o.metrics_samples}};
     records_ = std::make_unique<ServerRecords>(group, identities, o.run_dir, o.resume,
                                                "resume it with the options it was written with (its config.json)");
     RecordSettings record;

@@ -1,7 +1,7 @@
 // What a center is told, grouped by the part each group concerns (center/membership.hpp,
 // rounds.hpp, update_path.hpp, snapshot_schedule.hpp, run_end.hpp); the center itself reads the
 // rest, and the parts of a group that it acts on for its part (the checks before a join, who
-// may ask for x~, the final snapshot). cluster/cluster_options.cpp fills them from the run's
+// may ask for x~, the final snapshot). center_settings.cpp fills them from the run's
 // settings.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include <tether/cluster_defaults.hpp>
+#include <tether/cluster_options.hpp>
 #include <tether/strategy.hpp>
 #include "codec/codec.hpp"
 
@@ -20,12 +20,12 @@ class ServerTokens;     // center/server_tokens.hpp
 class ServerDirectory;  // center/server_directory.hpp
 
 struct MembershipOptions {
-    int expected_workers = cluster_defaults::workers;
-    int worker_timeout_ms = cluster_defaults::worker_timeout_ms;
-    int join_timeout_ms = cluster_defaults::join_timeout_ms;
+    int expected_workers = int(ClusterOptions{}.workers);
+    int worker_timeout_ms = int(ClusterOptions{}.worker_timeout_ms);
+    int join_timeout_ms = int(ClusterOptions{}.join_timeout_ms);
     // What no peer may exceed: identities the center holds state for at once; the samples one
     // worker can have trained (its shard × epochs).
-    std::size_t max_peers = cluster_defaults::max_peers;
+    std::size_t max_peers = std::size_t(ClusterOptions{}.max_peers);
     std::uint64_t max_samples_per_worker = std::uint64_t(1) << 50;
     // The samples one window trains (communication window × batch size; 0: not known, as in
     // the embedding API). A worker's claim may run at most two windows ahead of what its last
@@ -49,16 +49,16 @@ struct MembershipOptions {
     // alone; every other worker stays joining (its heartbeats answered with kFlagHeld) until
     // the center has counted this many samples, then is welcomed with the x~ of that moment.
     // 0: none. Asynchronous strategies only (a round would wait on the held workers).
-    std::uint64_t warmstart_samples = cluster_defaults::warmstart_samples;
+    std::uint64_t warmstart_samples = std::uint64_t(ClusterOptions{}.warmstart_samples);
 };
 
 struct RoundOptions {
-    double quorum = cluster_defaults::quorum;
-    int round_timeout_ms = cluster_defaults::round_timeout_ms;
+    double quorum = ClusterOptions{}.quorum;
+    int round_timeout_ms = int(ClusterOptions{}.round_timeout_ms);
 };
 
 struct UpdateOptions {
-    std::size_t chunk_elements = cluster_defaults::chunk_elements;  // protocol/framing.hpp
+    std::size_t chunk_elements = std::size_t(ClusterOptions{}.chunk_elements);  // protocol/framing.hpp
     // The codecs of exchanges (worker -> center) and replies (center -> worker), and what the
     // strategy's vectors are. A lossy codec costs up to two vectors per worker here (the
     // receiver's copy of a state, the residual of an update; codec/wire_vector.hpp), freed
@@ -94,7 +94,7 @@ struct SnapshotOptions {
 struct RunEndOptions {
     // When every worker went silent (none finished last), how long to wait for them to come back
     // before concluding (cluster.center_restart_ms).
-    int center_restart_ms = cluster_defaults::center_restart_ms;
+    int center_restart_ms = int(ClusterOptions{}.center_restart_ms);
     // After the last worker left, stay until a `snapshot` request with kFlagFinal has been
     // answered (at most membership.join_timeout_ms): a lead server in another process assembles
     // the final x~ from every server range.

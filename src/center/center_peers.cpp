@@ -99,7 +99,7 @@ void Center::answer_directory(const std::string& peer, const Header& request, co
 bool Center::first_unknown_answer(const std::string& peer) {
     // A worker that waited out a center's restart has queued heartbeats from the outage; they
     // all arrive at once and are all "unknown worker". One answer tells it to join again; more
-    // would fill its small-message queue (cluster_options.cpp: kSmallMessages) ahead of its
+    // would fill its small-message queue (cluster/cluster_transport.cpp: kSmallMessages) ahead of its
     // welcome, which then could not be queued and cost it its place. So: one answer per peer
     // per 500 ms. The map holds recent askers only (older entries go once it grows).
     const auto now = Clock::now();

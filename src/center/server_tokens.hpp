@@ -8,7 +8,7 @@
 // key every server of the run holds and no worker does: the servers of one process share a
 // random key in memory; servers in several processes derive it from the center's CURVE secret
 // key, which they all hold. Without CURVE, servers in several processes share no secret: they
-// check nothing (cluster/cluster_options.cpp warns when they start).
+// check nothing (center/center_settings.cpp warns when they start).
 #pragma once
 
 #include <array>

@@ -1,4 +1,5 @@
-// Reading a cluster's settings: the config file's blocks, and ServiceOptions turned into them.
+// A cluster's settings from a config file's blocks or from ServiceOptions, and the checks of
+// the settings as a whole, which both take.
 #include "cluster/cluster_settings.hpp"
 
 #include <tether/tether.hpp>
@@ -6,40 +7,42 @@
 #include "strategy/registry.hpp"
 #include "transport/curve_keys.hpp"
 #include "util/errors.hpp"
+#include "util/option_visitors.hpp"
 
 namespace tether {
 
 namespace {
-
-// The ServiceOptions fields whose names differ from their key in the "cluster" block.
-constexpr const char* kServiceNames[][2] = {{"endpoint", "address"}};
 
 SecuritySettings read_security(JsonReader r) {
     SecuritySettings s;
     for_each_curve_key(s.keys, [&](const char* name, std::string& key) { key = r.string(name, key); });
     s.insecure = r.boolean("insecure", s.insecure);
     r.finish();
-    const CurveKeys& k = s.keys;
-    // Which files each side needs is checked where the keys are loaded (center_transport,
-    // worker_transport): one config serves the center and the workers, each holding only its
-    // own secret.
-    if (!s.enabled() && (!k.center_secret_key.empty() || !k.worker_public_key.empty() || !k.worker_secret_key.empty() ||
-                         !k.authorized_workers.empty()))
-        throw ConfigError(r.path_of("center_public_key") + ": empty while other security.* keys are set; CURVE is on only "
-                          "when the center's public key is given (tether keygen writes one)");
-    if (s.enabled() && s.insecure)
-        throw ConfigError(r.path_of("insecure") + ": true while " + r.path_of("center_public_key") +
-                          " is set; give keys or ask for none, not both");
     return s;
 }
 
+// Which files each side needs is checked where the keys are loaded (center_transport,
+// worker_transport): one config serves the center and the workers, each holding only its own
+// secret.
+void check_security(const ClusterSettings& c) {
+    const SecuritySettings& s = c.security;
+    const CurveKeys& k = s.keys;
+    if (!s.enabled() && (!k.center_secret_key.empty() || !k.worker_public_key.empty() || !k.worker_secret_key.empty() ||
+                         !k.authorized_workers.empty()))
+        throw ConfigError(c.security_key("center_public_key") + ": empty while other security.* keys are set; CURVE is on "
+                          "only when the center's public key is given (tether keygen writes one)");
+    if (s.enabled() && s.insecure)
+        throw ConfigError(c.security_key("insecure") + ": true while " + c.security_key("center_public_key") +
+                          " is set; give keys or ask for none, not both");
+}
+
 // A lossy codec needs to know what the strategy's vectors are (codec/wire_vector.hpp).
-void check_codecs(const ClusterSettings& k, const JsonReader& r) {
+void check_codecs(const ClusterSettings& k) {
     if (!k.strategy->uses_center()) return;
     const WireKinds kinds = k.strategy->wire_kinds();
     const auto check = [&](const std::string& key, CodecKind codec, WireVector kind, const char* vector) {
         if (lossy(codec) && kind == WireVector::unknown)
-            throw ConfigError(r.path_of(key) + ": \"" + to_string(codec) + "\" compresses the " + vector + ", but strategy \"" +
+            throw ConfigError(k.key(key) + ": \"" + to_string(codec) + "\" compresses the " + vector + ", but strategy \"" +
                               k.strategy->name() + "\" does not say whether it is a state or an update "
                               "(Strategy::wire_kinds in <tether/strategy.hpp>), and a lossy codec must know; use "
                               "\"float32\", or declare wire_kinds() in the strategy");
@@ -74,19 +77,60 @@ void check_fragments(const ClusterSettings& k, const JsonReader& strategy) {
 
 // A server on every rank (cluster.server_placement "ranks"): each rank is a worker and hosts
 // one server, so the servers, the workers and the ranks are one count.
-void check_placement(const ClusterSettings& k, const JsonReader& r) {
-    const std::string ranks = r.path_of("server_placement") + " \"ranks\"";
+void check_placement(const ClusterSettings& k) {
+    const std::string ranks = k.key("server_placement") + " \"ranks\"";
+    if (k.workers > 256)
+        throw ConfigError(k.key("server_placement") + ": \"ranks\" with " + std::to_string(k.workers) + " workers (" +
+                          k.key("workers") + "); at most 256 ranks can each host one of x~'s servers");
     if (k.servers != k.workers)
-        throw ConfigError(r.path_of("servers") + ": " + std::to_string(k.servers) + " with " + ranks + " and " +
-                          r.path_of("workers") + " " + std::to_string(k.workers) + "; every rank hosts one server and " +
-                          "trains as one worker, so the servers are the workers: set " + r.path_of("servers") + " to " +
+        throw ConfigError(k.key("servers") + ": " + std::to_string(k.servers) + " with " + ranks + " and " +
+                          k.key("workers") + " " + std::to_string(k.workers) + "; every rank hosts one server and " +
+                          "trains as one worker, so the servers are the workers: set " + k.key("servers") + " to " +
                           std::to_string(k.workers) + " (a config file may leave it unset)");
     if (!k.center_trains)
-        throw ConfigError(r.path_of("center_trains") + ": false with " + ranks + "; every rank, rank 0 too, trains as one "
+        throw ConfigError(k.key("center_trains") + ": false with " + ranks + "; every rank, rank 0 too, trains as one "
                           "worker beside its server");
     if (k.elastic)
-        throw ConfigError(r.path_of("elastic") + ": true with " + ranks + "; the servers are the ranks, so the workers "
+        throw ConfigError(k.key("elastic") + ": true with " + ranks + "; the servers are the ranks, so the workers "
                           "are fixed too");
+}
+
+// The rules between the settings, whichever way they came in; `strategy` reads the strategy
+// block (left finished).
+void settle(ClusterSettings& k, JsonReader& strategy, StrategyContext context) {
+    if (k.step_delay_ms.size() > std::size_t(k.workers))
+        throw ConfigError(k.key("step_delay_ms") + ": " + std::to_string(k.step_delay_ms.size()) + " delays for " +
+                          std::to_string(k.workers) + " workers (" + k.key("workers") + "); give at most one per worker");
+    if (k.max_peers < k.workers)
+        throw ConfigError(k.key("max_peers") + ": " + std::to_string(k.max_peers) + " is less than " + k.key("workers") +
+                          " (" + std::to_string(k.workers) + "); the center must be able to hold every worker");
+    if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
+        throw ConfigError(k.key("heartbeat_ms") + ": " + std::to_string(k.heartbeat_ms) + " must be at most half of " +
+                          k.key("worker_timeout_ms") + " (" + std::to_string(k.worker_timeout_ms) +
+                          "), or live workers would be counted lost");
+    if (k.servers_on_ranks()) check_placement(k);
+    check_security(k);
+    // Strategy defaults such as alpha = 0.9 / N depend on the workers.
+    context.workers = int(k.workers);
+    k.strategy = make_strategy(strategy, context);
+    strategy.finish();
+    if (!k.strategy->uses_center() && k.workers != 1)
+        throw ConfigError(k.key("workers") + ": " + std::to_string(k.workers) + " workers with " + strategy.path_of("name") +
+                          " \"" + k.strategy->name() + "\"; sequential training uses exactly 1 worker (pick a distributed "
+                          "strategy such as \"adag\" or \"aeasgd\" for more)");
+    check_codecs(k);
+    check_fragments(k, strategy);
+    k.check_warmstart();
+}
+
+// What the embedding API names otherwise: ServiceOptions' field for each key of the "cluster" block.
+std::string field_of(const std::string& key) {
+    std::string field = key;
+    ClusterOptions options;
+    for_each_cluster_option(options, [&](const OptionName& name, const auto&, const OptionLimits&) {
+        if (key == name.key) field = name.field_name();
+    });
+    return field;
 }
 
 }  // namespace
@@ -96,71 +140,26 @@ std::string ClusterSettings::security_key(const std::string& name) const {
 }
 
 std::string ClusterSettings::key(const std::string& name) const {
-    if (origin == "ServiceOptions")
-        for (const auto& [block_key, field] : kServiceNames)
-            if (name == block_key) return origin + "." + field;
-    return origin + "." + name;
+    return origin + "." + (origin == "ServiceOptions" ? field_of(name) : name);
 }
 
 ClusterSettings read_cluster_settings(JsonReader r, JsonReader security, JsonReader strategy, StrategyContext context,
                                       const Launcher* launcher) {
     ClusterSettings k;
+    k.origin = r.path();
     k.mode = r.choice("mode", k.mode, {"embedded", "local"});
     k.center_trains = r.boolean("center_trains", k.center_trains);
     // A launcher knows the world size: it is the default, and a config that says otherwise is wrong now, not after a timeout.
-    const std::int64_t workers = launcher ? launcher->check_workers(0, k.center_trains, r.path_of("workers")) : k.workers;
-    k.workers = r.integer("workers", workers, 1, 1024);
+    if (launcher) k.workers = launcher->check_workers(0, k.center_trains, r.path_of("workers"));
+    for_each_cluster_option(k, OptionReader{r});
     if (launcher) launcher->check_workers(int(k.workers), k.center_trains, r.path_of("workers"));
-    k.endpoint = r.string("endpoint", k.endpoint);
-    k.quorum = r.number("quorum", k.quorum, 0.0, 1.0, true);
-    k.round_timeout_ms = r.integer("round_timeout_ms", k.round_timeout_ms, 1, 86'400'000);
-    k.worker_timeout_ms = r.integer("worker_timeout_ms", k.worker_timeout_ms, 100, 86'400'000);
-    k.center_restart_ms = r.integer("center_restart_ms", k.center_restart_ms, 0, 86'400'000);
-    k.heartbeat_ms = r.integer("heartbeat_ms", k.heartbeat_ms, 10, 3'600'000);
-    k.join_timeout_ms = r.integer("join_timeout_ms", k.join_timeout_ms, 100, 86'400'000);
-    k.reply_timeout_ms = r.integer("reply_timeout_ms", k.reply_timeout_ms, 100, 86'400'000);
-    k.chunk_elements = r.integer("chunk_elements", k.chunk_elements, 1, 1 << 24);
+    // One server per rank: as many servers as workers, unless told otherwise (refused in settle).
+    if (k.servers_on_ranks() && !r.has("servers")) r.settle_default("servers", k.servers = k.workers);
     k.step_delay_ms = r.integer_list("step_delay_ms", k.step_delay_ms, 0, 0);
-    k.max_failed_share = r.number("max_failed_share", k.max_failed_share, 0.0, 1.0);
     k.min_trained_share = r.number("min_trained_share", k.min_trained_share, 0.0, 1.0);
-    k.checkpoint_seconds = r.integer("checkpoint_seconds", k.checkpoint_seconds, 0, 86'400 * 365);
-    k.elastic = r.boolean("elastic", k.elastic);
-    k.warmstart_samples = r.integer("warmstart_samples", k.warmstart_samples, 0, std::int64_t(1) << 50);
-    k.max_peers = r.integer("max_peers", k.max_peers, 1, 1'000'000);
-    k.server_placement = r.choice("server_placement", k.server_placement, {"center", "ranks"});
-    if (k.servers_on_ranks() && k.workers > 256)
-        throw ConfigError(r.path_of("server_placement") + ": \"ranks\" with " + std::to_string(k.workers) + " workers (" +
-                          r.path_of("workers") + "); at most 256 ranks can each host one of x~'s servers");
-    // One server per rank: as many servers as workers, unless told otherwise (refused below).
-    k.servers = r.integer("servers", k.servers_on_ranks() ? k.workers : k.servers, 1, 256);
-    k.codec = r.choice("codec", k.codec, {"float32", "fp16", "bf16", "int8", "int4", "topk"});
-    k.reply_codec = r.choice("reply_codec", k.reply_codec, {"same", "float32", "fp16", "bf16", "int8", "int4", "topk"});
-    k.topk_ratio = r.number("topk_ratio", k.topk_ratio, 0.0, 1.0, true);
     r.finish();
-    k.origin = r.path();
-    if (k.step_delay_ms.size() > std::size_t(k.workers))
-        throw ConfigError(r.path_of("step_delay_ms") + ": " + std::to_string(k.step_delay_ms.size()) + " delays for " +
-                          std::to_string(k.workers) + " workers (" + r.path_of("workers") + "); give at most one per worker");
-    if (k.max_peers < k.workers)
-        throw ConfigError(r.path_of("max_peers") + ": " + std::to_string(k.max_peers) + " is less than " + r.path_of("workers") +
-                          " (" + std::to_string(k.workers) + "); the center must be able to hold every worker");
-    if (k.heartbeat_ms * 2 > k.worker_timeout_ms)
-        throw ConfigError(r.path_of("heartbeat_ms") + ": " + std::to_string(k.heartbeat_ms) + " must be at most half of " +
-                          r.path_of("worker_timeout_ms") + " (" + std::to_string(k.worker_timeout_ms) +
-                          "), or live workers would be counted lost");
-    if (k.servers_on_ranks()) check_placement(k, r);
     k.security = read_security(security);
-    // Strategy defaults such as alpha = 0.9 / N depend on the workers.
-    context.workers = int(k.workers);
-    k.strategy = make_strategy(strategy, context);
-    strategy.finish();
-    if (!k.strategy->uses_center() && k.workers != 1)
-        throw ConfigError(r.path_of("workers") + ": " + std::to_string(k.workers) + " workers with " + strategy.path_of("name") +
-                          " \"" + k.strategy->name() + "\"; sequential training uses exactly 1 worker (pick a distributed "
-                          "strategy such as \"adag\" or \"aeasgd\" for more)");
-    check_codecs(k, r);
-    check_fragments(k, strategy);
-    k.check_warmstart();
+    settle(k, strategy, context);
     return k;
 }
 
@@ -187,27 +186,16 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
     if (!strategy.is_object() || !strategy.contains("name"))
         throw ConfigError("ServiceOptions.strategy: expected a JSON object naming a strategy, such as {\"name\": \"aeasgd\"}, "
                           "got " + strategy.dump());
-    // The fields under their keys of the "cluster" block (kServiceNames); the rest take its
-    // defaults. Rules that tie a strategy to a training section (eamsgd wants Nesterov) are the
-    // embedding user's own: their optimizer is theirs (no local_optimizer).
-    const nlohmann::json cluster = {
-        {"workers", o.workers},         {"endpoint", o.address},
-        {"quorum", o.quorum},           {"round_timeout_ms", o.round_timeout_ms},
-        {"worker_timeout_ms", o.worker_timeout_ms}, {"heartbeat_ms", o.heartbeat_ms},
-        {"center_restart_ms", o.center_restart_ms},
-        {"join_timeout_ms", o.join_timeout_ms},     {"reply_timeout_ms", o.reply_timeout_ms},
-        {"servers", o.servers},         {"server_placement", o.server_placement},
-        {"codec", o.codec},             {"reply_codec", o.reply_codec},
-        {"topk_ratio", o.topk_ratio},   {"checkpoint_seconds", o.checkpoint_seconds},
-        {"max_failed_share", o.max_failed_share}, {"warmstart_samples", o.warmstart_samples}};
-    // The security fields, under their own names (ServiceOptions.insecure, not .security.insecure).
-    nlohmann::json security = security_block(o.curve_keys());
-    security["insecure"] = o.insecure;
+    ClusterSettings k;
+    k.origin = "ServiceOptions";
+    for_each_service_option(o, OptionChecker{k.origin});
+    static_cast<ClusterOptions&>(k) = o;
+    k.security = {o.curve_keys(), o.insecure};
+    // Rules that tie a strategy to a training section (eamsgd wants Nesterov) are the embedding
+    // user's own: their optimizer is theirs (no local_optimizer).
     nlohmann::json resolved;
-    ClusterSettings k = read_cluster_settings(JsonReader(&cluster, "ServiceOptions", resolved["cluster"]),
-                                              JsonReader(&security, "ServiceOptions", resolved["security"]),
-                                              JsonReader(&strategy, "ServiceOptions.strategy", resolved["strategy"]),
-                                              StrategyContext{1, num_parameters});
+    JsonReader strategy_reader(&strategy, "ServiceOptions.strategy", resolved["strategy"]);
+    settle(k, strategy_reader, StrategyContext{1, num_parameters});
     if (!k.strategy->uses_center()) {
         std::string names;
         for (const auto& name : strategy_names())
@@ -215,14 +203,19 @@ ClusterSettings cluster_settings(const ServiceOptions& o, std::size_t num_parame
         throw ConfigError("ServiceOptions.strategy.name: \"" + k.strategy->name() +
                           "\" has no center; name a distributed strategy (one of " + names + ")");
     }
-    // The resolved blocks go into a run directory's config.json: a secret key given inline
-    // (the Z85 key itself, not a file) stays out of it.
-    for (const char* name : {"center_secret_key", "worker_secret_key"}) {
-        const auto value = resolved["security"].find(name);
-        if (value != resolved["security"].end() && value->is_string() && is_z85_key(value->get<std::string>()))
-            *value = "(a Z85 key given inline: not recorded)";
+    if (resolved_blocks) {
+        // As a config file's config.json holds them: every key of the three blocks. A secret
+        // key given inline (the Z85 key itself, not a file) stays out of it.
+        nlohmann::json& cluster = resolved["cluster"];
+        for_each_cluster_option(k, OptionWriter{cluster});
+        cluster.update({{"mode", k.mode}, {"center_trains", k.center_trains}, {"step_delay_ms", k.step_delay_ms},
+                        {"min_trained_share", k.min_trained_share}});
+        nlohmann::json& security = resolved["security"] = security_block(o.curve_keys());
+        security["insecure"] = o.insecure;
+        for (const char* name : {"center_secret_key", "worker_secret_key"})
+            if (is_z85_key(security[name].get<std::string>())) security[name] = "(a Z85 key given inline: not recorded)";
+        *resolved_blocks = std::move(resolved);
     }
-    if (resolved_blocks) *resolved_blocks = std::move(resolved);
     return k;
 }
 

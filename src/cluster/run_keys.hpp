@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include <tether/cluster_defaults.hpp>
+#include <tether/cluster_options.hpp>
 #include <tether/curve_keys.hpp>
 
 namespace tether {
@@ -32,7 +32,7 @@ struct LauncherKeyRequest {
     int rank = 0;
     std::string job_id;     // the launcher's id of this job (SLURM_JOB_ID, ...); "" when none is known
     std::string directory;  // user-only and seen by every rank; "" = ~/.tether
-    int timeout_ms = cluster_defaults::join_timeout_ms;  // how long a rank > 0 waits for rank 0's secret
+    int timeout_ms = int(ClusterOptions{}.join_timeout_ms);  // how long a rank > 0 waits for rank 0's secret
 };
 
 // The keys of a launcher job's ranks. The secret comes from the TETHER_SECRET environment

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include <tether/cluster_defaults.hpp>
+#include <tether/cluster_options.hpp>
 
 namespace tether {
 
@@ -51,7 +51,7 @@ public:
 
 struct CodecOptions {
     CodecKind kind = CodecKind::float32;
-    double topk_ratio = cluster_defaults::topk_ratio;  // topk: share of the elements sent, (0, 1]
+    double topk_ratio = ClusterOptions{}.topk_ratio;  // topk: share of the elements sent, (0, 1]
 };
 
 std::unique_ptr<Codec> make_codec(const CodecOptions& options);

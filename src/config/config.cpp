@@ -15,48 +15,25 @@ using nlohmann::json;
 
 namespace {
 
-// Keys renamed since they were documented: the old name still works, with a warning on stderr
-// naming the new one; the resolved config (config.json) has the new name.
-struct RenamedKey {
-    const char *section, *old_name, *new_name;
+// Keys a config no longer has, each with what replaced it: a file that still gives one is
+// refused naming the replacement, never read as something else.
+struct RemovedKey {
+    const char *section, *name, *replacement;
 };
-constexpr RenamedKey kRenamedKeys[] = {{"cluster", "shard_elements", "chunk_elements"}};
+constexpr RemovedKey kRemovedKeys[] = {
+    {"cluster", "shard_elements", "renamed cluster.chunk_elements (the same value)"},
+    {"cluster", "overlap", "replaced by strategy.overlap_steps, the local steps after which an exchange's reply lands "
+                           "(the exchange runs on the worker's thread meanwhile); overlap: true was "
+                           "strategy.overlap_steps = strategy.communication_window, false is 0"},
+};
 
-// `document`, or a copy of it in `renamed` with the old names replaced by the new ones.
-const json& with_current_names(const json& document, json& renamed) {
-    const json* current = &document;
-    for (const RenamedKey& k : kRenamedKeys) {
-        if (!current->is_object() || !current->contains(k.section)) continue;
-        const json& section = current->at(k.section);
-        if (!section.is_object() || !section.contains(k.old_name)) continue;
-        const std::string old_path = std::string(k.section) + "." + k.old_name, new_path = std::string(k.section) + "." + k.new_name;
-        if (section.contains(k.new_name))
-            throw ConfigError(old_path + " is the old name of " + new_path + "; give only " + new_path);
-        if (current == &document) {
-            renamed = document;
-            current = &renamed;
-        }
-        json& moved = renamed[k.section];
-        moved[k.new_name] = moved[k.old_name];
-        moved.erase(k.old_name);
-        std::fprintf(stderr, "tether: config key %s is deprecated; it is now %s\n", old_path.c_str(), new_path.c_str());
+void refuse_removed_keys(const json& document) {
+    if (!document.is_object()) return;
+    for (const RemovedKey& k : kRemovedKeys) {
+        const auto section = document.find(k.section);
+        if (section != document.end() && section->is_object() && section->contains(k.name))
+            throw ConfigError(std::string(k.section) + "." + k.name + ": " + k.replacement);
     }
-    // cluster.overlap, replaced by strategy.overlap_steps: false, which every config.json of an
-    // earlier run holds (--resume reads it), changes nothing and is dropped; anything else is
-    // refused, naming its replacement.
-    if (current->is_object() && current->contains("cluster") && current->at("cluster").is_object() &&
-        current->at("cluster").contains("overlap")) {
-        if (current->at("cluster").at("overlap") != false)
-            throw ConfigError("cluster.overlap: replaced by strategy.overlap_steps, the local steps after which an "
-                              "exchange's reply lands (the exchange runs on the worker's thread meanwhile); overlap: "
-                              "true was strategy.overlap_steps = strategy.communication_window");
-        if (current == &document) {
-            renamed = document;
-            current = &renamed;
-        }
-        renamed["cluster"].erase("overlap");
-    }
-    return *current;
 }
 
 DataConfig parse_data(JsonReader r) {
@@ -182,10 +159,9 @@ void check_thread_split(const RunConfig& c) {
 
 }  // namespace
 
-RunConfig parse_config(const json& given, std::vector<KeyInfo>* keys, const Launcher* launcher) {
+RunConfig parse_config(const json& document, std::vector<KeyInfo>* keys, const Launcher* launcher) {
     RunConfig c;
-    json renamed;
-    const json& document = with_current_names(given, renamed);
+    refuse_removed_keys(document);
     JsonReader root(&document, "", c.resolved, keys);
     c.name = root.string("name", c.name);
     if (c.name.empty() || c.name.find('/') != std::string::npos)

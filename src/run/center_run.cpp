@@ -6,7 +6,7 @@
 
 #include "backend/float_mode.hpp"
 #include "center/server_directory.hpp"
-#include "center/server_group.hpp"
+#include "center/center_settings.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "record/center_figures.hpp"
 #include "record/run_recorder.hpp"
@@ -107,7 +107,7 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
     std::shared_ptr<ServerDirectory> server_directory;
     if (s.plan.on_ranks && s.lead())
         server_directory = std::make_shared<ServerDirectory>(s.servers, initial_vector_hash(s.identity.initial.data(), s.identity.initial.size()));
-    s.group = k.make_servers(transport, s.plan.bind, s.plan.first, s.identity.servers, s.identity.initial, [&](CenterOptions& o, std::size_t index) {
+    s.group = make_servers(k, transport, s.plan.bind, s.plan.first, s.identity.servers, s.identity.initial, [&](CenterOptions& o, std::size_t index) {
         if (index == 0) o.directory = server_directory;
         o.membership.max_samples_per_worker = max_samples_per_worker;
         o.membership.max_samples_per_window = samples_per_window;

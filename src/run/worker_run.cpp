@@ -5,7 +5,7 @@
 #include "cluster/launcher.hpp"
 #include "run/model_identity.hpp"
 #include "train/local_trainer.hpp"
-#include "worker/server_sessions.hpp"
+#include "worker/worker_settings.hpp"
 
 namespace tether {
 
@@ -15,9 +15,9 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     // Declared first, destroyed last: the trainer and the rule hold buffers in its memory.
     std::unique_ptr<Backend> backend;
     const ModelIdentity model = model_identity(config, *data.train);
-    WorkerOptions options = k.worker_options();
+    WorkerOptions options = worker_options(k);
     options.epochs = std::size_t(config.training.epochs);
-    WorkerNode node(k.connect(transport, address, "--connect", identity, model.servers), options, model.num_parameters);
+    WorkerNode node(connect_servers(k, transport, address, "--connect", identity, model.servers), options, model.num_parameters);
     // Under a launcher the shard follows the rank: the rank asks for that place, so a restarted
     // rank takes its own place back, and the place's record is its shard's.
     const std::size_t workers = std::size_t(k.workers);

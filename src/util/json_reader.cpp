@@ -48,11 +48,9 @@ void JsonReader::document(const std::string& key, const std::string& type, const
     if (keys_) keys_->push_back({path_of(key), type, fallback.dump(), allowed});
 }
 
-void JsonReader::fail(const std::string& key, const std::string& expected, const json& got) const {
-    throw ConfigError(path_of(key) + ": expected " + expected + ", got " + got.dump());
-}
+namespace {
 
-static std::string range_text(double min, double max, bool min_exclusive) {
+std::string range_text(double min, double max, bool min_exclusive) {
     auto show = [](double v) {
         json j = v;
         return j.dump();
@@ -62,8 +60,62 @@ static std::string range_text(double min, double max, bool min_exclusive) {
     return text;
 }
 
+std::string integer_expected(std::int64_t min, std::int64_t max) {
+    return "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+std::string number_expected(double min, double max, bool min_exclusive) {
+    return "a number " + range_text(min, max, min_exclusive);
+}
+
+bool number_allowed(double value, double min, double max, bool min_exclusive) {
+    return std::isfinite(value) && value >= min && value <= max && !(min_exclusive && value == min);
+}
+
+[[noreturn]] void fail_at(const std::string& path, const std::string& expected, const json& got) {
+    throw ConfigError(path + ": expected " + expected + ", got " + got.dump());
+}
+
+// `value` among `allowed`, or the error that names the nearest.
+void check_among(const std::string& path, const std::string& value, const std::vector<std::string>& allowed,
+                 const std::string& listing) {
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+    std::string message = path + ": \"" + value + "\" is not allowed; expected one of " + listing;
+    for (const auto& a : allowed)
+        if (edit_distance(a, value) <= std::max<std::size_t>(1, a.size() / 3)) {
+            message += " (did you mean \"" + a + "\"?)";
+            break;
+        }
+    throw ConfigError(message);
+}
+
+std::string listing_of(const std::vector<std::string>& allowed) {
+    std::string listing;
+    for (const auto& a : allowed) listing += (listing.empty() ? "" : " | ") + a;
+    return listing;
+}
+
+}  // namespace
+
+void JsonReader::fail(const std::string& key, const std::string& expected, const json& got) const {
+    fail_at(path_of(key), expected, got);
+}
+
+void check_integer(const std::string& path, std::int64_t value, std::int64_t min, std::int64_t max) {
+    if (value < min || value > max) fail_at(path, integer_expected(min, max), value);
+}
+
+void check_number(const std::string& path, double value, double min, double max, bool min_exclusive) {
+    if (!number_allowed(value, min, max, min_exclusive))
+        fail_at(path, number_expected(min, max, min_exclusive), value);  // NaN and inf show as null, as JSON has them
+}
+
+void check_choice(const std::string& path, const std::string& value, const std::vector<std::string>& allowed) {
+    check_among(path, value, allowed, listing_of(allowed));
+}
+
 std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max) {
-    const std::string expected = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    const std::string expected = integer_expected(min, max);
     document(key, "integer", fallback, expected);
     std::int64_t value = fallback;
     if (const json* v = find(key)) {
@@ -79,14 +131,13 @@ std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback, 
 }
 
 double JsonReader::number(const std::string& key, double fallback, double min, double max, bool min_exclusive) {
-    const std::string expected = "a number " + range_text(min, max, min_exclusive);
+    const std::string expected = number_expected(min, max, min_exclusive);
     document(key, "number", fallback, expected);
     double value = fallback;
     if (const json* v = find(key)) {
         if (!v->is_number()) fail(key, expected, *v);
         value = v->get<double>();
-        if (!std::isfinite(value) || value < min || value > max || (min_exclusive && value == min))
-            fail(key, expected, *v);
+        if (!number_allowed(value, min, max, min_exclusive)) fail(key, expected, *v);
     }
     resolved_[key] = value;
     return value;
@@ -94,7 +145,7 @@ double JsonReader::number(const std::string& key, double fallback, double min, d
 
 std::optional<double> JsonReader::optional_number(const std::string& key, std::optional<double> fallback, double min,
                                                   double max, bool min_exclusive, const std::string& when_null) {
-    const std::string expected = "null (" + when_null + ") or a number " + range_text(min, max, min_exclusive);
+    const std::string expected = "null (" + when_null + ") or " + number_expected(min, max, min_exclusive);
     document(key, "number or null", fallback ? json(*fallback) : json(nullptr), expected);
     const json* v = find(key);
     if (!v || v->is_null()) {
@@ -104,8 +155,7 @@ std::optional<double> JsonReader::optional_number(const std::string& key, std::o
     }
     if (!v->is_number()) fail(key, expected, *v);
     const double value = v->get<double>();
-    if (!std::isfinite(value) || value < min || value > max || (min_exclusive && value == min))
-        fail(key, expected, *v);
+    if (!number_allowed(value, min, max, min_exclusive)) fail(key, expected, *v);
     resolved_[key] = value;
     return value;
 }
@@ -134,22 +184,13 @@ std::string JsonReader::string(const std::string& key, const std::string& fallba
 
 std::string JsonReader::choice(const std::string& key, const std::string& fallback,
                                const std::vector<std::string>& allowed) {
-    std::string listing;
-    for (const auto& a : allowed) listing += (listing.empty() ? "" : " | ") + a;
+    const std::string listing = listing_of(allowed);
     document(key, "string", fallback, listing);
     std::string value = fallback;
     if (const json* v = find(key)) {
         if (!v->is_string()) fail(key, "one of " + listing, *v);
         value = v->get<std::string>();
-        if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
-            std::string message = path_of(key) + ": \"" + value + "\" is not allowed; expected one of " + listing;
-            for (const auto& a : allowed)
-                if (edit_distance(a, value) <= std::max<std::size_t>(1, a.size() / 3)) {
-                    message += " (did you mean \"" + a + "\"?)";
-                    break;
-                }
-            throw ConfigError(message);
-        }
+        check_among(path_of(key), value, allowed, listing);
     }
     resolved_[key] = value;
     return value;

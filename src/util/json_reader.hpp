@@ -46,6 +46,10 @@ public:
     // A nested object reader; the nested reader must be finished by the caller.
     JsonReader object(const std::string& key);
 
+    // A key's default that depends on other keys, settled after them: `value` is what the
+    // resolved block says it is (the key was not given).
+    void settle_default(const std::string& key, const nlohmann::json& value) { resolved_[key] = value; }
+
     // Throws ConfigError for the first key that no getter asked for.
     void finish() const;
 
@@ -67,6 +71,12 @@ private:
     std::vector<KeyInfo>* keys_;
     std::set<std::string> asked_;
 };
+
+// The checks of JsonReader's getters for a value that is typed already (the embedding API's
+// options): the same limits, and the same error, "PATH: expected ..., got VALUE".
+void check_integer(const std::string& path, std::int64_t value, std::int64_t min, std::int64_t max);
+void check_number(const std::string& path, double value, double min, double max, bool min_exclusive);
+void check_choice(const std::string& path, const std::string& value, const std::vector<std::string>& allowed);
 
 // Edit distance, for "did you mean".
 std::size_t edit_distance(const std::string& a, const std::string& b);

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include <tether/cluster_defaults.hpp>
+#include <tether/cluster_options.hpp>
 #include <tether/strategy.hpp>
 
 #include "codec/codec.hpp"
@@ -35,15 +35,15 @@ namespace tether {
 
 struct SessionOptions {
     std::uint64_t fingerprint = 0;
-    std::size_t chunk_elements = cluster_defaults::chunk_elements;  // protocol/framing.hpp
-    int join_timeout_ms = cluster_defaults::join_timeout_ms;
-    int reply_timeout_ms = cluster_defaults::reply_timeout_ms;
-    int heartbeat_ms = cluster_defaults::heartbeat_ms;
+    std::size_t chunk_elements = std::size_t(ClusterOptions{}.chunk_elements);  // protocol/framing.hpp
+    int join_timeout_ms = int(ClusterOptions{}.join_timeout_ms);
+    int reply_timeout_ms = int(ClusterOptions{}.reply_timeout_ms);
+    int heartbeat_ms = int(ClusterOptions{}.heartbeat_ms);
     // Once the server has answered once, this much silence while waiting means it is gone.
-    int center_timeout_ms = cluster_defaults::worker_timeout_ms;
+    int center_timeout_ms = int(ClusterOptions{}.worker_timeout_ms);
     // ... and past it, how long in all the worker keeps waiting for the server to come back
     // (restarted with --resume, a stall, a link down) before it gives up (worker/center_outage.hpp).
-    int center_restart_ms = cluster_defaults::center_restart_ms;
+    int center_restart_ms = int(ClusterOptions{}.center_restart_ms);
     std::string agreed_settings;  // sent in the hello, so the center can name a setting that differs
     std::string server_address;   // for messages only
     // The codecs of exchanges (worker -> center) and replies, and what the strategy's vectors

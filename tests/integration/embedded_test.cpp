@@ -203,9 +203,8 @@ TEST_CASE("cluster.overlap is refused, naming strategy.overlap_steps that replac
     document["cluster"]["overlap"] = true;
     CHECK_THROWS_WITH_AS(tether::parse_config(document),
                          doctest::Contains("cluster.overlap: replaced by strategy.overlap_steps"), tether::ConfigError);
-    // false, as every config.json of an earlier run holds it (what --resume reads), changes nothing.
-    document["cluster"]["overlap"] = false;
-    CHECK(tether::parse_config(document).cluster.strategy->make_exchange_policy({2})->landing().after_steps == 0);
+    document["cluster"]["overlap"] = false;  // refused too: the key is gone, whatever its value
+    CHECK_THROWS_WITH_AS(tether::parse_config(document), doctest::Contains("false is 0"), tether::ConfigError);
     document = embedded_config("adag", 2);
     document["strategy"]["overlap_steps"] = 5;  // more than the window of 4
     CHECK_THROWS_WITH_AS(tether::parse_config(document), doctest::Contains("strategy.overlap_steps"), tether::ConfigError);

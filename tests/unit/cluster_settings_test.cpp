@@ -6,14 +6,17 @@
 
 #include <tether/tether.hpp>
 
-#include "center/center.hpp"
+#include <type_traits>
+#include <utility>
+
+#include "center/center_settings.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "config/config.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "test_support.hpp"
 #include "transport/transport.hpp"
-#include "worker/worker_node.hpp"
+#include "worker/worker_settings.hpp"
 
 using namespace tether;
 using namespace tether::testing;
@@ -61,11 +64,11 @@ json of(const TransportOptions& o) {
 // Everything the settings give a process of the cluster, for x~ of kParameters.
 json products(const ClusterSettings& k) {
     auto transport = make_zmq_transport();
-    json out = {{"worker", of(k.worker_options())},
+    json out = {{"worker", of(worker_options(k))},
                 {"worker_transport", of(k.worker_transport("tcp://127.0.0.1:5555"))},
                 {"center_transport", of(k.center_transport(*transport, {"inproc://settings-test"}))}};
     for (const ServerIdentity& server : k.server_identities(kParameters)) {
-        out["servers"].push_back({{"center", of(k.center_options(server))},
+        out["servers"].push_back({{"center", of(center_options(k, server))},
                                   {"range", {server.range.first, server.range.count}},
                                   {"agreed", server.agreed},
                                   {"fingerprint", server.fingerprint}});
@@ -112,11 +115,11 @@ TEST_CASE("the defaults are the same in a config file and in ServiceOptions: 10 
     const ClusterSettings config = parse_config({{"strategy", {{"name", "aeasgd"}}}}).cluster;
     const ClusterSettings api = cluster_settings(ServiceOptions{}, kParameters);
     CHECK(products(config) == products(api));
-    const CenterOptions center = api.center_options(api.server_identities(kParameters).front());
+    const CenterOptions center = center_options(api, api.server_identities(kParameters).front());
     CHECK(center.membership.worker_timeout_ms == 10000);
-    CHECK(api.worker_options().heartbeat_ms == 2000);
-    CHECK(api.worker_options().center_timeout_ms == 10000);
-    CHECK(api.worker_options().center_restart_ms == 60000);
+    CHECK(worker_options(api).heartbeat_ms == 2000);
+    CHECK(worker_options(api).center_timeout_ms == 10000);
+    CHECK(worker_options(api).center_restart_ms == 60000);
     CHECK(center.end.center_restart_ms == 60000);
     CHECK(center.membership.join_timeout_ms == 60000);
 }
@@ -130,8 +133,8 @@ TEST_CASE("the transport's heartbeat, timeouts and message cap come from the sam
     auto transport = make_zmq_transport();
     const TransportOptions center = k.center_transport(*transport, {"inproc://cap-test"});
     const TransportOptions worker = k.worker_transport("tcp://127.0.0.1:5555");
-    const CenterOptions options = k.center_options(k.server_identities(kParameters).front());
-    CHECK(center.heartbeat_interval_ms == 0);  // libzmq 4.3.4 aborts on a center's ping timer (cluster_options.cpp)
+    const CenterOptions options = center_options(k, k.server_identities(kParameters).front());
+    CHECK(center.heartbeat_interval_ms == 0);  // libzmq 4.3.4 aborts on a center's ping timer (cluster_transport.cpp)
     CHECK(worker.heartbeat_interval_ms == 250);
     // A connection outlives the restart window (cluster.center_restart_ms, 60 s by default): a
     // stalled or cut-off far end gets what was on its way late, not never.
@@ -139,7 +142,7 @@ TEST_CASE("the transport's heartbeat, timeouts and message cap come from the sam
     CHECK(worker.heartbeat_timeout_ms == 60000);
     CHECK(options.membership.worker_timeout_ms == 3000);
     CHECK(options.end.center_restart_ms == 60000);
-    CHECK(k.worker_options().center_restart_ms == 60000);
+    CHECK(worker_options(k).center_restart_ms == 60000);
     o.center_restart_ms = 0;  // no restart window: the liveness bound alone
     CHECK(cluster_settings(o, kParameters).worker_transport("tcp://127.0.0.1:5555").heartbeat_timeout_ms == 3000);
     CHECK(center.send_timeout_ms == 0);     // a server never waits on a peer
@@ -225,4 +228,77 @@ TEST_CASE("cluster.warmstart_samples is checked in one place: the settings' rule
                        parse_config({{"strategy", {{"name", "adag"}}}, {"cluster", {{"warmstart_samples", 10}, {"servers", 2}}}});
                    }),
                    "cluster.warmstart_samples: 10 with cluster.servers 2"));
+}
+
+namespace {
+
+// The values to try for one option: one inside its limits other than the default, and those
+// just outside them.
+template <typename Field>
+std::vector<Field> values_to_try(const Field& fallback, const OptionLimits& limits) {
+    if constexpr (std::is_same_v<Field, bool>) {
+        return {!fallback};
+    } else if constexpr (std::is_integral_v<Field>) {
+        return {fallback < limits.max_integer ? fallback + 1 : fallback - 1, Field(limits.min_integer - 1),
+                Field(limits.max_integer + 1)};
+    } else if constexpr (std::is_floating_point_v<Field>) {
+        return {(fallback + limits.max) / 2, limits.min - 1, limits.max + 1};
+    } else {
+        std::vector<Field> out = limits.words;
+        out.push_back(limits.words.empty() ? "tcp://127.0.0.1:*" : "no-such-word");
+        return out;
+    }
+}
+
+// What a setting comes to: the products of the settings, or the error, named as a config file
+// names it.
+json outcome(const std::function<ClusterSettings()>& resolve) {
+    try {
+        return products(resolve());
+    } catch (const ConfigError& e) {
+        std::string text = e.what();
+        for (const auto& [api, file] : {std::pair<std::string, std::string>{"ServiceOptions.address", "cluster.endpoint"},
+                                        {"ServiceOptions.", "cluster."}}) {
+            for (std::size_t at = text.find(api); at != std::string::npos; at = text.find(api, at + file.size()))
+                text.replace(at, api.size(), file);
+        }
+        const std::size_t file_prefix = text.find("cluster.");  // load_config names the file first
+        return text.substr(file_prefix == std::string::npos ? 0 : file_prefix);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every cluster option resolves alike from a config file and from ServiceOptions: its value, its limits, its errors") {
+    TempDir dir;
+    const std::string strategy = R"({"name": "downpour"})";
+    write_text(dir.file("c.json"), "{\"strategy\": " + strategy + "}");
+    int tried = 0, refused = 0;
+    ServiceOptions defaults;
+    for_each_cluster_option(defaults, [&](const OptionName& name, const auto& fallback, const OptionLimits& limits) {
+        using Field = std::decay_t<decltype(fallback)>;
+        const std::vector<Field> values = values_to_try(fallback, limits);
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            const Field value = values[i];  // a copy: vector<bool> holds no bools
+            const std::string key = name.key;
+            CAPTURE(key);
+            CAPTURE(json(value).dump());
+            const json from_file =
+                outcome([&] { return load_config(dir.file("c.json"), {"cluster." + key + "=" + json(value).dump()}).cluster; });
+            const json from_api = outcome([&] {
+                ServiceOptions o;
+                o.strategy = strategy;
+                for_each_cluster_option(o, [&](const OptionName& other, auto& field, const OptionLimits&) {
+                    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Field>)
+                        if (other.key == key) field = value;
+                });
+                return cluster_settings(o, kParameters);
+            });
+            CHECK(from_file == from_api);
+            ++tried;
+            refused += from_file.is_string();
+        }
+    });
+    CHECK(tried > 50);
+    CHECK(refused > 30);  // the limits are checked on both ways in
 }

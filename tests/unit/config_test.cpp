@@ -284,22 +284,13 @@ TEST_CASE("edit_distance") {
     CHECK(tether::edit_distance("same", "same") == 0);
 }
 
-TEST_CASE("cluster.shard_elements, the old name of cluster.chunk_elements, still works and says so") {
+TEST_CASE("a removed key is refused naming what replaced it, in the file and through --set") {
     TempDir dir;
-    tether::testing::StderrCapture warnings(dir.file("stderr.txt"));
-    const tether::RunConfig c = tether::parse_config(json::parse(R"({"cluster": {"shard_elements": 100}})"));
-    const std::string printed = warnings.text();
-    CHECK(c.cluster.chunk_elements == 100);
-    // The resolved config (config.json) has the new name only, and reads back the same.
-    CHECK(c.resolved["cluster"]["chunk_elements"] == 100);
-    CHECK_FALSE(c.resolved["cluster"].contains("shard_elements"));
-    CHECK(tether::parse_config(c.resolved).cluster.chunk_elements == 100);
-    CHECK(printed == "tether: config key cluster.shard_elements is deprecated; it is now cluster.chunk_elements\n");
-    // Through --set too; both names at once is an error naming both.
+    CHECK_THROWS_WITH_AS(tether::parse_config(json::parse(R"({"cluster": {"shard_elements": 100}})")),
+                         "cluster.shard_elements: renamed cluster.chunk_elements (the same value)", ConfigError);
     tether::testing::write_text(dir.file("c.json"), "{}");
-    tether::testing::StderrCapture quiet(dir.file("stderr-2.txt"));
-    CHECK(tether::load_config(dir.file("c.json"), {"cluster.shard_elements=200"}).cluster.chunk_elements == 200);
-    CHECK_THROWS_WITH_AS(
-        tether::parse_config(json::parse(R"({"cluster": {"shard_elements": 100, "chunk_elements": 100}})")),
-        "cluster.shard_elements is the old name of cluster.chunk_elements; give only cluster.chunk_elements", ConfigError);
+    CHECK_THROWS_WITH_AS(tether::load_config(dir.file("c.json"), {"cluster.overlap=false"}),
+                         doctest::Contains("c.json: cluster.overlap: replaced by strategy.overlap_steps"), ConfigError);
+    // The new names read as always.
+    CHECK(tether::load_config(dir.file("c.json"), {"cluster.chunk_elements=200"}).cluster.chunk_elements == 200);
 }

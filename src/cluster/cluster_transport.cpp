@@ -1,17 +1,16 @@
-// What a cluster's settings give the center, the workers and the transport (cluster_settings.hpp).
+// What a cluster's settings give the transport: a server's endpoints and a worker's channels
+// (cluster_settings.hpp).
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 
-#include "center/server_group.hpp"
-#include "center/server_tokens.hpp"
 #include "cluster/cluster_settings.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/header.hpp"
 #include "transport/curve_keys.hpp"
+#include "transport/transport.hpp"
 #include "transport/user_sockets.hpp"
 #include "util/errors.hpp"
-#include "worker/worker_node.hpp"
 
 namespace tether {
 
@@ -21,10 +20,6 @@ namespace {
 // settings as JSON instead of a chunk, which for a model of many layers exceeds a tiny chunk.
 constexpr std::size_t kMessageSlack = 8192;
 
-// The most bytes a server accepts in one message (its CenterOptions and its ZeroMQ maxmsgsize).
-std::size_t max_message_bytes(const ClusterSettings& k) {
-    return kHeaderBytes + max_payload_bytes(k.payload_codec(), std::size_t(k.chunk_elements)) + kMessageSlack;
-}
 
 // ZMTP heartbeats close a connection that has carried nothing for this long. Not sooner than
 // the restart window: a connection closed while its far end is stalled or unreachable loses
@@ -81,70 +76,10 @@ void check_unsecured(const ClusterSettings& k, const std::vector<std::string>& b
     }
 }
 
-// The key that lets servers 1..S-1 check server 0's word (center/server_tokens.hpp): derived
-// from the center's CURVE secret key, which every server holds; else, when this process serves
-// all S servers, a random one they share; else none, and the servers take hellos and the final
-// request on trust, as a warning says.
-std::shared_ptr<const ServerTokens> server_tokens(const ClusterSettings& k, std::size_t here, std::size_t first) {
-    const std::size_t servers = std::size_t(k.servers);
-    if (servers < 2) return nullptr;
-    const CurveKeys& keys = k.security.keys;
-    if (k.security.enabled() && !keys.center_secret_key.empty())
-        return ServerTokens::from_center_secret(read_curve_key(keys.center_secret_key, k.security_key("center_secret_key")));
-    if (here == servers) return ServerTokens::random();
-    std::fprintf(stderr,
-                 "tether: WARNING: server %zu/%zu: without CURVE keys the servers of this run share no secret, so "
-                 "servers 1..%zu cannot check that server 0 gave a worker its id, nor that a request for the final x~ "
-                 "comes from server 0. Set security.* (tether keygen). See docs/architecture.md#security\n",
-                 first, servers, servers - 1);
-    return nullptr;
-}
-
 }  // namespace
 
-CenterOptions ClusterSettings::center_options(const ServerIdentity& server) const {
-    CenterOptions o;
-    o.membership.expected_workers = int(workers);
-    o.fingerprint = server.fingerprint;
-    o.explain_mismatch = mismatch_explainer(server.agreed);
-    o.agreed_settings = server.agreed.dump();
-    o.updates.chunk_elements = std::size_t(chunk_elements);
-    o.rounds.quorum = quorum;
-    o.rounds.round_timeout_ms = int(round_timeout_ms);
-    o.membership.worker_timeout_ms = int(worker_timeout_ms);
-    o.end.center_restart_ms = int(center_restart_ms);
-    o.membership.join_timeout_ms = int(join_timeout_ms);
-    o.max_message_bytes = max_message_bytes(*this);
-    o.membership.max_peers = std::size_t(max_peers);
-    o.membership.elastic = elastic;
-    o.membership.warmstart_samples = std::uint64_t(warmstart_samples);
-    o.snapshots.checkpoint_ms = int(std::min<std::int64_t>(checkpoint_seconds * 1000, std::numeric_limits<int>::max()));
-    o.updates.payload_codec = payload_codec();
-    o.updates.reply_codec = reply_codec_options();
-    o.updates.wire_kinds = strategy->wire_kinds();
-    o.updates.dynamic_windows = strategy->dynamic_windows();
-    o.updates.window = strategy->communication_window();
-    o.membership.ids_from_hello = server.index > 0;  // server 0 gives the worker ids
-    o.issues_tokens = server.index == 0 && servers > 1;  // and the tokens the others check (make_servers)
-    if (servers > 1) o.name = "server " + std::to_string(server.index) + "/" + std::to_string(servers);
-    return o;
-}
-
-WorkerOptions ClusterSettings::worker_options() const {
-    WorkerOptions o;
-    o.chunk_elements = std::size_t(chunk_elements);
-    o.join_timeout_ms = int(join_timeout_ms);
-    o.reply_timeout_ms = int(reply_timeout_ms);
-    o.heartbeat_ms = int(heartbeat_ms);
-    o.center_timeout_ms = int(worker_timeout_ms);  // the center is as lost after this silence as a worker is
-    o.center_restart_ms = int(center_restart_ms);
-    o.payload_codec = payload_codec();
-    o.reply_codec = reply_codec_options();
-    o.wire_kinds = strategy->wire_kinds();
-    o.step_delay_ms = step_delay_ms;
-    o.communication_window = strategy->communication_window();
-    o.exchange_policy = [strategy = strategy, workers = int(workers)] { return strategy->make_exchange_policy({workers}); };
-    return o;
+std::size_t ClusterSettings::max_message_bytes() const {
+    return kHeaderBytes + max_payload_bytes(payload_codec(), std::size_t(chunk_elements)) + kMessageSlack;
 }
 
 TransportOptions ClusterSettings::center_transport(Transport& transport, const std::vector<std::string>& bind,
@@ -170,7 +105,7 @@ TransportOptions ClusterSettings::center_transport(Transport& transport, const s
     const std::size_t peers = std::size_t(std::max<std::int64_t>(workers, 1));
     o.receive_high_water_mark =
         int(std::clamp<std::size_t>(kReceiveBudgetBytes / (peers * chunk_bytes), 1, std::size_t(o.high_water_mark)));
-    o.max_message_bytes = max_message_bytes(*this);
+    o.max_message_bytes = max_message_bytes();
     // No ZMTP pings from the center (it answers the workers'): libzmq 4.3.4 aborts the process
     // (stream_engine_base.cpp:331, !_io_error) when a ping timer fires on a connection whose peer
     // closed while its queue to the center was full, e.g. a worker that says bye and exits
@@ -222,66 +157,15 @@ TransportOptions ClusterSettings::worker_transport(const std::string& address) c
 
 std::vector<std::string> ClusterSettings::bind_addresses(const std::function<std::string()>& fallback) const {
     std::vector<std::string> out;
-    if (endpoint.empty()) {
+    if (address.empty()) {
         for (std::int64_t k = 0; k < servers; ++k) out.push_back(fallback());
         return out;
     }
-    out = split_addresses(endpoint, key("endpoint"));
+    out = split_addresses(address, key("endpoint"));
     if (out.size() != std::size_t(servers))
         throw ConfigError(key("endpoint") + ": " + std::to_string(out.size()) + " address(es) for " + key("servers") + " " +
                           std::to_string(servers) + "; give one per server, separated by ',', or \"\" for the default");
     return out;
-}
-
-std::unique_ptr<ServerGroup> ClusterSettings::make_servers(Transport& transport, const std::vector<std::string>& bind,
-                                                           std::size_t first, const std::vector<ServerIdentity>& identities,
-                                                           const std::vector<float>& x,
-                                                           const std::function<void(CenterOptions&, std::size_t server)>& adjust,
-                                                           const std::string& inproc_alias) const {
-    if (!inproc_alias.empty() && bind.size() != 1)
-        throw std::invalid_argument("ClusterSettings::make_servers: an inproc alias names one server; " +
-                                    std::to_string(bind.size()) + " bound here");
-    // The largest vector a server here sends or receives at once: its range of x~, with b~
-    // right behind it on server 0 (model.buffers of the agreed settings).
-    const std::size_t buffers = identities.front().agreed.value(nlohmann::json::json_pointer("/model/buffers"), std::size_t(0));
-    std::size_t vector_messages = 0;
-    for (std::size_t i = 0; i < bind.size(); ++i)
-        vector_messages = std::max(vector_messages, chunk_count(identities.at(first + i).range.count, std::size_t(chunk_elements)) +
-                                                        (first + i == 0 ? chunk_count(buffers, std::size_t(chunk_elements)) : 0));
-    TransportOptions endpoint_options = center_transport(transport, bind, vector_messages);
-    endpoint_options.inproc_alias = inproc_alias;
-    const std::shared_ptr<const ServerTokens> tokens = server_tokens(*this, bind.size(), first);
-    std::vector<GroupMember> members;
-    for (std::size_t i = 0; i < bind.size(); ++i) {
-        const ServerIdentity& server = identities.at(first + i);
-        CenterOptions o = center_options(server);
-        // With CURVE every peer holds an allowed key (server 0 fetching this server's range holds
-        // one); without, only a joined worker may read x~ (or anyone, when asked to be insecure).
-        o.snapshots.snapshots_for_any_peer = !endpoint_options.curve_server_secret.empty() || security.insecure;
-        o.tokens = tokens;
-        if (adjust) adjust(o, server.index);
-        const auto begin = x.begin() + std::ptrdiff_t(server.range.first);
-        members.push_back({std::make_unique<Center>(transport.bind(bind[i], endpoint_options),
-                                                    strategy->make_center_rule({int(workers), server.range.count}),
-                                                    std::vector<float>(begin, begin + std::ptrdiff_t(server.range.count)), o),
-                           server.index, server.range});
-    }
-    return std::make_unique<ServerGroup>(std::move(members), strategy->make_exchange_policy({int(workers)})->fragments() > 0);
-}
-
-std::vector<ServerLink> ClusterSettings::connect(Transport& transport, const std::string& address, const std::string& what,
-                                                 const std::string& identity,
-                                                 const std::vector<ServerIdentity>& identities) const {
-    const std::vector<std::string> addresses = split_addresses(address, what);
-    if (addresses.size() != identities.size())
-        throw ConfigError(what + " " + address + ": " + std::to_string(addresses.size()) + " address(es), but " +
-                          key("servers") + " is " + std::to_string(identities.size()) +
-                          "; give every server's address, server 0 first, separated by ','");
-    std::vector<ServerLink> links;
-    for (std::size_t k = 0; k < addresses.size(); ++k)
-        links.push_back({transport.connect(addresses[k], identity, worker_transport(addresses[k])), identities[k].fingerprint,
-                         identities[k].agreed.dump(), addresses[k]});
-    return links;
 }
 
 }  // namespace tether
