@@ -12,25 +12,13 @@
 #include "algorithms/pull_push.hpp"
 
 namespace tether {
-namespace {
 
-class Adag final : public WindowedStrategy {
-public:
-    // The worker sends its accumulated update, divided by tau; the center answers x~.
-    Adag(int window, Landing landing) : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<PullPushWorker>(c.num_parameters, communication_window());
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<AccumulatingCenter>();
-    }
-};
-
-}  // namespace
+// DOWNPOUR's rules, the worker's given tau to divide by.
+using Adag = RulePair<PullPushWorker, AccumulatingCenter>;
 
 std::shared_ptr<const Strategy> make_adag(StrategyOptions& options, const StrategyContext&) {
     const int window = options.communication_window(5);
-    return std::make_shared<Adag>(window, options.landing(window));
+    return std::make_shared<Adag>(window, options.landing(window), AccumulatingCenter(), /*normalize_window*/ window);
 }
 
 }  // namespace tether

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "algorithms/builtin.hpp"
-#include "algorithms/pull_push.hpp"
 
 namespace tether {
 namespace {
@@ -52,29 +51,15 @@ private:
     std::unordered_map<std::uint32_t, std::vector<float>> pulled_;
 };
 
-class AdagStaleness final : public WindowedStrategy {
-public:
-    // As adag: the accumulated update out, x~ back.
-    AdagStaleness(int window, double gamma, Landing landing)
-        : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing), gamma_(gamma) {}
-    // The worker half is ADAG's: the accumulated update divided by the window.
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<PullPushWorker>(c.num_parameters, communication_window());
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<StalenessScaledCenter>(float(gamma_));
-    }
-
-private:
-    double gamma_;
-};
+// The worker half is ADAG's: the accumulated update divided by the window.
+using AdagStaleness = RulePair<PullPushWorker, StalenessScaledCenter>;
 
 }  // namespace
 
 std::shared_ptr<const Strategy> make_adag_staleness(StrategyOptions& options, const StrategyContext&) {
     const int window = options.communication_window(5);
     const double gamma = options.number("gamma", 1e-4, 0.0, 1e6, true);
-    return std::make_shared<AdagStaleness>(window, gamma, options.landing(window));
+    return std::make_shared<AdagStaleness>(window, options.landing(window), StalenessScaledCenter(float(gamma)), window);
 }
 
 }  // namespace tether

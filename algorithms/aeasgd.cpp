@@ -14,6 +14,8 @@ namespace {
 // x_i <- x_i - e.
 class AeasgdWorker final : public SendParametersWorker {
 public:
+    // x_i out, the elastic difference e back, which x_i subtracts.
+    static constexpr WireKinds wire_kinds{WireVector::state, WireVector::update};
     using SendParametersWorker::SendParametersWorker;
     void apply_reply(VectorOps& ops, float* x, const float* reply_host) override {
         ops.axpy(x, on_device(ops, reply_host), size(), -1.f);
@@ -42,27 +44,14 @@ private:
     float alpha_;
 };
 
-class Aeasgd final : public WindowedStrategy {
-public:
-    // The worker sends x_i; the center answers the elastic difference e, which x_i subtracts.
-    Aeasgd(int window, double alpha, Landing landing)
-        : WindowedStrategy(window, {WireVector::state, WireVector::update}, landing), alpha_(alpha) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<AeasgdWorker>(c.num_parameters);
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<AeasgdCenter>(float(alpha_));
-    }
-
-private:
-    double alpha_;
-};
+using Aeasgd = RulePair<AeasgdWorker, AeasgdCenter>;
 
 }  // namespace
 
 std::shared_ptr<const Strategy> make_aeasgd(StrategyOptions& options, const StrategyContext& context) {
     const int window = options.communication_window(10);
-    return std::make_shared<Aeasgd>(window, read_moving_rate(options, context), options.landing(window));
+    const Landing landing = options.landing(window);
+    return std::make_shared<Aeasgd>(window, landing, AeasgdCenter(float(read_moving_rate(options, context))));
 }
 
 }  // namespace tether

@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "algorithms/builtin.hpp"
-#include "algorithms/pull_push.hpp"
 
 namespace tether {
 namespace {
@@ -109,21 +108,14 @@ private:
     std::map<std::size_t, std::uint64_t> arrivals_;  // k, per range (by its offset)
 };
 
-class AsyncDiloco final : public WindowedStrategy {
+// The worker half is DOWNPOUR's: send the accumulated update, take x~.
+class AsyncDiloco final : public RulePair<PullPushWorker, AsyncDilocoCenter> {
 public:
-    AsyncDiloco(int window, AsyncOuter outer, Landing landing, bool dynamic_windows)
-        : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing), outer_(outer),
-          dynamic_windows_(dynamic_windows) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<PullPushWorker>(c.num_parameters, 0);
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<AsyncDilocoCenter>(outer_);
-    }
+    AsyncDiloco(int window, Landing landing, AsyncOuter outer, bool dynamic_windows)
+        : RulePair(window, landing, AsyncDilocoCenter(outer)), dynamic_windows_(dynamic_windows) {}
     bool dynamic_windows() const override { return dynamic_windows_; }
 
 private:
-    AsyncOuter outer_;
     bool dynamic_windows_;
 };
 
@@ -139,7 +131,7 @@ std::shared_ptr<const Strategy> make_async_diloco(StrategyOptions& options, cons
     outer.delay = int(options.integer("nesterov_delay", std::max(1, context.workers), 1, 1'000'000));
     outer.inverse_staleness = options.choice("staleness", "none", {"none", "inverse"}) == "inverse";
     const bool dynamic = options.boolean("dynamic_windows", false);
-    return std::make_shared<AsyncDiloco>(window, outer, options.landing(window), dynamic);
+    return std::make_shared<AsyncDiloco>(window, options.landing(window), outer, dynamic);
 }
 
 }  // namespace tether

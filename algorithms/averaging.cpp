@@ -34,17 +34,7 @@ private:
     RoundSum sum_;
 };
 
-class Averaging final : public WindowedStrategy {
-public:
-    // The worker sends x_i; the center answers the new x~.
-    Averaging(int window, Landing landing) : WindowedStrategy(window, {WireVector::state, WireVector::state}, landing) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<SendParametersWorker>(c.num_parameters);
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<AveragingCenter>();
-    }
-};
+using Averaging = RulePair<SendParametersWorker, AveragingCenter>;
 
 }  // namespace
 

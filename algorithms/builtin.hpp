@@ -1,6 +1,6 @@
 // The strategies tether ships. Each is one file, algorithms/<name>.cpp, which opens with its rule,
-// its source and its defaults, and holds its worker rule, its center rule and its factory,
-// declared here. They are registered like a user's own strategy would be
+// its source and its defaults, and holds the rules of its own, its RulePair (<tether/strategy.hpp>:
+// one line where it pairs halves that exist) and its factory, declared here. They are registered like a user's own strategy would be
 // (src/strategy/registry.cpp reads builtin_strategies() first). Adding one: its file, its
 // factory here, one line in builtin.cpp, and the .cpp in meson.build.
 #pragma once

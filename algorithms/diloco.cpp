@@ -76,26 +76,18 @@ private:
     std::vector<float> velocity_;  // the outer momentum, x~'s size
 };
 
-class Diloco final : public WindowedStrategy {
+// The worker half is averaging's: send x_i, take x~.
+class Diloco final : public RulePair<SendParametersWorker, DilocoCenter> {
 public:
-    // As averaging: x_i out, x~ back.
-    Diloco(int window, OuterOptimizer outer, Landing landing, std::size_t fragments)
-        : WindowedStrategy(window, {WireVector::state, WireVector::state}, landing), outer_(outer), fragments_(fragments) {}
-    // The worker half is averaging's: send x_i, take x~.
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<SendParametersWorker>(c.num_parameters);
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<DilocoCenter>(outer_);
-    }
+    Diloco(int window, Landing landing, OuterOptimizer outer, std::size_t fragments)
+        : RulePair(window, landing, DilocoCenter(outer)), fragments_(fragments) {}
     // Fragments, or a merge that tether makes range by range: streaming DiLoCo's policy.
     std::unique_ptr<ExchangePolicy> make_exchange_policy(const StrategyContext& c) const override {
-        if (fragments_ == 1 && !landing().mixing) return WindowedStrategy::make_exchange_policy(c);
+        if (fragments_ == 1 && !landing().mixing) return RulePair::make_exchange_policy(c);
         return std::make_unique<FragmentPolicy>(communication_window(), fragments_, landing());
     }
 
 private:
-    OuterOptimizer outer_;
     std::size_t fragments_;
 };
 
@@ -116,7 +108,7 @@ std::shared_ptr<const Strategy> make_diloco(StrategyOptions& options, const Stra
     Landing landing = options.landing(window / fragments);
     // The paper's merge of a late reply; none: tether's, the local steps since kept.
     landing.mixing = options.optional_number("mixing", std::nullopt, 0.0, 0.999999, false, "keep the local steps");
-    return std::make_shared<Diloco>(window, outer, landing, std::size_t(fragments));
+    return std::make_shared<Diloco>(window, landing, outer, std::size_t(fragments));
 }
 
 }  // namespace tether

@@ -7,21 +7,8 @@
 #include "algorithms/pull_push.hpp"
 
 namespace tether {
-namespace {
 
-class Downpour final : public WindowedStrategy {
-public:
-    // The worker sends its accumulated update; the center answers x~.
-    Downpour(int window, Landing landing) : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<PullPushWorker>(c.num_parameters, 0);
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<AccumulatingCenter>();
-    }
-};
-
-}  // namespace
+using Downpour = RulePair<PullPushWorker, AccumulatingCenter>;
 
 std::shared_ptr<const Strategy> make_downpour(StrategyOptions& options, const StrategyContext&) {
     const int window = options.communication_window(5);

@@ -21,18 +21,8 @@ public:
     }
 };
 
-class Dynsgd final : public WindowedStrategy {
-public:
-    // The worker sends its accumulated update (v_pull travels in every exchange); the center
-    // answers x~.
-    Dynsgd(int window, Landing landing) : WindowedStrategy(window, {WireVector::update, WireVector::state}, landing) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<PullPushWorker>(c.num_parameters, 0);
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<DynsgdCenter>();
-    }
-};
+// DOWNPOUR's worker (v_pull travels in every exchange, as it does for every strategy).
+using Dynsgd = RulePair<PullPushWorker, DynsgdCenter>;
 
 }  // namespace
 

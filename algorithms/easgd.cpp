@@ -58,21 +58,8 @@ private:
     std::vector<float> pull_;
 };
 
-class Easgd final : public WindowedStrategy {
-public:
-    // The worker sends x_i; the center answers x~_old.
-    Easgd(int window, double alpha, Landing landing)
-        : WindowedStrategy(window, {WireVector::state, WireVector::state}, landing), alpha_(alpha) {}
-    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& c) const override {
-        return std::make_unique<EasgdWorker>(c.num_parameters, float(alpha_));
-    }
-    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
-        return center_rule<EasgdCenter>(float(alpha_));
-    }
-
-private:
-    double alpha_;
-};
+// x_i out, x~_old back: both states (SendParametersWorker's wire kinds).
+using Easgd = RulePair<EasgdWorker, EasgdCenter>;
 
 }  // namespace
 
@@ -89,7 +76,7 @@ std::shared_ptr<const Strategy> make_easgd(StrategyOptions& options, const Strat
                           " >= 1: each round would put x~ on or past the workers' mean (Zhang et al. 2015 keep beta < 1, "
                           "0.9 in their experiments); use moving_rate < 1 / N, or set " + options.path_of("allow_unstable") +
                           ": true to run it anyway (docs/strategies.md#easgd)");
-    return std::make_shared<Easgd>(window, alpha, options.landing(window));
+    return std::make_shared<Easgd>(window, options.landing(window), EasgdCenter(float(alpha)), float(alpha));
 }
 
 }  // namespace tether

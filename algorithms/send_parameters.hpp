@@ -1,5 +1,6 @@
-// The halves shared by the strategies whose workers send x_i itself (averaging, easgd, aeasgd,
-// eamsgd, diloco): the worker, the round's sum of the x_i, and the elastic moving rate.
+// What the strategies whose workers send x_i itself (averaging, easgd, aeasgd, eamsgd, diloco;
+// their workers are or derive from SendParametersWorker, <tether/worker_rules.hpp>) share besides
+// their worker half: the round's sum of the x_i, and the elastic moving rate.
 #pragma once
 
 #include <tether/strategy.hpp>
@@ -9,26 +10,6 @@
 #include <vector>
 
 namespace tether {
-
-// Sends x_i and takes the reply as its new x_i (averaging, diloco). A rule that does more with
-// the reply derives from it and overrides apply_reply, reading the reply through on_device().
-class SendParametersWorker : public WorkerRule {
-public:
-    explicit SendParametersWorker(std::size_t size) : size_(size) {}
-    void on_join(VectorOps& ops, float* x, const float* center_host) override;
-    void make_payload(VectorOps& ops, const float* x, float* payload_host) override;
-    void apply_reply(VectorOps& ops, float* x, const float* reply_host) override;
-
-protected:
-    std::size_t size() const { return size_; }
-    // The reply in the worker's memory: host memory reads it where it arrived, a GPU needs it
-    // uploaded first.
-    const float* on_device(VectorOps& ops, const float* reply_host);
-
-private:
-    std::size_t size_;
-    DeviceBuffer<float> scratch_;
-};
 
 // The x_i of one synchronous round, summed as their changes from x~ (which stays as it is
 // until the round closes): small numbers, whose float sum keeps the precision that a float sum
@@ -74,6 +55,12 @@ private:
 
 // The moving rate alpha of easgd, aeasgd and eamsgd: given (`moving_rate`), or beta / N with
 // beta = 0.9 (the EASGD paper's default), recorded as resolved.
-double read_moving_rate(StrategyOptions& options, const StrategyContext& context);
+inline double read_moving_rate(StrategyOptions& options, const StrategyContext& context) {
+    const auto given = options.optional_number("moving_rate", std::nullopt, 0.0, 1.0, true, "0.9 / workers");
+    if (given) return *given;
+    const double alpha = 0.9 / double(context.workers);
+    options.resolve("moving_rate", alpha);
+    return alpha;
+}
 
 }  // namespace tether

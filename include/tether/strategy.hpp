@@ -4,31 +4,25 @@
 // this header and nothing else of tether. docs/strategies.md, "Adding a strategy", walks
 // through one.
 //
-// A strategy has two halves. Every communication_window local steps a worker runs its
-// WorkerRule: make_payload writes what it sends, apply_reply applies the center's answer to
-// its parameters x_i. The center runs one center rule: an asynchronous rule answers each
-// exchange at once, a synchronous rule collects a round and answers every contributor when it
-// closes. x_i may live in GPU memory, so a WorkerRule touches it only through VectorOps
-// (vector_ops.hpp); x~ (CenterState::x) is host memory, and a center rule loops over it.
-//
-// Threads: tether calls a rule from one thread at a time (a worker's rule from that worker's
-// training thread, the center rule from the center's thread); rules need no locks of their own.
+// A strategy is a pair of rules, a worker half and a center half (<tether/rules.hpp>), with the
+// window between two exchanges, what the vectors on the wire are and how replies land. The worker
+// halves that built-ins share are in <tether/worker_rules.hpp>, for a strategy of one's own to
+// pair with its own center half (RulePair).
 #pragma once
 
-#include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <tether/errors.hpp>
 #include <tether/exchange_policy.hpp>
+#include <tether/rules.hpp>
 #include <tether/vector_ops.hpp>
+#include <tether/worker_rules.hpp>
 
 namespace tether {
 
@@ -43,141 +37,6 @@ struct StrategyContext {
     std::string local_optimizer = "";
 };
 
-// The worker half. Made once per worker (per-run state such as x_pull lives here). tether calls
-// it with x, the worker's parameters (num_parameters floats, device memory); *_host are host
-// buffers of num_parameters floats. The center's version that every exchange carries (how the
-// center measures staleness) is tether's business: a rule never sees it.
-class WorkerRule {
-public:
-    virtual ~WorkerRule() = default;
-    // On joining, x already equals x~ (the welcome) and center_host is x~ as well: allocate the
-    // rule's state (DeviceBuffer) here. Called again when a center that forgot the worker
-    // welcomes it anew.
-    virtual void on_join(VectorOps& ops, float* x, const float* center_host) { (void)ops, (void)x, (void)center_host; }
-    // Writes what the worker sends, from x.
-    virtual void make_payload(VectorOps& ops, const float* x, float* payload_host) = 0;
-    // Applies the center's answer to x.
-    virtual void apply_reply(VectorOps& ops, float* x, const float* reply_host) = 0;
-    // What tether itself calls with a reply: the received message as it is, which a rule may
-    // hold on to instead of copying it into state of its own (x_pull). Its floats are host
-    // memory that nobody writes to again while anybody holds them. Copying ~1 MB per exchange
-    // is a pass over memory a worker waits for at every exchange. By default, apply_reply().
-    virtual void apply_shared(VectorOps& ops, float* x, std::shared_ptr<const float> reply_host) {
-        apply_reply(ops, x, reply_host.get());
-    }
-};
-
-// The center's state: x~ and its version (the center, not the rule, counts versions).
-struct CenterState {
-    std::vector<float> x;
-    std::uint64_t version = 0;
-};
-
-// One worker's exchange, already checked: right size, every element finite. Whole (offset 0,
-// size x~'s, last), reassembled from its chunks; or, to a rule that takes_ranges(), one range
-// of it at a time as its chunks arrive: payload[0, size) lands on x~[offset, offset + size),
-// and `last` marks the exchange's final range.
-struct Exchange {
-    std::uint32_t worker_id = 0;
-    std::uint64_t pull_version = 0;  // the center version at this worker's last pull
-    const float* payload = nullptr;
-    std::size_t size = 0;
-    std::size_t offset = 0;
-    bool last = true;
-};
-
-// What both kinds of center rule may do when a worker is welcomed (its first pull: x~ as it is
-// now) or leaves (finished or lost). A rule with per-worker state must free it on leave.
-class CenterRuleBase {
-public:
-    virtual ~CenterRuleBase() = default;
-    virtual void on_join(const CenterState& center, std::uint32_t worker_id) { (void)center, (void)worker_id; }
-    virtual void on_leave(std::uint32_t worker_id) { (void)worker_id; }
-    // true: the rule works element by element, so the center may hand it an exchange range by
-    // range as the chunks arrive (Exchange::offset, Exchange::last) instead of assembling the
-    // whole vector first. A center then keeps no copy of each worker's vector: its memory does
-    // not grow with the workers (docs/architecture.md, "Memory"). The ranges of one exchange
-    // come in order, each once, but other workers' ranges may come in between, and a worker
-    // lost (or refused) half-way leaves the ranges already given applied. An asynchronous
-    // rule then writes reply[0, size) for that range; a synchronous one's round may hold some
-    // ranges of an exchange and not others.
-    virtual bool takes_ranges() const { return false; }
-};
-
-// Answers each exchange at once.
-class AsynchronousCenterRule : public CenterRuleBase {
-public:
-    // Updates center.x, writes the reply (exchange.size floats: x~'s size, or the range's to a
-    // rule that takes_ranges()) and returns the norm of the update applied to x~. `reply` may be the exchange's own payload (the center answers in
-    // the buffer it received, without a copy): read payload[i] before writing reply[i].
-    virtual double apply(CenterState& center, const Exchange& exchange, float* reply) = 0;
-};
-
-// Collects a round (one exchange per live worker, or a quorum at the deadline) and answers
-// every contributor with one reply when it closes.
-class SynchronousCenterRule : public CenterRuleBase {
-public:
-    virtual void contribute(CenterState& center, const Exchange& exchange) = 0;
-    // Called with at least one contribution: updates center.x, writes the one reply
-    // (center.x.size() floats), returns the norm of the update to x~, and starts a new round.
-    virtual double close_round(CenterState& center, float* reply) = 0;
-};
-
-// The center rule of a strategy: one of the two kinds, and the center asks which.
-class CenterRule final {
-public:
-    explicit CenterRule(std::unique_ptr<AsynchronousCenterRule> rule) : asynchronous_(std::move(rule)) {}
-    explicit CenterRule(std::unique_ptr<SynchronousCenterRule> rule) : synchronous_(std::move(rule)) {}
-
-    bool synchronous() const { return synchronous_ != nullptr; }
-    bool takes_ranges() { return base().takes_ranges(); }
-    void on_join(const CenterState& center, std::uint32_t worker_id) { base().on_join(center, worker_id); }
-    void on_leave(std::uint32_t worker_id) { base().on_leave(worker_id); }
-    // The calls of the other kind are a programming error (the center never makes them).
-    double apply(CenterState& center, const Exchange& exchange, float* reply) {
-        if (!asynchronous_)
-            throw std::logic_error("this strategy is synchronous: its center collects rounds, it does not apply exchanges");
-        return asynchronous_->apply(center, exchange, reply);
-    }
-    void contribute(CenterState& center, const Exchange& exchange) {
-        if (!synchronous_) throw std::logic_error("this strategy is asynchronous: its center applies each exchange");
-        synchronous_->contribute(center, exchange);
-    }
-    double close_round(CenterState& center, float* reply) {
-        if (!synchronous_) throw std::logic_error("this strategy is asynchronous: it has no rounds");
-        return synchronous_->close_round(center, reply);
-    }
-
-private:
-    CenterRuleBase& base() {
-        if (asynchronous_) return *asynchronous_;
-        return *synchronous_;
-    }
-    std::unique_ptr<AsynchronousCenterRule> asynchronous_;
-    std::unique_ptr<SynchronousCenterRule> synchronous_;
-};
-
-// center_rule<MyCenter>(args...): a CenterRule holding a new MyCenter, of the kind MyCenter is.
-template <typename Rule, typename... Args>
-std::unique_ptr<CenterRule> center_rule(Args&&... args) {
-    return std::make_unique<CenterRule>(std::make_unique<Rule>(std::forward<Args>(args)...));
-}
-
-// What a vector that crosses the wire means to its receiver, which a lossy codec (fp16, bf16,
-// int8, int4, topk: cluster.codec) must know to lose nothing over time:
-//   state   the receiver takes it as a value (x_i, x~). Both ends keep the last value the
-//           receiver reconstructed, and the codec sends the change from it.
-//   update  the receiver adds it to something (an accumulated update, an elastic difference).
-//           The sender keeps what compression left out and adds it to the next one (error
-//           feedback).
-// Top-k of a state would zero most of it, and a change sent as if it were a state would be
-// added again and again: a strategy that does not say (unknown) runs with float32 only.
-enum class WireVector { unknown, state, update };
-struct WireKinds {
-    WireVector payload = WireVector::unknown;  // worker -> center (make_payload)
-    WireVector reply = WireVector::unknown;    // center -> worker (apply_reply)
-};
-
 // A strategy: immutable, built once from its options; it makes one WorkerRule per worker and
 // one CenterRule for the center.
 class Strategy {
@@ -187,7 +46,8 @@ public:
     virtual int communication_window() const = 0;
     virtual std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const = 0;
     virtual std::unique_ptr<CenterRule> make_center_rule(const StrategyContext& context) const = 0;
-    // What the payload and the reply are (above). Declare it to allow compressed exchanges.
+    // What the payload and the reply are (WireKinds, <tether/rules.hpp>). Declare it to allow
+    // compressed exchanges.
     virtual WireKinds wire_kinds() const { return {}; }
     // Made once per worker: when it exchanges which part of x, and how replies land
     // (<tether/exchange_policy.hpp>). By default all of x every communication_window() steps,
@@ -204,7 +64,7 @@ public:
 };
 
 // A strategy that holds its window, its wire kinds and how its replies land, so that it only
-// makes its rules: what every built-in derives from, and a strategy of your own may too.
+// makes its rules: what RulePair derives from, and a strategy of your own may too.
 class WindowedStrategy : public Strategy {
 public:
     explicit WindowedStrategy(int communication_window, WireKinds wire_kinds = {}, Landing landing = {})
@@ -222,6 +82,35 @@ private:
     int window_;
     WireKinds wire_kinds_;
     Landing landing_;
+};
+
+// A strategy as a pair of rules: its worker rule and its center rule are its type, so that
+// strategies that share a half are one composition under other names (as ensmallen's
+// `using MomentumSGD = SGD<MomentumUpdate>`):
+//   using Downpour = RulePair<PullPushWorker, AccumulatingCenter>;
+//   using Dynsgd = RulePair<PullPushWorker, DynsgdCenter>;
+// Each worker gets a new Worker(context.num_parameters, worker...), each center (one per
+// server) a copy of `center`, which is never run itself. The wire kinds are the worker rule's
+// (Worker::wire_kinds: it writes the payload and applies the reply; WireKinds{} for float32
+// only). A strategy that changes more (its exchange policy, dynamic_windows) derives from it.
+template <typename Worker, typename Center>
+class RulePair : public WindowedStrategy {
+public:
+    template <typename... WorkerArguments>
+    explicit RulePair(int communication_window, Landing landing = {}, Center center = Center(),
+                      WorkerArguments... worker)
+        : WindowedStrategy(communication_window, Worker::wire_kinds, landing), center_(std::move(center)),
+          make_worker_([worker...](std::size_t size) { return std::make_unique<Worker>(size, worker...); }) {}
+    std::unique_ptr<WorkerRule> make_worker_rule(const StrategyContext& context) const override {
+        return make_worker_(context.num_parameters);
+    }
+    std::unique_ptr<CenterRule> make_center_rule(const StrategyContext&) const override {
+        return center_rule<Center>(center_);
+    }
+
+private:
+    Center center_;
+    std::function<std::unique_ptr<Worker>(std::size_t)> make_worker_;
 };
 
 // The strategy's own JSON block, read strictly: each getter names its key, its default and what
@@ -279,40 +168,5 @@ std::vector<std::string> strategy_names();
 // `tether` command's --plugin, Python's tether.load_plugin). Never unloaded. Throws ConfigError
 // starting with `path` when it cannot be loaded or registers nothing it could.
 void load_plugin(const std::string& path);
-
-// Helpers for center rules, over host memory. Written to vectorize: a float sum per block of
-// 4096 elements, the blocks summed in double (one running double sum is a serial chain).
-namespace host {
-// Runs value = element(i) for every i in [0, n) and returns the norm of the values: a center
-// rule's update loop and the norm of its update in one pass over memory, not two.
-template <typename Element>
-double for_each_norm(std::size_t n, Element element) {
-    // Under OpenMP (tether's own build), `omp simd` vectorizes the loop without the runtime
-    // alias checks a rule writing its reply over its payload would otherwise need: element(i)
-    // only ever touches index i. Without it (a plugin built without -fopenmp) the loop is the
-    // same, left to the compiler, and no unknown-pragma warning. Blocks of float partial sums,
-    // added up in double, keep the rounding of a long vector small.
-    constexpr std::size_t kBlock = 4096;
-    double total = 0;
-    for (std::size_t start = 0; start < n; start += kBlock) {
-        const std::size_t end = start + kBlock < n ? start + kBlock : n;
-        float block = 0.f;
-#ifdef _OPENMP
-#pragma omp simd reduction(+ : block)
-#endif
-        for (std::size_t i = start; i < end; ++i) {
-            const float v = element(i);
-            block += v * v;
-        }
-        total += block;
-    }
-    return std::sqrt(total);
-}
-inline double sum_of_squares(const float* x, std::size_t n) {
-    const double norm = for_each_norm(n, [x](std::size_t i) { return x[i]; });
-    return norm * norm;
-}
-inline double norm(const float* x, std::size_t n) { return for_each_norm(n, [x](std::size_t i) { return x[i]; }); }
-}  // namespace host
 
 }  // namespace tether

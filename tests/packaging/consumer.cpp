@@ -7,6 +7,8 @@
 //   after every step, so x~ grows by (1 + 2) / 2 = 1.5 per round and ends at 4.5 everywhere.
 // - `damped-sum`, a strategy of this program's own (damped_sum_strategy.hpp, registered by
 //   name), adds every step's update scaled by 1 / 2 to x~: 9 / 2 = 4.5 again, in any order.
+// - `damped-downpour`, damped-sum's center paired with a built-in worker half (DOWNPOUR's,
+//   <tether/worker_rules.hpp>) as the built-ins pair theirs: 4.5 as well.
 // <tether/schedule.hpp> installs and links: a cosine schedule over 100 steps is at 1/2 at step 50.
 // `consumer cuda-error`, on a machine without a GPU, asks for a worker on CUDA memory and
 // prints the error tether gives (what libtether says when libtether-cuda.so is or is not there).
@@ -19,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -62,6 +65,14 @@ static std::vector<float> train_two_workers(const char* strategy) {
     return center->wait();
 }
 
+// A center of one's own behind a built-in worker half: the composition the built-ins are made of.
+using DampedDownpour = tether::RulePair<tether::PullPushWorker, damped_sum::Center>;
+
+static std::shared_ptr<const tether::Strategy> make_damped_downpour(tether::StrategyOptions& options,
+                                                                    const tether::StrategyContext&) {
+    return std::make_shared<DampedDownpour>(options.communication_window(1), tether::Landing{}, damped_sum::Center(0.5f));
+}
+
 static bool all_equal(const char* strategy, const std::vector<float>& x, float expected) {
     std::printf("%s: x~ =", strategy);
     for (float v : x) std::printf(" %g", v);
@@ -95,6 +106,8 @@ int main(int argc, char** argv) {
         std::printf("damped-sum with \"scael\": %s\n", e.what());
         if (!std::strstr(e.what(), "did you mean ServiceOptions.strategy.scale")) return 1;
     }
+    tether::register_strategy("damped-downpour", "damped-sum's center, DOWNPOUR's worker", make_damped_downpour);
+    if (!all_equal("damped-downpour", train_two_workers(R"({"name": "damped-downpour"})"), 4.5f)) return 1;
     const tether::LearningRateSchedule schedule(R"({"name": "cosine"})", 100);
     std::printf("cosine schedule at step 50 of 100: %g\n", schedule.scale(50));
     if (std::fabs(schedule.scale(50) - 0.5) > 1e-9) return 1;

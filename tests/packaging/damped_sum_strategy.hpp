@@ -17,6 +17,10 @@ namespace damped_sum {
 // The worker half. x lives in the worker's memory (host or GPU): only VectorOps touch it.
 class Worker final : public tether::WorkerRule {
 public:
+    // What it sends and what it takes the reply for: unsaid (an update and a state), so
+    // damped-sum runs with float32 only.
+    static constexpr tether::WireKinds wire_kinds{};
+
     explicit Worker(std::size_t size) : size_(size) {}
 
     void on_join(tether::VectorOps& ops, float* x, const float*) override {
@@ -58,20 +62,8 @@ private:
     float scale_;
 };
 
-// WindowedStrategy holds tau (and would hold the wire kinds, which damped-sum leaves unsaid).
-class Strategy final : public tether::WindowedStrategy {
-public:
-    Strategy(int window, float scale) : WindowedStrategy(window), scale_(scale) {}
-    std::unique_ptr<tether::WorkerRule> make_worker_rule(const tether::StrategyContext& c) const override {
-        return std::make_unique<Worker>(c.num_parameters);
-    }
-    std::unique_ptr<tether::CenterRule> make_center_rule(const tether::StrategyContext&) const override {
-        return tether::center_rule<Center>(scale_);
-    }
-
-private:
-    float scale_;
-};
+// The strategy: the two halves, tau and the wire kinds (the worker's).
+using Strategy = tether::RulePair<Worker, Center>;
 
 // The factory reads the strategy's own block; tether rejects any key it did not ask for.
 inline std::shared_ptr<const tether::Strategy> make(tether::StrategyOptions& options,
@@ -82,7 +74,7 @@ inline std::shared_ptr<const tether::Strategy> make(tether::StrategyOptions& opt
         scale = 1.0 / context.workers;
         options.resolve("scale", *scale);  // the summary shows the value used, not null
     }
-    return std::make_shared<Strategy>(window, float(*scale));
+    return std::make_shared<Strategy>(window, tether::Landing{}, Center(float(*scale)));
 }
 
 inline void register_it() { tether::register_strategy("damped-sum", "DOWNPOUR with commits scaled by s", make); }
