@@ -165,37 +165,6 @@ def _refuse_overlaps(named):
                              "buffer once, so give the model tensors of their own (or tie them as one Parameter)")
 
 
-def _parameters(parameters):
-    if isinstance(parameters, torch.nn.Module):
-        parameters = parameters.parameters()
-    parameters = list(parameters)
-    if not parameters:
-        raise ValueError("tether.torch: the model has no parameters")
-    if any(p.dtype != torch.float32 for p in parameters):
-        raise TypeError("tether.torch: every parameter must be float32 (tether exchanges float32)")
-    return parameters
-
-
-def flatten_parameters(parameters):
-    """Moves ``parameters`` (a module or an iterable of tensors) into one contiguous float32
-    tensor and makes each parameter a view of it; returns that tensor. For code that wants one
-    flat buffer (``Worker`` no longer needs it)."""
-    parameters = _parameters(parameters)
-    devices = {p.device for p in parameters}
-    if len(devices) != 1:
-        raise ValueError(f"tether.torch: all parameters must live on one device, got {sorted(map(str, devices))}")
-    total = sum(p.numel() for p in parameters)
-    flat = torch.empty(total, dtype=torch.float32, device=parameters[0].device)
-    offset = 0
-    with torch.no_grad():
-        for p in parameters:
-            n = p.numel()
-            flat[offset:offset + n].copy_(p.reshape(-1))
-            p.data = flat[offset:offset + n].view_as(p)
-            offset += n
-    return flat
-
-
 class CenterService:
     """The center of a run over ``model``'s state (a module, or its state_dict(keep_vars=True)):
     x~(0) is its parameters and b~(0) its buffers. ``strategy``, ``workers``, ``address`` and
