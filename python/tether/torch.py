@@ -41,159 +41,14 @@ reassigned buffers after ``Worker(...)``). A model may also be given as
 ``model.state_dict(keep_vars=True)`` (its parameters are the ``Parameter`` entries); a plain
 ``state_dict()`` does not say which entries are parameters and is refused.
 """
-import collections
-import collections.abc
+import dataclasses
+import os
 
-import numpy
 import torch
 
 import tether
-
-
-class ModelState:
-    """How a model's state_dict maps onto tether's two vectors: x (the parameters, for the
-    strategy) and b (the floating buffers, then one float32 shadow of the integer buffers)."""
-
-    def __init__(self, model):
-        if isinstance(model, torch.nn.Module):
-            self.entries = model.state_dict(keep_vars=True)
-            parameters = list(model.named_parameters())
-            buffers = list(model.named_buffers())
-        elif isinstance(model, collections.abc.Mapping):
-            self.entries = collections.OrderedDict(model)
-            if not any(isinstance(v, torch.nn.Parameter) for v in self.entries.values()):
-                raise TypeError("tether.torch: this state_dict does not say which entries are parameters; pass the "
-                                "module itself, or model.state_dict(keep_vars=True)")
-            parameters, buffers, seen = [], [], set()
-            for name, t in self.entries.items():
-                if torch.is_tensor(t) and id(t) not in seen:
-                    seen.add(id(t))
-                    (parameters if isinstance(t, torch.nn.Parameter) else buffers).append((name, t))
-        else:
-            raise TypeError(f"tether.torch: expected a torch.nn.Module or a state_dict, got {type(model).__name__}")
-        if not parameters:
-            raise ValueError("tether.torch: the model has no parameters")
-        self.parameters = [_checked(name, p, "parameter") for name, p in parameters]
-        self.float_buffers, self.int_buffers = [], []
-        for name, b in buffers:
-            if b.is_floating_point():
-                self.float_buffers.append(_checked(name, b, "buffer"))
-            elif b.is_complex():
-                raise TypeError(f"tether.torch: buffer '{name}' is {b.dtype}; tether averages real buffers")
-            else:
-                self.int_buffers.append(_checked(name, b, "buffer", any_dtype=True))
-        _refuse_overlaps(parameters + buffers)
-        # Where each tensor's elements are: id -> (vector "x" or "b", offset, count); the shadow
-        # of the integer buffers is the end of b.
-        self.where, offset = {}, 0
-        for p in self.parameters:
-            self.where[id(p)] = ("x", offset, p.numel())
-            offset += p.numel()
-        offset = 0
-        for b in self.float_buffers + self.int_buffers:
-            self.where[id(b)] = ("b", offset, b.numel())
-            offset += b.numel()
-        self.buffer_count = offset
-        device = self.parameters[0].device
-        self.shadow = torch.zeros(sum(b.numel() for b in self.int_buffers), dtype=torch.float32, device=device)
-        self._int_views = [b.reshape(-1) for b in self.int_buffers]  # views: they follow the buffers
-
-    def parameter_vector(self):
-        return torch.cat([p.detach().reshape(-1).cpu() for p in self.parameters]).numpy()
-
-    def buffer_vector(self):
-        self.refresh_shadow()
-        parts = [b.detach().reshape(-1).cpu() for b in self.float_buffers] + [self.shadow.cpu()]
-        return torch.cat(parts).numpy()
-
-    def buffer_tensors(self):
-        """What tether reads and writes in place: the floating buffers, then the shadow."""
-        return self.float_buffers + ([self.shadow] if self.int_buffers else [])
-
-    def refresh_shadow(self):
-        if self.int_buffers:
-            self.shadow.copy_(torch.cat(self._int_views))  # one cat and one cast for all of them
-
-    def take_shadow(self):
-        """The integer buffers <- the shadow, rounded (after tether wrote b~ into it)."""
-        offset = 0
-        with torch.no_grad():
-            for view in self._int_views:
-                view.copy_(self.shadow[offset:offset + view.numel()].round())
-                offset += view.numel()
-
-    def shadow_changed(self):
-        return bool(self.int_buffers) and not torch.equal(self.shadow, torch.cat(self._int_views).to(torch.float32))
-
-    def state_dict(self, x, b):
-        """A complete state_dict with the model's keys, shapes, dtypes and devices, built from x
-        (x~) and b (b~); entries that are no tensors of the model's state (extra state) as the
-        model's own."""
-        out = collections.OrderedDict()
-        vectors = {"x": x, "b": b}
-        for name, t in self.entries.items():
-            if not torch.is_tensor(t) or id(t) not in self.where:
-                out[name] = t
-                continue
-            vector, offset, count = self.where[id(t)]
-            values = torch.from_numpy(numpy.array(vectors[vector][offset:offset + count], dtype=numpy.float32))
-            if not t.is_floating_point():
-                values = values.round()
-            out[name] = values.reshape(t.shape).to(device=t.device, dtype=t.dtype)
-        return out
-
-
-def _checked(name, t, what, any_dtype=False):
-    if not any_dtype and t.dtype != torch.float32:
-        raise TypeError(f"tether.torch: {what} '{name}' is {t.dtype}; tether exchanges float32 (make the model "
-                        "float32: model.float())")
-    if not t.is_contiguous():
-        raise TypeError(f"tether.torch: {what} '{name}' is not contiguous (shape {tuple(t.shape)}, strides "
-                        f"{t.stride()}); tether reads and writes it in place; make it contiguous before, e.g. "
-                        f"p.data = p.data.contiguous()")
-    return t
-
-
-def _refuse_overlaps(named):
-    """Two entries sharing memory (a view of another parameter, a buffer aliasing one) would be
-    exchanged twice and written twice; a tied parameter (the same tensor) comes once already."""
-    spans = sorted((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size(), name, t.device)
-                   for name, t in named if t.numel() > 0)
-    for (start_a, end_a, a, dev_a), (start_b, _, b, dev_b) in zip(spans, spans[1:]):
-        if dev_a == dev_b and start_b < end_a:
-            raise ValueError(f"tether.torch: '{a}' and '{b}' share memory; tether exchanges every parameter and "
-                             "buffer once, so give the model tensors of their own (or tie them as one Parameter)")
-
-
-def _parameters(parameters):
-    if isinstance(parameters, torch.nn.Module):
-        parameters = parameters.parameters()
-    parameters = list(parameters)
-    if not parameters:
-        raise ValueError("tether.torch: the model has no parameters")
-    if any(p.dtype != torch.float32 for p in parameters):
-        raise TypeError("tether.torch: every parameter must be float32 (tether exchanges float32)")
-    return parameters
-
-
-def flatten_parameters(parameters):
-    """Moves ``parameters`` (a module or an iterable of tensors) into one contiguous float32
-    tensor and makes each parameter a view of it; returns that tensor. For code that wants one
-    flat buffer (``Worker`` no longer needs it)."""
-    parameters = _parameters(parameters)
-    devices = {p.device for p in parameters}
-    if len(devices) != 1:
-        raise ValueError(f"tether.torch: all parameters must live on one device, got {sorted(map(str, devices))}")
-    total = sum(p.numel() for p in parameters)
-    flat = torch.empty(total, dtype=torch.float32, device=parameters[0].device)
-    offset = 0
-    with torch.no_grad():
-        for p in parameters:
-            n = p.numel()
-            flat[offset:offset + n].copy_(p.reshape(-1))
-            p.data = flat[offset:offset + n].view_as(p)
-            offset += n
-    return flat
+from tether._model_state import ModelState
+from tether._roles import Client, NoClient, RankServer, ReplicaMember
 
 
 class CenterService:
@@ -203,9 +58,8 @@ class CenterService:
     now, and ``wait()`` the final one: complete state_dicts that ``model.load_state_dict(sd,
     strict=True)`` takes (keys, shapes, dtypes and devices of the model's own)."""
 
-    launcher_secret = None  # (rank, job id) of the secret Worker.from_env's rank 0 wrote, removed by wait()
-
     def __init__(self, model, strategy=None, workers=None, address="", **options):
+        self.launcher_secret = None  # (rank, job id) of the secret from_env's rank 0 wrote, removed by wait()
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
                                             address=address, buffers=self.model_state.buffer_vector(), **options)
@@ -253,51 +107,149 @@ def load_checkpoint(model, path):
     return state.state_dict(snapshot.x, snapshot.buffers)
 
 
-def _with_launcher_keys(rank, launcher, options):
-    """The options with the CURVE keys every rank derives the same (TETHER_SECRET, else a secret
-    rank 0 writes for the launcher's job id): the center binds tcp://*. Unchanged where keys or
-    insecure are given. Returns (options, whether the keys were derived)."""
-    derived = not options.get("insecure") and not options.get("center_public_key")
-    if derived:
-        options = {**tether.launcher_keys(rank, launcher.job_id, join_timeout_ms=options.get("join_timeout_ms")),
-                   **options}
-    return options, derived
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """This process's place in a launcher's job (tether.read_launcher()); without a launcher,
+    a process on its own: rank 0 of 1."""
+
+    launcher: object = None
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @classmethod
+    def read(cls, connect_timeout_ms):
+        """The launcher's job, its ranks waiting up to ``connect_timeout_ms`` (None: the
+        launcher's TETHER_CONNECT_TIMEOUT_MS) for rank 0's center to listen."""
+        launcher = tether.read_launcher()
+        if launcher is None:
+            return cls()
+        if connect_timeout_ms is not None:
+            launcher.connect_timeout_ms = int(connect_timeout_ms)
+        return cls(launcher, launcher.rank, launcher.world_size, launcher.local_rank)
+
+    def with_keys(self, options):
+        """The options with the CURVE keys every rank derives the same (TETHER_SECRET, else a
+        secret rank 0 writes for the launcher's job id): the center binds tcp://*. Unchanged
+        outside a launcher, or where keys or insecure are given. Returns (options, whether the
+        keys were derived)."""
+        derived = self.launcher is not None and not options.get("insecure") and not options.get("center_public_key")
+        if derived:
+            options = {**tether.launcher_keys(self.rank, self.launcher.job_id,
+                                              join_timeout_ms=options.get("join_timeout_ms")), **options}
+        return options, derived
 
 
-def _rank0_center(model, strategy, workers, address, options):
-    if strategy is None:
+def _join_center(model, job, strategy, count, options, center_trains):
+    """This rank's part in a job with one center of ``count`` workers: on rank 0 the center
+    (bound where the launcher says, or private without one) and, when it trains, its worker; on
+    another rank the worker, once rank 0 listens. Returns (the worker's ModelState, its client,
+    the center or None)."""
+    if job.rank == 0 and strategy is None:
         raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"adag\"); the other "
                          "ranks take the center's")
-    return CenterService(model, strategy=strategy, workers=workers, address=address, **options)
+    options, derived = job.with_keys(options)
+    servers = int(tether.option(options, "servers"))
+    if job.rank != 0:
+        address = job.launcher.center_address(servers)
+        job.launcher.wait_for_center(address)
+        state = ModelState(model)
+        return state, Client(state, address, strategy=strategy, workers=count, **options), None
+    center = CenterService(model, strategy=strategy, workers=count,
+                           address=job.launcher.bind_address(servers) if job.launcher else "", **options)
+    if derived:
+        center.launcher_secret = (job.rank, job.launcher.job_id)
+    if not center_trains:
+        return center.model_state, NoClient("rank 0 hosts the center only (from_env(center_trains=False))",
+                                            "wait on worker.center"), center
+    state = ModelState(model)
+    return state, Client(state, center=center.service), center
 
 
-class Worker(tether.WorkerClient):
-    """One tether worker over a PyTorch model's state (a module, or its
-    state_dict(keep_vars=True)); call ``step()`` after ``optimizer.step()``. ``center`` (a
-    tether.torch.CenterService or tether.CenterService in this process) or ``address`` with
-    options as the center's (``strategy`` and ``workers``: the center's unless given); the
-    strategy's ``overlap_steps`` overlaps each exchange with the next steps. ``step``,
-    ``finish`` and ``id`` are tether.WorkerClient's; ``parameters`` the tensors the strategy
-    sees. Under a launcher, ``Worker.from_env`` makes one (and rank 0's center)."""
+def _host_rank_server(model, job, strategy, count, options, center_trains):
+    """Rank k hosts server k of ``count`` (one per rank) at the center's port + k on its own
+    host, tells rank 0's server where it is, and joins every server as a worker. Returns (the
+    worker's ModelState, the RankServer)."""
+    if not center_trains:
+        raise ValueError("Worker.from_env(server_placement=\"ranks\", center_trains=False): every rank, rank 0 "
+                         "too, trains beside its server")
+    if job.rank == 0 and strategy is None:
+        raise ValueError("Worker.from_env: rank 0 hosts server 0 and needs strategy= (e.g. \"diloco\"); the other "
+                         "ranks take its")
+    options, derived = job.with_keys(options)
+    launcher = job.launcher
+    server0 = launcher.center_address(1)
+    if job.rank != 0:
+        launcher.wait_for_center(server0)
+    options = {**options, "servers": count, "rank": job.rank, "server0_address": server0,
+               "rank_address": launcher.rank_server_address()}
+    server = CenterService(model, strategy=strategy if strategy is not None else "", workers=count,
+                           address=launcher.rank_server_bind_address(), **options)
+    if derived and job.rank == 0:
+        server.launcher_secret = (job.rank, launcher.job_id)
+    state = ModelState(model)
+    return state, RankServer(server, Client(state, center=server.service), job.rank)
 
-    # Set by from_env; a worker made by hand is rank 0 of 1 with no launcher.
-    launcher = None
-    center = None
-    rank, world_size, local_rank, shard_index, shards, trains = 0, 1, 0, 0, 1, True
+
+def _replica_process_group(model, job, size, options):
+    """This rank's group of ``size`` ranks (ranks r with the same r // size), torch.distributed
+    initialized first if it is not."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        # torch.distributed's store: torchrun's MASTER_ADDR / MASTER_PORT; under srun or
+        # mpirun (which set neither) rank 0's host and the port after the center's.
+        servers = int(tether.option(options, "servers"))
+        host, port = job.launcher.center_address(servers).split(",")[0][len("tcp://"):].rsplit(":", 1)
+        os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
+        os.environ.setdefault("MASTER_PORT", str(int(port) + servers))
+        on_cuda = any(t.is_cuda for t in ModelState(model).parameters)
+        dist.init_process_group("nccl" if on_cuda else "gloo", rank=job.rank, world_size=job.world_size)
+    elif dist.get_world_size() != job.world_size or dist.get_rank() != job.rank:
+        raise ValueError(f"Worker.from_env(replica_size={size}): torch.distributed has rank {dist.get_rank()} of "
+                         f"{dist.get_world_size()}, the launcher {job.rank} of {job.world_size}")
+    # Every rank makes every group, in the same order (torch.distributed requires it).
+    mine = None
+    for first in range(0, job.world_size, size):
+        members = list(range(first, first + size))
+        made = dist.new_group(members)
+        if job.rank in members:
+            mine = made
+    return mine
+
+
+class Worker:
+    """One rank of a tether run over a PyTorch model's state (a module, or its
+    state_dict(keep_vars=True)); call ``step()`` after ``optimizer.step()``. By hand, a tether
+    worker of ``center`` (a tether.torch.CenterService or tether.CenterService in this process)
+    or of ``address`` with options as the center's (``strategy`` and ``workers``: the center's
+    unless given); the strategy's ``overlap_steps`` overlaps each exchange with the next steps.
+    Under a launcher, ``Worker.from_env`` makes one (and rank 0's center).
+
+    It is made of roles: ``client``, the rank's tether worker (a Client; a NoClient on a rank
+    that is none), and under from_env the replica group's member (a ReplicaMember) or the
+    rank's server host (a RankServer) around it, through which ``step()`` and ``finish()`` go.
+    ``parameters`` are the tensors the strategy sees."""
 
     def __init__(self, model, address=None, strategy=None, workers=None, center=None, **options):
-        self.model_state = ModelState(model)
-        self.parameters = self.model_state.parameters
-        buffers = self.model_state.buffer_tensors()
-        self.model_state.refresh_shadow()
-        if center is not None:
-            service = center.service if isinstance(center, CenterService) else center
-            super().__init__(service, self.parameters, buffers=buffers)
-        elif address is not None:
-            super().__init__(address, self.parameters, strategy=strategy, workers=workers, buffers=buffers, **options)
-        else:
-            raise ValueError("tether.torch.Worker: give the center's address, or center=CenterService(...)")
-        self.model_state.take_shadow()  # joined: the counters of b~ too
+        state = ModelState(model)
+        service = center.service if isinstance(center, CenterService) else center
+        self._compose(_Job(), state, Client(state, address, strategy, workers, service, **options))
+
+    def _compose(self, job, state, client, role=None, center=None, server=None, replica=None, shard=(0, 1),
+                 trains=True):
+        """Every attribute, from the rank's place in its job and its roles; ``role`` (the
+        client unless given) is what step() and finish() go through."""
+        self.launcher, self.rank, self.world_size, self.local_rank = job.launcher, job.rank, job.world_size, job.local_rank
+        self.model_state, self.parameters = state, state.parameters
+        self.client, self._role = client, role or client
+        # rank 0's center; with a server on every rank, this rank's server (rank 0's: the center).
+        self.center, self.server = center, server
+        # A replica group's torch.distributed group, its size and its leader's global rank.
+        self.replica_group, self.replica_size, self.leader = (
+            (replica.group, replica.size, replica.leader) if replica else (None, 1, None))
+        self.shard_index, self.shards = shard
+        self.trains = trains
+        return self
 
     @classmethod
     def from_env(cls, model, strategy=None, workers=None, center_trains=None, connect_timeout_ms=None, replica_size=1,
@@ -331,18 +283,15 @@ class Worker(tether.WorkerClient):
         ``worker.center`` rank 0's (docs/python.md, "A server on every rank")."""
         if center_trains is None:
             center_trains = tether._tether.default_center_trains
-        if int(replica_size) > 1:
-            if options.get("server_placement") == "ranks":
-                raise ValueError(f"Worker.from_env(replica_size={replica_size}, server_placement=\"ranks\"): a server on "
-                                 "every rank needs every rank to be a tether worker; replica groups make only their "
-                                 "leaders workers. Use one or the other")
-            return cls._replica_group_from_env(model, strategy, workers, center_trains, connect_timeout_ms,
-                                               int(replica_size), options)
-        launcher = tether.read_launcher()
-        if launcher is not None and connect_timeout_ms is not None:
-            launcher.connect_timeout_ms = int(connect_timeout_ms)
-        rank, world = (launcher.rank, launcher.world_size) if launcher else (0, 1)
-        if launcher is None:
+        size = int(replica_size)
+        if size > 1 and options.get("server_placement") == "ranks":
+            raise ValueError(f"Worker.from_env(replica_size={replica_size}, server_placement=\"ranks\"): a server on "
+                             "every rank needs every rank to be a tether worker; replica groups make only their "
+                             "leaders workers. Use one or the other")
+        job = _Job.read(connect_timeout_ms)
+        if size > 1:
+            return cls._replica_from_env(model, job, strategy, workers, center_trains, size, options)
+        if job.launcher is None:
             if not center_trains:
                 raise ValueError("Worker.from_env(center_trains=False): outside a launcher this process is the only "
                                  "one, and must train")
@@ -351,74 +300,21 @@ class Worker(tether.WorkerClient):
                                  "SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK) this process is the only worker")
             count = 1
         else:
-            count = launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
-        self, center = cls._join_job(model, launcher, rank, strategy, count, options, center_trains)
-        self.launcher, self.center, self.rank, self.world_size = launcher, center, rank, world
-        self.local_rank = launcher.local_rank if launcher else 0
-        self.trains = rank > 0 or bool(center_trains)
-        self.shards = count
-        self.shard_index = rank - (0 if center_trains else 1)
-        return self
+            count = job.launcher.check_workers(int(workers or 0), bool(center_trains), "Worker.from_env(workers=...)")
+        shard, trains = (job.rank - (0 if center_trains else 1), count), job.rank > 0 or bool(center_trains)
+        if job.launcher is not None and options.get("server_placement") == "ranks":
+            state, host = _host_rank_server(model, job, strategy, count, options, center_trains)
+            return cls.__new__(cls)._compose(job, state, host.client, role=host, server=host.server,
+                                             center=host.server if job.rank == 0 else None, shard=shard, trains=trains)
+        state, client, center = _join_center(model, job, strategy, count, options, center_trains)
+        return cls.__new__(cls)._compose(job, state, client, center=center, shard=shard, trains=trains)
 
     @classmethod
-    def _join_job(cls, model, launcher, rank, strategy, count, options, center_trains):
-        """A job's worker of a center of ``count`` workers: on rank 0 the center (bound where the
-        launcher says, or private without one) and, when it trains, its worker; on another rank
-        the worker, once rank 0 listens. Returns (worker, center or None)."""
-        derived_keys = False
-        if launcher is not None:
-            options, derived_keys = _with_launcher_keys(rank, launcher, options)
-        if launcher is not None and options.get("server_placement") == "ranks":
-            return cls._join_ranks(model, launcher, rank, strategy, count, options, center_trains, derived_keys)
-        servers = int(tether.option(options, "servers"))
-        if rank != 0:
-            address = launcher.center_address(servers)
-            launcher.wait_for_center(address)
-            return cls(model, address, strategy=strategy, workers=count, **options), None
-        center = _rank0_center(model, strategy, count, launcher.bind_address(servers) if launcher else "", options)
-        if derived_keys:
-            center.launcher_secret = (rank, launcher.job_id)
-        return (cls(model, center=center) if center_trains else cls._without_client(center.model_state)), center
-
-    # With a server on every rank (server_placement="ranks"): this rank's server, a
-    # tether.torch.CenterService of one range of x~ (rank 0's is also ``center``).
-    server = None
-
-    @classmethod
-    def _join_ranks(cls, model, launcher, rank, strategy, count, options, center_trains, derived_keys):
-        """Rank k hosts server k of ``count`` (one per rank) at the center's port + k on its own
-        host, tells rank 0's server where it is, and joins every server as a worker."""
-        if not center_trains:
-            raise ValueError("Worker.from_env(server_placement=\"ranks\", center_trains=False): every rank, rank 0 "
-                             "too, trains beside its server")
-        if rank == 0 and strategy is None:
-            raise ValueError("Worker.from_env: rank 0 hosts server 0 and needs strategy= (e.g. \"diloco\"); the other "
-                             "ranks take its")
-        server0 = launcher.center_address(1)
-        if rank != 0:
-            launcher.wait_for_center(server0)
-        options = {**options, "servers": count, "rank": rank, "server0_address": server0,
-                   "rank_address": launcher.rank_server_address()}
-        server = CenterService(model, strategy=strategy if strategy is not None else "", workers=count,
-                               address=launcher.rank_server_bind_address(), **options)
-        if derived_keys and rank == 0:
-            server.launcher_secret = (rank, launcher.job_id)
-        self = cls(model, center=server)
-        self.server = server
-        return self, (server if rank == 0 else None)
-
-    # Replica groups (from_env(replica_size=R)): this rank's group, its leader's global rank, and
-    # whether this rank is it. None / self.rank / True for a worker of its own.
-    replica_group, replica_size, leader = None, 1, None
-
-    @classmethod
-    def _replica_group_from_env(cls, model, strategy, workers, center_trains, connect_timeout_ms, size, options):
-        import torch.distributed as dist
-        launcher = tether.read_launcher()
-        if launcher is None:
+    def _replica_from_env(cls, model, job, strategy, workers, center_trains, size, options):
+        if job.launcher is None:
             raise ValueError(f"Worker.from_env(replica_size={size}): replica groups need a launcher's ranks (RANK and "
                              "WORLD_SIZE, SLURM_PROCID, ...); none is set")
-        rank, world = launcher.rank, launcher.world_size
+        rank, world = job.rank, job.world_size
         if world % size:
             raise ValueError(f"Worker.from_env(replica_size={size}): the world size {world} is not a multiple of it; "
                              "every group needs R ranks")
@@ -429,91 +325,20 @@ class Worker(tether.WorkerClient):
         if workers not in (None, groups):
             raise ValueError(f"Worker.from_env(workers={workers}, replica_size={size}): the center counts groups, "
                              f"and {world} ranks make {groups}")
-        if not dist.is_initialized():
-            # torch.distributed's store: torchrun's MASTER_ADDR / MASTER_PORT; under srun or
-            # mpirun (which set neither) rank 0's host and the port after the center's.
-            import os
-            servers = int(tether.option(options, "servers"))
-            host, port = launcher.center_address(servers).split(",")[0][len("tcp://"):].rsplit(":", 1)
-            os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
-            os.environ.setdefault("MASTER_PORT", str(int(port) + servers))
-            on_cuda = any(t.is_cuda for t in ModelState(model).parameters)
-            dist.init_process_group("nccl" if on_cuda else "gloo", rank=rank, world_size=world)
-        elif dist.get_world_size() != world or dist.get_rank() != rank:
-            raise ValueError(f"Worker.from_env(replica_size={size}): torch.distributed has rank {dist.get_rank()} of "
-                             f"{dist.get_world_size()}, the launcher {rank} of {world}")
-        # Every rank makes every group, in the same order (torch.distributed requires it).
-        replica_group = None
-        for g in range(groups):
-            members = list(range(g * size, (g + 1) * size))
-            made = dist.new_group(members)
-            if rank in members:
-                replica_group = made
+        group = _replica_process_group(model, job, size, options)
         leader = rank - rank % size
         if rank == leader:
             # A leader is a worker of a center of `groups` workers; the launcher's own check
             # (workers = world size) does not apply.
-            if connect_timeout_ms is not None:
-                launcher.connect_timeout_ms = int(connect_timeout_ms)
-            self, self.center = cls._join_job(model, launcher, rank, strategy, groups, options, center_trains)
+            state, client, center = _join_center(model, job, strategy, groups, options, center_trains)
         else:
-            self = cls._without_client(ModelState(model))
-            self.center = None
-        self.launcher, self.rank, self.world_size = launcher, rank, world
-        self.local_rank = launcher.local_rank
-        self.trains, self.shards, self.shard_index = True, world, rank  # group g: a contiguous 1/groups
-        self.replica_group, self.replica_size, self.leader = replica_group, size, leader
-        # The per-step flag (_group_exchanged), made once: NCCL broadcasts from the device.
-        self._exchanged_flag = torch.zeros(1, dtype=torch.int32, device=self.parameters[0].device
-                                           if dist.get_backend(replica_group) == "nccl" else "cpu")
-        self._broadcast_state()  # the leader's welcome (x~, b~) to its group
-        return self
-
-    @classmethod
-    def _without_client(cls, model_state):
-        """A Worker over `model_state` that is no tether worker: rank 0 hosting the center only,
-        or a replica group's rank other than its leader."""
-        self = cls.__new__(cls)
-        self._client = None
-        self.model_state = model_state
-        self.parameters = model_state.parameters
-        return self
-
-    def _broadcast_state(self):
-        """The leader's parameters and buffers to every rank of its group, in place."""
-        import torch.distributed as dist
-        state = self.model_state
-        floats = [t.data for t in state.parameters] + [t.data for t in state.float_buffers]
-        flat = torch.cat([t.reshape(-1) for t in floats])  # float32 throughout (ModelState checks)
-        dist.broadcast(flat, src=self.leader, group=self.replica_group)
-        for t in state.int_buffers:  # BatchNorm's counters, as they are
-            dist.broadcast(t.data, src=self.leader, group=self.replica_group)
-        if self.rank != self.leader:
-            offset = 0
-            for t in floats:
-                n = t.numel()
-                t.copy_(flat[offset:offset + n].view_as(t))
-                offset += n
-
-    def _group_exchanged(self, exchanged):
-        """Whether the leader exchanged, told to its whole group (one small broadcast a step);
-        if so, its new state follows."""
-        import torch.distributed as dist
-        flag = self._exchanged_flag
-        flag.fill_(1 if exchanged else 0)
-        try:
-            dist.broadcast(flag, src=self.leader, group=self.replica_group)
-            if int(flag.item()):
-                self._broadcast_state()
-                return True
-            return False
-        except RuntimeError as e:
-            # A rank of the group is gone: the group cannot go on as one replica. This process
-            # ends with the error; the leader's connection closes without a goodbye, so the
-            # center counts the group's place lost (and a relaunched group may take it back).
-            raise tether.TetherError(
-                f"replica group of ranks {self.leader}..{self.leader + self.replica_size - 1} (this is rank {self.rank}): "
-                f"a rank of the group failed ({e}); the group gives up its place") from e
+            state, client, center = ModelState(model), NoClient(
+                f"rank {rank} is in the replica group that rank {leader} leads",
+                f"rank {leader} is the group's tether worker"), None
+        member = ReplicaMember(state, client, group, rank, leader, size)
+        # Group g takes a contiguous 1/groups of the data: its ranks' parts, one after another.
+        return cls.__new__(cls)._compose(job, state, client, role=member, center=center, replica=member,
+                                         shard=(rank, world))
 
     def shard_indices(self, size):
         """The indices of this rank's part of a data set of ``size`` samples: a contiguous
@@ -530,37 +355,22 @@ class Worker(tether.WorkerClient):
 
     @property
     def id(self):
-        return -1 if self._client is None else super().id
+        """The worker's id at the center (-1 on a rank that is no tether worker)."""
+        return self.client.id
 
     def step(self, samples=0):
-        if self.replica_group is not None:
-            # The group trains one replica: the leader counts its R ranks' samples.
-            exchanged = self._client is not None and self._worker_step(samples * self.replica_size)
-            return self._group_exchanged(exchanged)
-        return self._worker_step(samples)
-
-    def _worker_step(self, samples):
-        if self._client is None:
-            raise tether.TetherError("Worker.step: rank 0 hosts the center only (from_env(center_trains=False)); it "
-                                     "has no worker to step: wait on worker.center")
-        self.model_state.refresh_shadow()
-        exchanged = super().step(samples)
-        # Only joining again (the center had lost this worker) writes b~ into the buffers.
-        if exchanged and self.model_state.shadow_changed():
-            self.model_state.take_shadow()
-        return exchanged
+        """After each optimizer step, with the samples it trained; returns True when the
+        parameters may have changed: this rank's worker (or its replica group's leader)
+        exchanged, or a reply that landed late (the strategy's overlap_steps) changed them."""
+        return self._role.step(samples)
 
     def finish(self):
-        """The final exchange and goodbye (nothing on a rank 0 that only hosts the center). In a
-        replica group the leader's final state then goes to the whole group."""
-        report = None
-        if self._client is not None:
-            self.model_state.refresh_shadow()
-            report = super().finish()
-        if self.replica_group is not None:
-            self._broadcast_state()
-        if self.server is not None and self.center is None:
-            # A rank's server outlives its worker: the others still exchange with it, and rank
-            # 0 takes its final range before it may leave.
-            self.server.service.wait()
-        return report
+        """The final exchange and goodbye; returns the worker's counters (tether.WorkerClient's
+        finish(); None on a rank 0 that only hosts the center). In a replica group the leader's
+        final state then goes to the whole group; a rank's server (other than rank 0's) is done
+        when it returns."""
+        return self._role.finish()
+
+    def log(self, **scalars):
+        """This worker's own scalars into the center's run directory (tether.WorkerClient.log)."""
+        return self.client.log(**scalars)

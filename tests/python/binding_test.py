@@ -303,29 +303,6 @@ def cuda_tensors_through_their_data_pointers():
 
 
 @case
-def torch_parameters_become_views_of_one_buffer():
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
-    before = [p.detach().clone() for p in model.parameters()]
-    flat = tether.torch.flatten_parameters(model)
-    assert flat.numel() == sum(p.numel() for p in before) == 26
-    offset = 0
-    for p, old in zip(model.parameters(), before):
-        assert torch.equal(p, old)  # same values
-        assert p.data_ptr() == flat.data_ptr() + 4 * offset  # now a view of the flat buffer
-        offset += p.numel()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model(torch.ones(1, 3)).sum().backward()
-    optimizer.step()
-    assert not torch.equal(flat[:12].view(4, 3), before[0])  # the step landed in the flat buffer
-    try:
-        tether.torch.flatten_parameters(torch.nn.Linear(2, 2).double())
-    except TypeError as e:
-        assert "float32" in str(e)
-    else:
-        raise AssertionError("float64 parameters accepted")
-
-
-@case
 def a_short_fashion_mnist_run_with_worker_processes():
     example = Path(os.environ["TETHER_SOURCE_DIR"]) / "examples/python/fashion_mnist.py"
     for strategy in ("adag", "aeasgd"):
