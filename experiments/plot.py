@@ -10,7 +10,8 @@ from the scalars its workers logged (worker.log(validation_accuracy=...)): one l
 when several did. PNGs are written into the directory given (or --out DIR) and listed.
 Curves are on the validation set (on the test set for runs without one, or written before
 tether had one). In a sweep, the repeats (seeds) of a grid point are drawn as their mean with a
-band of ± one sample standard deviation; each strategy has its own colour family.
+band of ± one sample standard deviation; each strategy has its own colour family. Labels,
+colours and titles: tetherlab/plot_style.py.
 """
 import argparse
 import csv
@@ -26,8 +27,8 @@ matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # plot_style.py beside this file, wherever run from
-from plot_style import colour_lines, common_title, label, point_label, read_json, set_name  # noqa: E402
+# tetherlab/ sits beside this file, and Python puts a script's folder first on its path.
+from tetherlab.plot_style import colour_lines, common_title, label, point_label, read_json, set_name  # noqa: E402
 
 def read_rows(run_dir):
     path = Path(run_dir) / "metrics.jsonl"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The language-model grid's tables and figure (experiments/testbed/specs/lm_*.json): per method
+"""The language-model grid's tables and figure (experiments/lm/specs/lm_*.json): per method
 and link rate over its seeds, the time to a target validation loss, the final loss, the loss at a
 fixed training-time budget, the bytes on the busiest link and the share of time spent computing;
 then the ratios of chosen methods per seed, with 95% confidence intervals.
@@ -22,7 +22,8 @@ rank ends" is the wall time from the programs' start to the last rank's exit, st
 evaluation included: where rank 0 finishes first, the run is not over. The busiest link is the host whose sent + received
 bytes are largest (its eth0 counters while the programs ran, headers included). A ratio A/B is
 taken per seed (seed s of A against seed s of B) and its 95% interval is Student's t on the
-logarithms, so it is a ratio's interval, not one of each side.
+logarithms, so it is a ratio's interval, not one of each side. Run from the repository root with
+PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import collections
@@ -33,10 +34,8 @@ import math
 import re
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ci_table import interval, ratio_interval  # noqa: E402
+from tetherlab.stats import interval, ratio_interval
 
 
 def load(dirs):

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The language-model grid of docs/results.md §10, one cell at a time (never two at once: 4 ranks
-# already share the 2 cores), every method of a link rate and seed in a row, so a slow spell of
-# the machine falls on a seed, not on a method; the cells the verdicts rest on first. Reruns
-# skip the cells already done.
+# The language-model grid of docs/results.md §10 and §11 (servers on the ranks), one cell at a
+# time (never two at once: 4 ranks already share the 2 cores), every method of a link rate and
+# seed in a row, so a slow spell of the machine falls on a seed, not on a method; the cells the
+# verdicts rest on first. Reruns skip the cells already done.
 #   sudo experiments/lm/run_grid.sh [OUT]   (OUT: runs/testbed; needs the peers' venv)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-runs/testbed}"
-source experiments/lm/cell.sh
+specs=experiments/lm/specs
+source experiments/testbed/cell.sh
 methods() {  # RATE SEED
   cell lm_ddp ddp "$1" "$2"
   cell lm_torchft diloco-h50 "$1" "$2"

@@ -6,8 +6,8 @@ own store at MASTER_ADDR / MASTER_PORT, a lighthouse at TORCHFT_LIGHTHOUSE; PyTo
 testbed's spec) sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, as torchrun would (Debian's
 torchrun does not start on Python 3.11). Rank 0 writes the JSON.
 
-    RANK=0 WORLD_SIZE=4 MASTER_ADDR=198.18.0.1 MASTER_PORT=29500 \\
-        /usr/bin/python3 ddp_baseline.py --model mlp --epochs 2 --out ddp.json
+    RANK=0 WORLD_SIZE=4 MASTER_ADDR=198.18.0.1 MASTER_PORT=29500 PYTHONPATH=experiments:examples/python \\
+        /usr/bin/python3 experiments/testbed/ddp_baseline.py --model mlp --epochs 2 --out ddp.json
 
 What matches tether (configs/adag.json, configs/cnn-*.json):
 - data: the IDX files of Debian's dataset-fashion-mnist, pixels / 255; the validation split of
@@ -46,8 +46,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
-import torchft_diloco  # noqa: E402
+import torchft_diloco  # examples/python: the testbed puts it on PYTHONPATH (experiments/README.md)
 
 MASK = (1 << 64) - 1
 VALIDATION_SEED = 0x7E7E0001  # kValidationSplitSeed in src/data/validation_split.hpp

@@ -3,7 +3,7 @@
 specs/grid_ddp.json): one row per configuration and link rate over its seeds, mean and 95%
 confidence half-width (Student's t), and the speed-up against DDP at the same rate.
 
-    grid_report.py RESULTS... [--figure PATH] [--csv PATH] [--seeds-csv PATH] [--ratio A/B]...
+    experiments/testbed/grid_report.py RESULTS... [--figure PATH] [--csv PATH] [--seeds-csv PATH] [--ratio A/B]...
 
 RESULTS are testbed output directories (OUT/cells/NAME,rate_mbit=R,seed=S/result.json). A
 configuration is the cell name before its grid suffix. tether's time to target is read off the
@@ -14,7 +14,8 @@ says how many did. `--ratio A/B` (configurations, e.g. `ddp-2ep/diloco50-int8`) 
 the per-seed ratios of the time to target (over the seeds both reached, saying how many pairs
 that left), of the final validation accuracy and of the final validation loss (over the seeds
 both finished), each as a geometric mean with a 95% interval of the mean log ratio: a ratio's
-own interval, not one built from each side's. `--seeds-csv` writes every run's own figures.
+own interval, not one built from each side's. `--seeds-csv` writes every run's own figures. Run
+from the repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 
 import argparse
@@ -24,11 +25,8 @@ import glob
 import json
 import math
 import os
-import statistics
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ci_table import interval, ratio_interval  # noqa: E402
+from tetherlab.stats import interval, ratio_interval
 
 # What each configuration is, for the table (the cell names of the specs).
 LABELS = {
@@ -155,7 +153,7 @@ def table(cells):
              "busiest link (share of its rate) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted({r for _, r in cells}, reverse=True):
         for config in configs(cells):
-            # DDP at tether's rate: the whole run, or the re-run stopped at 2 epochs (rerun_10mbit.sh).
+            # DDP at tether's rate: the whole run, or ddp-2ep, stopped at 2 epochs (rerun_10mbit.sh).
             ddp = cells.get(("cnn-ddp" if config.startswith("cnn-") else "ddp", rate)) or cells.get(("ddp-2ep", rate))
             c = cells.get((config, rate))
             if not c:

@@ -20,17 +20,21 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import hosts  # noqa: E402
-import launch  # noqa: E402
-import selfcheck  # noqa: E402
-import shaping  # noqa: E402
-import spec as specs  # noqa: E402
-from hosts import TestbedError  # noqa: E402
+import hosts
+import launch
+import selfcheck
+import shaping
+import spec as specs
+from hosts import TestbedError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
+# The experiments' module path (experiments/README.md, "Running") for every program started in
+# a host, before what the testbed inherited: ddp_baseline.py imports examples/python's
+# torchft_diloco. Not part of a cell's definition, so finished cells stay finished.
+PROGRAM_PYTHONPATH = os.pathsep.join(
+    [os.path.join(SOURCE, "experiments"), os.path.join(SOURCE, "examples", "python")]
+    + [p for p in [os.environ.get("PYTHONPATH")] if p])
 SKIP = 77
 
 
@@ -102,7 +106,8 @@ def start_programs(launcher, cell, net, quotas, v):
             name = p["name"] if len(p["hosts"]) == 1 else f"{p['name']}{rank}"
             where = f"programs.{p['name']}"
             argv = [specs.substitute(a, local, where + ".argv") for a in p["argv"]]
-            env = {k: specs.substitute(e, local, where + ".env") for k, e in {**cell.env, **p.get("env", {})}.items()}
+            env = {"PYTHONPATH": PROGRAM_PYTHONPATH}
+            env.update({k: specs.substitute(e, local, where + ".env") for k, e in {**cell.env, **p.get("env", {})}.items()})
             process = launcher.start(name, host.ns, argv, env, quotas.get(host_name))
             process.host, process.waited = host_name, p.get("wait", True)
             started.append(process)

@@ -1,4 +1,4 @@
-"""The center's memory does not grow with its workers (issue 38): experiments/bench_memory.cpp
+"""The center's memory does not grow with its workers: experiments/bench/bench_memory.cpp
 runs a CenterService in its own process for a 20M-parameter vector (80 MB, 20 chunks of 4 MiB)
 and 2, then 8, synthetic workers over tcp://127.0.0.1 that push their exchanges all at once.
 Before exchanges were streamed the center held one to two more copies of the vector per worker

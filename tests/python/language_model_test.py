@@ -5,7 +5,7 @@ variables: the validation loss of the center's final model falls below the untra
 center's state_dict, saved by rank 0, loads strictly into a new model with the tie kept; replica
 groups (DDP inside a group of 2 ranks, its leader a tether worker) train it too. Needs
 Debian's bible-kjv (scripts/install-deps.sh --tests); exits 77 (a skip) without it. Run by meson
-test with PYTHONPATH=build/python and TETHER_SOURCE_DIR."""
+test with PYTHONPATH=build/python:examples/python and TETHER_SOURCE_DIR."""
 import json
 import os
 import shutil
@@ -16,11 +16,10 @@ from pathlib import Path
 
 import torch
 
+import language_model  # examples/python, on PYTHONPATH
 from harness import case, main
 
 EXAMPLE = Path(os.environ["TETHER_SOURCE_DIR"]) / "examples/python/language_model.py"
-sys.path.insert(0, str(EXAMPLE.parent))
-import language_model  # noqa: E402
 
 
 @case

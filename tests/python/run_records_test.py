@@ -3,7 +3,8 @@
 writes (config.json, metrics.jsonl with the center's statistics and the scalars workers log,
 exchanges.jsonl, checkpoint.bin, summary.json), resume=True goes on from its checkpoint,
 tether.torch.load_checkpoint gives the checkpoint as a complete state_dict, and
-experiments/plot.py draws such a run. Run by meson test with PYTHONPATH=build/python."""
+experiments/plot.py draws such a run. Run by meson test with PYTHONPATH=build/python and the
+experiments' path (experiments/README.md)."""
 import importlib.util
 import json
 import os

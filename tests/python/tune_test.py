@@ -1,10 +1,11 @@
-"""experiments/tune.py: a grid whose edge wins is widened until the best rate is strictly inside,
+"""experiments/sweeps/tune.py: a grid whose edge wins is widened until the best rate is strictly inside,
 per combination of the other keys, within --max-extensions, and a re-run runs nothing again.
 
 A fake `tether` (this file, run with `sweep`) stands for the sweep runner: each run's final
 validation accuracy is a known function of its rate, peaked at a different rate per strategy,
 and it logs every run it makes. Then the real binary (TETHER_BIN) tunes a small synthetic
-sweep, so the run directories tune.py reads are the ones tether sweep writes."""
+sweep, so the run directories tune.py reads are the ones tether sweep writes. Run by meson test with
+PYTHONPATH=experiments:examples/python (experiments/README.md) and TETHER_SOURCE_DIR."""
 import contextlib
 import csv
 import importlib.util
@@ -22,12 +23,20 @@ OPTIMUM = {"adag": 0.03, "downpour": 3e-5}  # peak of the fake objective per str
 KEY = "training.optimizer.learning_rate"
 DIVERGES = 0.1  # runs at this rate or above diverge (tune.py scores them 0 and goes on)
 
+from tetherlab.tether_sweep import run_id
+
 source = Path(os.environ.get("TETHER_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-spec = importlib.util.spec_from_file_location("tune", source / "experiments" / "tune.py")
-tune = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tune)
-sys.path.insert(0, str(source / "experiments"))
-import ci_table  # noqa: E402
+
+
+def script(name):
+    """A script of experiments/sweeps, NAME.py, as a module (it is not in a package)."""
+    spec = importlib.util.spec_from_file_location(name, source / "experiments" / "sweeps" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tune, ci_table = script("tune"), script("ci_table")
 
 
 def objective(strategy, rate, seed):
@@ -40,7 +49,7 @@ def fake_sweep(sweep_path, out):
     failed = False
     for point in sweep["points"]:
         for repeat in range(sweep["repeats"]):
-            run = Path(out) / tune.run_id(list(point.items()), repeat)
+            run = Path(out) / run_id(list(point.items()), repeat)
             if (run / "summary.json").is_file():
                 continue  # complete: skipped, as tether sweep does
             run.mkdir(parents=True)
@@ -122,9 +131,9 @@ def test_fake_objective():
         assert final["repeats"] == 3
         assert [(p["strategy.name"], p[KEY]) for p in final["points"]] == [("adag", 0.01), ("downpour", 1e-5)]
         new = (tmp / "out" / "fake_runs.log").read_text().splitlines()[18:]
-        assert sorted(new) == sorted(tune.run_id(list(p.items()), 2) for p in final["points"]), new
+        assert sorted(new) == sorted(run_id(list(p.items()), 2) for p in final["points"]), new
 
-        # experiments/ci_table.py on those final runs: mean ± the 95% half-width (t with 2 degrees
+        # experiments/sweeps/ci_table.py on those final runs: mean ± the 95% half-width (t with 2 degrees
         # of freedom, 4.303) over the 3 seeds, and each cell's tuned rate listed under the table.
         seeds = [100 * objective("adag", 0.01, r) for r in range(3)]
         mean, half = statistics.mean(seeds), 4.303 * statistics.stdev(seeds) / math.sqrt(3)
@@ -167,7 +176,7 @@ def test_real_sweep():
         tried = result[0]["values_tried"].split()
         assert len(result) == 1 and tried in (["0.0009", "0.003", "0.01"], ["0.003", "0.01", "0.0333"]), result
         for rate in tried:  # tune.py reads the directories tether sweep writes
-            run = tmp / "out" / tune.run_id([(KEY, float(rate))], 0)
+            run = tmp / "out" / run_id([(KEY, float(rate))], 0)
             assert (run / "summary.json").is_file(), run
         summary = read_csv(tmp / "out" / "summary.csv")
         assert len(summary) == 3 and all(r["status"] == "complete" for r in summary), summary

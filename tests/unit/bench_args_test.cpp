@@ -1,4 +1,4 @@
-// The benchmarks' command lines (experiments/bench_args.hpp): a typo must stop a benchmark with
+// The benchmarks' command lines (experiments/bench/bench_args.hpp): a typo must stop a benchmark with
 // exit 2 and a line naming the flag and the value, not run another benchmark than the one
 // asked for and print its figures (std::atoi("abc") was 0; a last flag without its value was
 // dropped). Each case runs in a child process, as BenchArgs ends the program on bad input.
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../experiments/bench_args.hpp"
+#include "../../experiments/bench/bench_args.hpp"
 #include "test_support.hpp"
 
 namespace {

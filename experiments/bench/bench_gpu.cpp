@@ -1,5 +1,5 @@
 // GPU figures: what a worker on the CUDA backend costs. Prints one JSON object;
-// experiments/bench_gpu.py runs it beside PyTorch on the same GPU.
+// experiments/bench/bench_gpu.py runs it beside PyTorch on the same GPU.
 //   - training: one LocalTrainer on `device: cuda` per batch size, trained for the whole run
 //     (per-epoch samples/s, so a slowdown shows), then its test accuracy;
 //   - vector kernels: the element-wise operations the optimizers and strategies run, in GB/s

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Replica groups against single-process workers (issue 27): Fashion-MNIST MLP on W ranks of
+"""Replica groups against single-process workers: Fashion-MNIST MLP on W ranks of
 one machine, launched with torchrun's variables (set here: Debian's torchrun does not run on
 Python 3.11), each rank a process with one thread.
 
-    replica_groups.py [--world 4] [--sizes 1 2] [--seeds 1 2 3] [--strategy JSON] [--epochs 3] [--out CSV]
+    experiments/sweeps/replica_groups.py [--world 4] [--sizes 1 2] [--seeds 1 2 3] [--strategy JSON]
+        [--epochs 3] [--out CSV]
 
 R = 1: W tether workers (tether.torch.Worker.from_env). R > 1: W / R groups, the ranks of a
 group kept equal by PyTorch DDP (gloo), only each group's leader a tether worker
@@ -11,7 +12,8 @@ group kept equal by PyTorch DDP (gloo), only each group's leader a tether worker
 shard), model (ddp_baseline.build_model), Adam 1e-3 and batch 64 per rank; CURVE between the
 leaders and the center (a fresh TETHER_SECRET per run), as under a real launcher. Prints one line
 per run (time, the center's final validation and test accuracy, bytes through the center) and
-a mean row per R; --out writes them as CSV.
+a mean row per R; --out writes them as CSV. Needs PyTorch and the tether package (docs/python.md);
+run from the repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import csv
@@ -23,7 +25,6 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 DEFAULT_STRATEGY = json.dumps({"name": "diloco", "communication_window": 10, "outer_learning_rate": 0.25,
                                "outer_momentum": 0.9, "nesterov": True})
@@ -40,8 +41,7 @@ def rank_main(args):
     import torch
     import tether.torch
     from torch.nn.parallel import DistributedDataParallel
-    sys.path.insert(0, os.path.join(HERE, "testbed"))
-    import ddp_baseline as common
+    from testbed import ddp_baseline as common
     torch.set_num_threads(1)
     images, labels = common.load(DATA, "train")
     train_idx, val_idx = common.validation_split(len(labels), 5000)

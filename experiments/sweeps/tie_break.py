@@ -1,20 +1,21 @@
 #!/usr/bin/python3
-"""§1's tuning ties broken on a second seed (docs/results.md, "Tuning ties in §1"; issue 40).
+"""The staleness sweeps' tuning ties broken on a second seed (docs/results.md, "Tuning ties in §1").
 
-    tie_break.py [--margin 0.003] [--jobs 2] [--out sweeps/tie_break] [--tether build/tether] [--dry-run]
-                 [--finals 5]
+    experiments/sweeps/tie_break.py [--margin 0.003] [--jobs 2] [--out sweeps/tie_break]
+        [--tether build/tether] [--dry-run] [--finals 5]
 
-§1 chose each cell's rate (strategy, N, τ) on one seed. A cell is a tie where a neighbouring rate
-of its tuning grid ended within --margin (validation accuracy, 0.003 = 0.3 points) of the
-winner on that seed (docs/results/staleness_*/tune.csv). The winner and each tied neighbour run
-seeds 1 and 2 here, all on today's code (`tether sweep` on §1's base,
-experiments/fashion_base.json), and each cell is decided again on the mean final validation
-accuracy over the two seeds (equal means going to the smaller rate, as tune.py does; a run that
-failed or left no summary scores 0, and is named); the table says whether the choice stands or
-flips. Writes OUT/ties.csv and prints the table. With --finals R, each cell whose choice flips
-runs its new rate for seeds 3..R too, and OUT/finals.csv and the second table give its final
-test accuracy over R seeds (mean ± 95% half-width, as §1's tables) beside §1's figure at the old
-rate (docs/results/staleness_*/summary.csv, run on the code of 25 November).
+The staleness sweeps (docs/results.md §1) chose each cell's rate (strategy, N, τ) on one seed.
+A cell is a tie where a neighbouring rate of its tuning grid ended within --margin (validation
+accuracy, 0.003 = 0.3 points) of the winner on that seed (docs/results/staleness_*/tune.csv).
+The winner and each tied neighbour run seeds 1 and 2 here, all on the current code (`tether
+sweep` on their base, experiments/sweeps/fashion_base.json), and each cell is decided again on
+the mean final validation accuracy over the two seeds (equal means going to the smaller rate,
+as tune.py does; a run that failed or left no summary scores 0, and is named); the table says
+whether the choice stands or flips. Writes OUT/ties.csv and prints the table. With --finals R,
+each cell whose choice flips runs its new rate for seeds 3..R too, and OUT/finals.csv and the
+second table give its final test accuracy over R seeds (mean ± 95% half-width, as §1's tables)
+beside the sweep's figure at the old rate (docs/results/staleness_*/summary.csv). Run from the
+repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 
 import argparse
@@ -24,11 +25,11 @@ import math
 import sys
 from pathlib import Path
 
-import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
-from ci_table import interval  # noqa: E402
+from tetherlab.stats import interval
+from tetherlab.tether_sweep import run_id, run_sweep
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE.parent / "docs" / "results"
+RESULTS = HERE.parents[1] / "docs" / "results"
 SWEEPS = {"adag": "staleness_adag", "downpour": "staleness_downpour", "dynsgd": "staleness_dynsgd"}
 KEYS = ("strategy.name", "cluster.workers", "strategy.communication_window")
 RATE = "training.optimizer.learning_rate"
@@ -63,7 +64,7 @@ def point(cell, rate, seed):
 
 def score(out, cell, rate, seed, missing, figure="final_validation_accuracy"):
     """A run's `figure` from its summary; 0 (and its name in `missing`) where the run failed."""
-    path = out / tune.run_id(list(point(cell, rate, seed).items()), 0) / "summary.json"
+    path = out / run_id(list(point(cell, rate, seed).items()), 0) / "summary.json"
     summary = json.loads(path.read_text()) if path.is_file() else {}
     value = summary.get(figure)
     if value is None or not math.isfinite(value) or summary.get("run_failed"):
@@ -72,14 +73,14 @@ def score(out, cell, rate, seed, missing, figure="final_validation_accuracy"):
     return value
 
 
-def run_sweep(args, name, points):
-    """tune.py's: the sweep file into OUT, `tether sweep` over it (resumable; failed runs score 0)."""
-    tune.run_sweep(args, args.out / f"{name}.json",
+def run_points(args, name, points):
+    """The sweep file into OUT, `tether sweep` over it (resumable; failed runs score 0)."""
+    run_sweep(args, args.out / f"{name}.json",
                    {"name": name, "base": str(HERE / "fashion_base.json"), "points": points, "repeats": 1})
 
 
-def section_1(cell, rate):
-    """§1's final test accuracies of `cell` at `rate` (summary.csv, its 5 seeds)."""
+def staleness_finals(cell, rate):
+    """The staleness sweep's final test accuracies of `cell` at `rate` (summary.csv, its 5 seeds)."""
     with open(RESULTS / SWEEPS[cell[0]] / "summary.csv") as f:
         return [float(r["final_test_accuracy"]) for r in csv.DictReader(f)
                 if (r[KEYS[0]], int(r[KEYS[1]]), int(r[KEYS[2]])) == cell
@@ -87,13 +88,13 @@ def section_1(cell, rate):
 
 
 def finals(args, flips, missing):
-    """Seeds 3..R of each flipped cell's new rate; the table beside §1's old-rate figure."""
-    run_sweep(args, "tie_break_finals", [point(c, new, seed) for c, old, new in flips
+    """Seeds 3..R of each flipped cell's new rate; the table beside the old rate's figure."""
+    run_points(args, "tie_break_finals", [point(c, new, seed) for c, old, new in flips
                                          for seed in range(3, args.finals + 1)])
     rows = []
     for c, old, new in flips:
         now = [score(args.out, c, new, seed, missing, "final_test_accuracy") for seed in range(1, args.finals + 1)]
-        then = section_1(c, old)
+        then = staleness_finals(c, old)
         if not then:
             sys.exit(f"tie_break: {SWEEPS[c[0]]}/summary.csv has no runs of {c} at {old:g}")
         (m, h, _), (m0, h0, _) = interval([100 * v for v in now]), interval([100 * v for v in then])
@@ -116,11 +117,11 @@ def main(argv=None):
     parser.add_argument("--margin", type=float, default=0.003, help="validation accuracy (0.003 = 0.3 points)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("sweeps") / "tie_break")
-    parser.add_argument("--tether", default=str(HERE.parent / "build" / "tether"))
+    parser.add_argument("--tether", default=str(HERE.parents[1] / "build" / "tether"))
     parser.add_argument("--dry-run", action="store_true", help="list the ties and the runs, run nothing")
     parser.add_argument("--finals", type=int, default=0, help="seeds of a flipped cell's new rate (3 or more)")
     args = parser.parse_args(argv)
-    args.assignments = []  # tune.run_sweep's --set: none here
+    args.assignments = []  # run_sweep's --set: none here
     found = ties(args.margin)
     if not found:
         print(f"tie_break: no tied cells within {args.margin}")
@@ -133,7 +134,7 @@ def main(argv=None):
             print(f"  {c}: {rate:g} ({100 * acc:.2f}) against " + ", ".join(f"{r:g} ({100 * a:.2f})" for r, a in near))
         return
     args.out.mkdir(parents=True, exist_ok=True)
-    run_sweep(args, "tie_break", points)
+    run_points(args, "tie_break", points)
     rows, missing, flips = [], [], []
     for cell, rate, acc, near in found:
         candidates = [(r, score(args.out, cell, r, 1, missing), score(args.out, cell, r, 2, missing), r == rate)

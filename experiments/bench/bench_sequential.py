@@ -12,7 +12,7 @@
    the mean of the two. This shared machine has periods of minutes in which everything runs
    15-30% slower, so a bound taken only on one side of the job can fall in another period.
 Needs Debian's python3 (python3-torch, python3-numpy):
-    /usr/bin/python3 experiments/bench_sequential.py [--epochs 10] [--skip-main-job] [--json out.json]
+    /usr/bin/python3 experiments/bench/bench_sequential.py [--epochs 10] [--skip-main-job] [--json out.json]
 """
 import argparse
 import ctypes
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WARMUP_STEPS = 50  # as tether-bench: page in buffers, let allocators and BLAS settle
 
 

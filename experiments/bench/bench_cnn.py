@@ -5,7 +5,7 @@ Runs build/experiments/tether-bench --layers LAYERS, then the same network in Py
 same layer list translated to torch.nn, cross-entropy, Adam lr 1e-3, Fashion-MNIST 1x28x28),
 one after the other, and prints the medians, each run's figure and the ratio.
 Needs Debian's python3 (python3-torch, python3-numpy):
-    /usr/bin/python3 experiments/bench_cnn.py [--epochs 3] [--steps 300] [--threads 1]
+    /usr/bin/python3 experiments/bench/bench_cnn.py [--epochs 3] [--steps 300] [--threads 1]
 """
 import argparse
 import ctypes

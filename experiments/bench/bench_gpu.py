@@ -7,7 +7,7 @@ lr 1e-3, cross-entropy, Fashion-MNIST, one model trained for the whole run), one
 other, and prints samples/s, test accuracy and the ratios. PyTorch runs twice per batch size:
 gathering each batch on the host and copying it over (what tether does), and with the whole
 training set resident on the GPU (PyTorch at its fastest).
-    python3 experiments/bench_gpu.py [--epochs 5] [--batches 64 512] [--cnn [--cnn-epochs 2]] [--tf32] [--json FILE]
+    python3 experiments/bench/bench_gpu.py [--epochs 5] [--batches 64 512] [--cnn [--cnn-epochs 2]] [--tf32] [--json FILE]
 Needs a PyTorch built with CUDA and a GPU; exits 77 without one.
 """
 import argparse

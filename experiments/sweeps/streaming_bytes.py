@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Streaming DiLoCo against plain DiLoCo: accuracy, time and what a worker sends, per point of a
-tether sweep (experiments/streaming_diloco.json).
+tether sweep (experiments/sweeps/streaming_diloco.json).
 
-    /usr/bin/python3 experiments/streaming_bytes.py sweeps/streaming_diloco [--csv FILE]
+    experiments/sweeps/streaming_bytes.py sweeps/streaming_diloco [--csv FILE]
 
 Per point (its seeds pooled): final validation and test accuracy (mean ± 95% CI), wall seconds,
 exchanges per worker, the bytes a worker sent to the center over the run, and the largest single
@@ -10,6 +10,7 @@ exchange any worker sent (bytes_to_center in exchanges.jsonl, every server's) an
 smaller it is than the sweep's largest (plain DiLoCo in float32). During training a
 worker sends at most one exchange after a step (tests/unit/exchange_policy_test.cpp), so that
 largest exchange is its peak per step; `finish()` alone may send several fragments at once.
+Run from the repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import csv
@@ -18,8 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ci_table import interval  # noqa: E402
+from tetherlab.stats import interval
 
 
 def point_of(run_dir):

@@ -1,4 +1,4 @@
-// The center's memory against the number of workers (issue 38): one center process (the
+// The center's memory against the number of workers: one center process (the
 // embedding API's CenterService, as `tether server` and rank 0 under a launcher run it) for a
 // vector of --elements float32, and N synthetic workers in this process that speak the wire
 // protocol over tcp://127.0.0.1 and send their exchanges, all at once, from one shared buffer

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tune one rate of a sweep until the best value is strictly inside its grid.
 
-    /usr/bin/python3 experiments/tune.py SWEEP.json --key training.optimizer.learning_rate
+    experiments/sweeps/tune.py SWEEP.json --key training.optimizer.learning_rate
         [--metric final|best] [--max-extensions 3] [--jobs J] [--repeats R] [--set KEY=VALUE]
         [--out DIR] [--tether build/tether] [--final-repeats R]
 
@@ -24,15 +24,18 @@ tried) and tune.md with both, so a results table can say which rate won and that
 With --final-repeats R, each combination's winning value then runs with R seeds (the tuning's
 seeds are reused: same run directories) from OUT/final_sweep.json; OUT/summary.csv and
 summary_by_point.csv are then those final runs', the tables a claim is read from.
+
+Run from the repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import csv
 import json
 import math
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+from tetherlab.tether_sweep import run_id, run_sweep
 
 
 def significant(value, digits=3):
@@ -90,14 +93,6 @@ def read_metric(run_dir, metric):
     return 0.0 if value is None or not math.isfinite(value) else value
 
 
-def run_id(assignments, repeat):
-    """tether sweep's directory name for a run (src/sweep/sweep_plan.cpp: id_part)."""
-    def part(k, v):
-        text = v if isinstance(v, str) else json.dumps(v)
-        return "".join(c if c.isalnum() or c in ".=-_" else "_" for c in f"{k}={text}")
-    return ",".join(part(k, v) for k, v in assignments) + f",repeat={repeat}"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep", type=Path)
@@ -109,7 +104,7 @@ def main(argv=None):
     parser.add_argument("--final-repeats", type=int, help="seeds per combination at its winning value, afterwards")
     parser.add_argument("--set", action="append", default=[], dest="assignments")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--tether", default=str(Path(__file__).resolve().parent.parent / "build" / "tether"))
+    parser.add_argument("--tether", default=str(Path(__file__).resolve().parents[2] / "build" / "tether"))
     args = parser.parse_args(argv)
 
     sweep = json.loads(args.sweep.read_text())
@@ -164,20 +159,6 @@ def main(argv=None):
     return 0
 
 
-def run_sweep(args, path, sweep):
-    """Writes `sweep` to `path` and runs it with tether sweep into the directory beside it."""
-    path.write_text(json.dumps(sweep, indent=2) + "\n")
-    command = [args.tether, "sweep", str(path), "--out", str(path.parent), "--jobs", str(args.jobs)]
-    for assignment in args.assignments:
-        command += ["--set", assignment]
-    print("tune:", " ".join(command), flush=True)
-    # Exit 1: some runs failed (diverged at too large a rate, say): a result, scored 0 by
-    # read_metric; any run without a summary.json is caught there. Anything else: an error.
-    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
-    if code not in (0, 1):
-        sys.exit(f"tune: {' '.join(command)} failed (exit {code})")
-
-
 def write_tables(out, key, metric, combos, tried, table):
     """Writes the tables; returns each combination's winning value."""
     keys = [k for k, _ in combos[0]]
@@ -208,7 +189,7 @@ def write_tables(out, key, metric, combos, tried, table):
 
     (out / "tune.md").write_text(
         f"# Tuning {key}\n\nPer combination of the other keys: the value of {key} with the best mean {figure} over "
-        f"its seeds, and whether it was strictly inside the values tried (experiments/tune.py).\n\n"
+        f"its seeds, and whether it was strictly inside the values tried (experiments/sweeps/tune.py).\n\n"
         + markdown(result_head, results) + "\n## Every value tried\n\n" + markdown(head, rows))
     for row in results:
         print("tune:", ", ".join(f"{k}={v}" for k, v in zip(result_head, row)))

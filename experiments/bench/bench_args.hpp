@@ -1,6 +1,6 @@
-// The benchmarks' command lines, read strictly. std::atoi("abc") is 0 and a last flag without
-// its value used to be dropped, so a typo ran a different benchmark than the one asked for and
-// printed figures all the same; here a flag without its value, a value that is not a number in
+// The benchmarks' command lines, read strictly. std::atoi("abc") is 0 and a loose parser drops
+// a last flag without its value, so a typo would run a different benchmark than the one asked
+// for and print figures all the same; here a flag without its value, a value that is not a number in
 // range, or an unknown flag stops the program (exit 2) with a line naming the flag and the value,
 // what would be right, and the usage. --help prints the usage (exit 0).
 //   BenchArgs args(argc, argv, "tether-bench", "[--threads 1] ...");

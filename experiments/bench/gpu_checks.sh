@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The GPU checks, in one go, on a machine with an NVIDIA GPU: the CUDA test suite, real runs
 # on `device: cuda` (sequential, and adag / averaging with 4 workers on the one GPU, embedded
-# and as processes), and experiments/bench_gpu.py beside PyTorch. Logs and JSON go to OUT_DIR.
-#   experiments/gpu_checks.sh [BIN_DIR [OUT_DIR]]
+# and as processes), and experiments/bench/bench_gpu.py beside PyTorch. Logs and JSON go to OUT_DIR.
+#   experiments/bench/gpu_checks.sh [BIN_DIR [OUT_DIR]]
 # BIN_DIR holds tether, tether-bench-gpu and test_cuda_backend (default: the build tree);
 # libtether-cuda.so must be where the loader finds it (beside libtether, or LD_LIBRARY_PATH).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=${1:-}
 out=${2:-runs/gpu-checks}
 mkdir -p "$out"
@@ -45,7 +45,7 @@ for run in "sequential configs/sequential.json" "adag configs/adag.json" "averag
     step "run_$name" 120 "$tether" run "$@" --set training.device=cuda --out "$out/run_$name"
     grep -E "cuda|samples/s|accuracy" "$out/run_$name.log" | tail -4
 done
-PYTHONUNBUFFERED=1 step bench_gpu 500 python3 experiments/bench_gpu.py --tether-bench-gpu "$bench" --cnn \
+PYTHONUNBUFFERED=1 step bench_gpu 500 python3 experiments/bench/bench_gpu.py --tether-bench-gpu "$bench" --cnn \
     --json "$out/bench_gpu.json"
 cat "$out/bench_gpu.log"
 exit $status

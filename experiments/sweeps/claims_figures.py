@@ -2,7 +2,7 @@
 """The figures of docs/results.md that plot.py's generic sweep figures cannot draw, because
 the keys they compare vary together (tau = N and 2N, a learning rate tuned per method):
 
-    /usr/bin/python3 experiments/claims_figures.py [--sweeps sweeps] [--out docs/results]
+    experiments/sweeps/claims_figures.py [--sweeps sweeps] [--out docs/results]
 
 adag_scaling      final test accuracy against N, one line per window rule (tau = 5, N, 2N),
                   solid without and dashed with warm-up

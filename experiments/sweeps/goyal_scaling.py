@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Goyal et al.'s linear scaling rule for synchronous SGD, against one large batch.
 
-    /usr/bin/python3 experiments/goyal_scaling.py [--out sweeps/goyal_scaling] [--jobs J]
+    experiments/sweeps/goyal_scaling.py [--out sweeps/goyal_scaling] [--jobs J]
         [--seeds 5] [--set KEY=VALUE] [--tether build/tether] [--base-only]
 
 Goyal, Dollár, Girshick et al., "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour",
@@ -9,8 +9,8 @@ Goyal, Dollár, Girshick et al., "Accurate, Large Minibatch SGD: Training ImageN
 first epochs ("gradual warm-up"); then large-batch training matches the small batch's accuracy
 at the same number of epochs.
 
-1. The base rate: plain SGD, one worker of batch 64 (experiments/fashion_sgd_base.json, 10
-   epochs), its rate tuned on the validation set with experiments/tune.py (grid 0.03, 0.1, 0.3,
+1. The base rate: plain SGD, one worker of batch 64 (experiments/sweeps/fashion_sgd_base.json, 10
+   epochs), its rate tuned on the validation set with experiments/sweeps/tune.py (grid 0.03, 0.1, 0.3,
    widened until the best is inside) and run with --seeds seeds: the small-batch reference.
 2. For k in {4, 8, 16}: synchronous SGD (averaging, tau = 1: one step on the mean gradient of
    k x 64 samples per round) over k workers of batch 64, with
@@ -20,7 +20,8 @@ at the same number of epochs.
      unscaled       rate eta,
    and one worker of batch 64 k at rate k * eta with the warm-up (the large batch itself).
 Writes the runs into OUT/base (step 1; OUT/base/summary.csv: the k = 1 reference's seeds) and
-OUT (step 2), resumable, and OUT/goyal.csv. --base-only stops after step 1.
+OUT (step 2), resumable, and OUT/goyal.csv. --base-only stops after step 1. Run from the
+repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import csv
@@ -29,9 +30,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tetherlab.tether_sweep import run_id
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
 KEY = "training.optimizer.learning_rate"
 FACTORS = [4, 8, 16]
 WARMUP = 0.5
@@ -43,7 +44,7 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--set", action="append", default=[], dest="assignments", help="KEY=VALUE for every run")
-    parser.add_argument("--tether", default=str(HERE.parent / "build" / "tether"))
+    parser.add_argument("--tether", default=str(HERE.parents[1] / "build" / "tether"))
     parser.add_argument("--base-only", action="store_true", help="tune and run the k = 1 reference only")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -89,7 +90,7 @@ def main(argv=None):
                       "final_test_accuracy", "final_validation_accuracy", "run_failed"])
         for p, sp in zip(points, sweep_points):
             for r in range(args.seeds):
-                path = args.out / tune.run_id(list(sp.items()), r) / "summary.json"
+                path = args.out / run_id(list(sp.items()), r) / "summary.json"
                 s = json.loads(path.read_text()) if path.is_file() else {}
                 out.writerow([p["rule"], sp["cluster.workers"], sp["training.batch_size"], sp[KEY],
                               sp["training.optimizer.warmup_epochs"], r, s.get("final_test_accuracy"),

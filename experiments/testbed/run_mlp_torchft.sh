@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# §8's MLP grid again (docs/results.md §10, "§8's MLP again"): DDP at its own tuned rate and torchft's DiLoCo
-# beside tether's DiLoCo H = 50 (float32, int8), one cell at a time, seeds interleaved.
-#   sudo experiments/lm/run_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2"; needs the peers' venv)
+# The shaped-link MLP with DDP at its own tuned rate and torchft's DiLoCo beside tether's DiLoCo
+# H = 50 (float32, int8) (docs/results.md §10, "§8's MLP again"), one cell at a time, seeds
+# interleaved.
+#   sudo experiments/testbed/run_mlp_torchft.sh [OUT [SEEDS]]   (OUT: runs/testbed; SEEDS: "1 2"; needs the peers' venv)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-runs/testbed}"
-source experiments/lm/cell.sh
+specs=experiments/testbed/specs
+source experiments/testbed/cell.sh
 for seed in ${2:-1 2}; do
   for rate in 10 100 1000; do
     cell grid_torchft torchft-diloco50 "$rate" "$seed"

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Issue 39's MLP cells (docs/results.md §12, "The MLP"): async-diloco beside tether's and
-# torchft's DiLoCo H = 50 and ADAG on §8's MLP at 1 Gbit/s per host (at 100 Mbit/s the center's
-# link, not compute, bounds a float32 round of this MLP and a straggler hardly shows), w3 at 0.2
-# of a core (*-straggler: half its share of the 2 cores among 5 hosts) and without a straggler
-# (*-fast); one cell at a time, seeds interleaved. The outer optimizer and rate were tuned on
-# seed 1's straggler cells first (final validation accuracy).
-#   sudo experiments/lm/run_async_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed_async, where §12 reads them; SEEDS: "1 2 3"; needs the peers' venv)
+# The MLP's async-diloco cells (docs/results.md §12, "The MLP"): async-diloco beside tether's
+# and torchft's DiLoCo H = 50 and ADAG on the shaped-link MLP at 1 Gbit/s per host (at
+# 100 Mbit/s the center's link, not compute, bounds a float32 round of this MLP and a straggler
+# hardly shows), w3 at 0.2 of a core (*-straggler: half its share of the 2 cores among 5 hosts)
+# and without a straggler (*-fast); one cell at a time, seeds interleaved. Seed 1 first runs the
+# tuning cells (the outer optimizer and rate, by final validation accuracy).
+#   sudo experiments/testbed/run_async_mlp.sh [OUT [SEEDS]]   (OUT: runs/testbed_async, where §12 reads them; SEEDS: "1 2 3"; needs the peers' venv)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-runs/testbed_async}"
-source experiments/lm/cell.sh
+specs=experiments/testbed/specs
+source experiments/testbed/cell.sh
 best=async-sgd05  # the straggler cells' tuned outer (below)
 for seed in ${2:-1 2 3}; do
   if [[ $seed == 1 ]]; then  # the tuning cells

@@ -1,56 +1,28 @@
 #!/usr/bin/python3
 """A results table with 95% confidence intervals from a tuned sweep's final runs.
 
-    /usr/bin/python3 experiments/ci_table.py OUT --rows cluster.workers
+    experiments/sweeps/ci_table.py OUT --rows cluster.workers
         --cols strategy.communication_window [--value final_test_accuracy] [--percent]
         [--sweep final_sweep.json] [--csv FILE]
 
-OUT is a directory experiments/tune.py --final-repeats wrote (or any tether sweep directory
+OUT is a directory experiments/sweeps/tune.py --final-repeats wrote (or any tether sweep directory
 with its sweep file given by --sweep). Each cell: the mean over the point's seeds and the
 half-width of its 95% confidence interval (Student's t, n - 1 degrees of freedom: the seeds are
 few), as "88.52 ± 0.31"; a run that failed (diverged) counts with the accuracy it ended with and
 is flagged with its count ("†2"). With tune_result.csv beside it, the tuned rate of each cell and
 whether it was strictly inside its grid are listed under the table. Prints markdown; --csv also
-writes one row per cell (mean, half-width, sd, n, failed).
+writes one row per cell (mean, half-width, sd, n, failed). Run from the repository root with
+PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import csv
 import itertools
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
-
-# Two-sided 95% quantiles of Student's t by degrees of freedom (1..30); beyond, 1.96.
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def interval(values):
-    """(mean, 95% half-width, sd) of a list of at least one value."""
-    mean = statistics.mean(values)
-    if len(values) < 2:
-        return mean, float("nan"), float("nan")
-    sd = statistics.stdev(values)
-    t = T95[len(values) - 2] if len(values) - 1 <= len(T95) else 1.96
-    return mean, t * sd / math.sqrt(len(values)), sd
-
-
-def ratio_interval(pairs):
-    """The ratio a / b over paired runs [(a, b)] (one pair per seed): (geometric mean, low, high,
-    pairs) with the 95% interval of the mean log ratio, so a ratio's own interval rather than one
-    of each side; low and high are nan for one pair, and None is returned for none."""
-    logs = [math.log(a / b) for a, b in pairs]
-    if not logs:
-        return None
-    mean, half, _ = interval(logs)
-    if math.isnan(half):
-        return math.exp(mean), float("nan"), float("nan"), 1
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs)
+from tetherlab.stats import interval
+from tetherlab.tether_sweep import run_id
 
 
 def cells_of(out, sweep, value):
@@ -59,7 +31,7 @@ def cells_of(out, sweep, value):
     for point in sweep["points"]:
         values, failed = [], 0
         for r in range(sweep.get("repeats", 1)):
-            path = out / tune.run_id(list(point.items()), r) / "summary.json"
+            path = out / run_id(list(point.items()), r) / "summary.json"
             if not path.is_file():
                 continue
             s = json.loads(path.read_text())

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """EASGD's stability boundary: where synchronous EASGD starts to diverge as beta = N alpha grows.
 
-    /usr/bin/python3 experiments/easgd_boundary.py [--out sweeps/easgd_boundary] [--jobs J]
+    experiments/sweeps/easgd_boundary.py [--out sweeps/easgd_boundary] [--jobs J]
         [--seeds 5] [--set KEY=VALUE] [--tether build/tether]
 
 1. Scan: synchronous EASGD for N in {2, 4, 8, 16} x local optimizer {sgd 0.1, adam 1e-3} x
    tau in {1, 10} over beta from 0.8 to 2.2 in steps of 0.1 (alpha = beta / N <= 1), one seed
-   per run, the budget of experiments/fashion_base.json (10 epochs in all). Each cell bisects
+   per run, the budget of experiments/sweeps/fashion_base.json (10 epochs in all). Each cell bisects
    its grid (both ends, then the middle of the bracket; instability assumed monotone in beta,
    which step 2 checks at the bracket), about 6 runs per cell instead of 15.
 2. Confirm: for each (N, optimizer, tau), the largest beta below the first unstable one and
@@ -20,7 +20,8 @@ synchronous rule maps the workers' mean y and the center z by [[1 - alpha, alpha
 
 Both steps are `tether sweep` runs into OUT (resumable: complete runs are skipped). Writes
 OUT/boundary.csv (per N, optimizer, tau: the theory, the last stable and first unstable beta
-of the scan, and the confirming seeds' counts), OUT/boundary.md and OUT/boundary.png.
+of the scan, and the confirming seeds' counts), OUT/boundary.md and OUT/boundary.png. Run from
+the repository root with PYTHONPATH=experiments:examples/python (experiments/README.md).
 """
 import argparse
 import csv
@@ -29,8 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tune  # noqa: E402  (run_id: the directory tether sweep gives a run)
+from tetherlab.tether_sweep import run_id
 
 WORKERS = [2, 4, 8, 16]
 OPTIMIZERS = [("sgd", 0.1), ("adam", 0.001)]
@@ -108,7 +108,7 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--set", action="append", default=[], dest="assignments", help="KEY=VALUE for every run")
-    parser.add_argument("--tether", default=str(Path(__file__).resolve().parent.parent / "build" / "tether"))
+    parser.add_argument("--tether", default=str(Path(__file__).resolve().parents[2] / "build" / "tether"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -124,7 +124,7 @@ def main(argv=None):
         sweep(args.tether, "scan", points, 1, args.out, args.jobs, args.assignments)
         for (n, opt, rate, tau), bs in wanted.items():
             for b in bs:
-                result = outcome(args.out / tune.run_id(list(point(n, opt, rate, tau, b).items()), 0))
+                result = outcome(args.out / run_id(list(point(n, opt, rate, tau, b).items()), 0))
                 if result is None:
                     sys.exit(f"easgd_boundary: {args.out}: N={n} {opt} tau={tau} beta={b} left no summary.json")
                 scans[(n, opt, rate, tau)][b] = result
@@ -142,7 +142,7 @@ def main(argv=None):
         def seeds(beta):
             if beta is None:
                 return ""
-            runs = [outcome(args.out / tune.run_id(list(point(n, opt, rate, tau, beta).items()), r))
+            runs = [outcome(args.out / run_id(list(point(n, opt, rate, tau, beta).items()), r))
                     for r in range(args.seeds)]
             return f"{sum(1 for r in runs if r and r[0])}/{sum(1 for r in runs if r)}"
 

@@ -1,12 +1,12 @@
 // Training throughput of the sequential CPU trainer, and the GEMM-only bound for the same
-// shapes. Prints one JSON object; experiments/bench_sequential.py runs it beside PyTorch.
+// shapes. Prints one JSON object; experiments/bench/bench_sequential.py runs it beside PyTorch.
 // One model trains through all repeats, as in a real run: with 938 steps a repeat is one epoch
 // of Fashion-MNIST at batch 64, and trainer_runs is the per-epoch rate, so a slowdown as
 // training goes on (denormals) shows; trainer_whole_run_samples_per_second is the whole run's.
 //   tether-bench [--threads 1] [--batch 64] [--steps 938] [--repeats 10] [--gemm-repeats 3]
 //                [--flush-denormals 1] [--data DIR] [--optimizer sgd|nesterov|adam] [--split auto|layers|rows]
 //                [--layers "conv 32 3x3 pad 1;relu;maxpool 2;dense 10"]
-// With --layers the model is that layer list (experiments/bench_cnn.py) and the GEMM-only
+// With --layers the model is that layer list (experiments/bench/bench_cnn.py) and the GEMM-only
 // bound, which mirrors the MLP's GEMMs, is left out.
 #include <algorithm>
 #include <chrono>

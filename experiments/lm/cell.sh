@@ -1,8 +1,0 @@
-# Sourced by run_grid.sh and run_mlp.sh (from the repository root, with $out set):
-# cell SPEC CELL RATE SEED runs one testbed cell of experiments/testbed/specs/SPEC.json into
-# $out/SPEC, printing its one-line outcome (a finished cell is skipped).
-bed=experiments/testbed/testbed.py
-specs=experiments/testbed/specs
-cell() {
-  "$bed" run "$specs/$1.json" --out "$out/$1" --only "$2,rate_mbit=$3,seed=$4" 2>&1 | grep -E "ok in|failed|timed|skipped|error" || true
-}
