@@ -260,11 +260,6 @@ private:
 
 }  // namespace
 
-std::uint16_t float_to_half(float x) { return to_half(x); }
-float half_to_float(std::uint16_t h) { return from_half(h); }
-std::uint16_t float_to_bfloat16(float x) { return to_bfloat16(x); }
-float bfloat16_to_float(std::uint16_t b) { return from_bfloat16(b); }
-
 const char* to_string(CodecKind kind) {
     switch (kind) {
         case CodecKind::float32: return "float32";

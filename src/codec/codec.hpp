@@ -58,10 +58,4 @@ std::unique_ptr<Codec> make_codec(const CodecOptions& options);
 // float32 is the one codec that loses nothing.
 inline bool lossy(CodecKind kind) { return kind != CodecKind::float32; }
 
-// Element conversions, exposed for tests and for rules that want them.
-std::uint16_t float_to_half(float x);
-float half_to_float(std::uint16_t h);
-std::uint16_t float_to_bfloat16(float x);
-float bfloat16_to_float(std::uint16_t b);
-
 }  // namespace tether

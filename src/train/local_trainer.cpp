@@ -144,6 +144,4 @@ double LocalTrainer::step() {
     return loss;
 }
 
-void LocalTrainer::parameters_to_host(float* host) const { parameters_.download(host, model_->num_parameters()); }
-
 }  // namespace tether

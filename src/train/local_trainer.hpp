@@ -52,8 +52,6 @@ public:
     std::size_t samples_seen() const { return samples_seen_; }
     std::size_t steps_taken() const { return steps_taken_; }
 
-    void parameters_to_host(float* host) const;
-
 private:
     // The next minibatch's rows in order_, from `first`; a new epoch's order when one ends.
     std::size_t next_batch(std::size_t& first);

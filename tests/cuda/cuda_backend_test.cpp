@@ -344,7 +344,7 @@ TEST_CASE("a few training steps on the GPU follow the CPU") {
         LocalTrainer trainer(config, *backends[i], DatasetView::whole(data.train), 3);
         for (int s = 0; s < 6; ++s) trainer.step();  // crosses an epoch boundary (4 steps each)
         parameters[i].resize(trainer.num_parameters());
-        trainer.parameters_to_host(parameters[i].data());
+        trainer.backend().copy_to_host(parameters[i].data(), trainer.parameters(), trainer.num_parameters() * sizeof(float));
     }
     // Plain SGD keeps rounding differences as small as they start (Adam's normalization would
     // magnify them on parameters whose gradient is near zero).

@@ -119,7 +119,7 @@ TEST_CASE("a trainer with 2 threads learns the same as with 1, on the same data"
         CHECK(trainer.device_description().find(threads == 1 ? "1 thread:" : "2 row slices") != std::string::npos);
         for (int i = 0; i < 60; ++i) trainer.step();
         std::vector<float> x(trainer.num_parameters());
-        trainer.parameters_to_host(x.data());
+        trainer.backend().copy_to_host(x.data(), trainer.parameters(), trainer.num_parameters() * sizeof(float));
         return x;
     };
     const std::vector<float> one = run(1), two = run(2);
@@ -211,9 +211,9 @@ TEST_CASE("a warm-up ramps the learning rate over the first local steps, then le
         LocalTrainer trainer(parse_config(document), *backend, DatasetView::whole(p.data), 1);
         std::vector<float> before(trainer.num_parameters()), after(before.size());
         for (int i = 0; i + 1 < steps; ++i) trainer.step();
-        trainer.parameters_to_host(before.data());
+        trainer.backend().copy_to_host(before.data(), trainer.parameters(), trainer.num_parameters() * sizeof(float));
         trainer.step();
-        trainer.parameters_to_host(after.data());
+        trainer.backend().copy_to_host(after.data(), trainer.parameters(), trainer.num_parameters() * sizeof(float));
         std::vector<double> moved(before.size());
         for (std::size_t i = 0; i < before.size(); ++i) moved[i] = double(after[i]) - before[i];
         return moved;

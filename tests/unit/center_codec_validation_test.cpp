@@ -16,10 +16,13 @@ namespace {
 
 using tether::CodecKind;
 
+// The values here are exact in bfloat16, so its bits are the float's upper half.
 std::vector<std::uint8_t> bf16_bytes(const Vec& x) {
     std::vector<std::uint8_t> out;
     for (float v : x) {
-        const std::uint16_t b = tether::float_to_bfloat16(v);
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &v, sizeof bits);
+        const auto b = std::uint16_t(bits >> 16);
         out.push_back(std::uint8_t(b));
         out.push_back(std::uint8_t(b >> 8));
     }

@@ -127,7 +127,7 @@ TEST_CASE("a trainer with 2 threads split by layers learns the same as with 1, o
         double loss = 0;
         for (int i = 0; i < 60; ++i) loss = trainer.step();
         std::vector<float> x(trainer.num_parameters());
-        trainer.parameters_to_host(x.data());
+        trainer.backend().copy_to_host(x.data(), trainer.parameters(), trainer.num_parameters() * sizeof(float));
         return std::make_pair(x, loss);
     };
     const auto [one, one_loss] = run(1);

@@ -199,7 +199,7 @@ RunConfig trainer_config(const std::string& optimizer, double learning_rate, dou
 
 std::vector<float> host_parameters(LocalTrainer& trainer) {
     std::vector<float> x(trainer.num_parameters());
-    trainer.parameters_to_host(x.data());
+    trainer.backend().copy_to_host(x.data(), trainer.parameters(), trainer.num_parameters() * sizeof(float));
     return x;
 }
 
