@@ -12,10 +12,10 @@
 #include "protocol/header.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    std::string reason;
+    tether::ErrorCode reason = tether::ErrorCode::none;
     const auto header = tether::decode(data, size, reason);
     if (!header) {
-        if (reason.empty()) std::abort();  // a refusal always says why
+        if (reason == tether::ErrorCode::none) std::abort();  // a refusal always says why
         return 0;
     }
     const auto encoded = tether::encode(*header);

@@ -102,9 +102,9 @@ public:
             (void)socket_.recv(part);
             more = part.more();
         }
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = tether::decode(header.data<std::uint8_t>(), header.size(), reason);
-        if (!h) throw std::runtime_error("bad header from the center: " + reason);
+        if (!h) throw std::runtime_error(std::string("bad header from the center: ") + tether::to_string(reason));
         return *h;
     }
     // A vector's chunks, to the last; returns the last chunk's header.

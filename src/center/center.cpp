@@ -80,15 +80,15 @@ bool Center::tick() {
 }
 
 void Center::handle(const std::string& peer, Frames& frames) {
-    std::string reason;
-    const auto header = decode(frames.header.data(), frames.header.size(), reason);
+    ErrorCode malformed = ErrorCode::none;
+    const auto header = decode(frames.header.data(), frames.header.size(), malformed);
     Worker* w = membership_.find(peer);
     stats_.bytes_received += frames.header.size() + frames.payload.size();
     if (frames.message_bytes > options_.max_message_bytes)
-        return reject(peer, w ? w->id : 0, "message too large",
+        return reject(peer, w ? w->id : 0, ErrorCode::message_too_large,
                       std::to_string(frames.message_bytes) + " bytes in all frames, at most " +
                           std::to_string(options_.max_message_bytes));
-    if (!header) return reject(peer, w ? w->id : 0, reason, std::to_string(frames.header.size()) + "-byte header");
+    if (!header) return reject(peer, w ? w->id : 0, malformed, std::to_string(frames.header.size()) + "-byte header");
     // Asked before a worker knows the fingerprint: no join, and nothing of x~ in the answer.
     if (header->type == MessageType::settings) return answer_settings(peer, *header);
     if (header->fingerprint != options_.fingerprint) {
@@ -99,15 +99,15 @@ void Center::handle(const std::string& peer, Frames& frames) {
                 options_.explain_mismatch(std::string(frames.payload.begin() + settings, frames.payload.end()));
             if (!difference.empty()) detail = "settings differ: " + difference;
         }
-        return reject(peer, header->worker_id, "wrong fingerprint", detail);
+        return reject(peer, header->worker_id, ErrorCode::wrong_fingerprint, detail);
     }
-    if (frames.extra_frames) return reject(peer, header->worker_id, "extra frames", "expected header + payload");
+    if (frames.extra_frames) return reject(peer, header->worker_id, ErrorCode::extra_frames, "expected header + payload");
     if (header->type == MessageType::servers) return answer_directory(peer, *header, frames);
     if (header->type == MessageType::snapshot) {
         // x~ goes only to whom the run trusts with it: a joined worker (which holds x~ anyway),
         // or any peer where every peer is trusted (SnapshotOptions::snapshots_for_any_peer).
         if (!options_.snapshots.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
-            return reject(peer, header->worker_id, "not joined",
+            return reject(peer, header->worker_id, ErrorCode::not_joined,
                           "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
         // A server that waits for the final request leaves once it is answered: only server 0's.
         if ((header->flags & kFlagFinal) && !admits_final_request(peer, *header, frames)) return;
@@ -119,9 +119,9 @@ void Center::handle(const std::string& peer, Frames& frames) {
     }
     if (header->type == MessageType::hello) return handle_hello(peer, *header, frames);
     if (!w || w->gone())
-        return reject(peer, header->worker_id, "unknown worker", "send hello first");
+        return reject(peer, header->worker_id, ErrorCode::unknown_worker, "send hello first");
     if (w->state == Worker::State::joining)
-        return reject(peer, w->id, "not welcomed", "wait for the welcome (the center waits for all cluster.workers)");
+        return reject(peer, w->id, ErrorCode::not_welcomed, "wait for the welcome (the center waits for all cluster.workers)");
     w->last_seen = Clock::now();
     // A worker's sample count comes from messages the center accepts, and it is bounded, so a
     // bad header can move neither the evaluation schedule nor the summary.
@@ -141,7 +141,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
             updates_.leave(w->id);
             if (rounds_.open()) maybe_close_round(false);
             return;
-        default: return reject(peer, w->id, "unexpected type", std::string("a worker does not send ") + to_string(header->type));
+        default: return reject(peer, w->id, ErrorCode::unexpected_type, std::string("a worker does not send ") + to_string(header->type));
     }
 }
 
@@ -162,12 +162,12 @@ void Center::welcome(Worker& w) {
 }
 
 void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
-    if (w.in_round) return reject(w.peer, w.id, "exchange in flight", "wait for the reply to the previous exchange");
+    if (w.in_round) return reject(w.peer, w.id, ErrorCode::exchange_in_flight, "wait for the reply to the previous exchange");
     if (welcome_changes_ != updates_.changes()) welcome_ = Payload();  // stale: not kept for the run
     if (!check_exchange_order(w, h)) return;
     const ChunkAssembler::Result result = w.from_worker->add(h, frames.payload);
     if (result == ChunkAssembler::Result::refused)
-        return reject(w.peer, w.id, w.from_worker->refusal().reason, w.from_worker->refusal().detail);
+        return reject(w.peer, w.id, w.from_worker->refusal().code, w.from_worker->refusal().detail);
     if (h.chunk_index == 0) {
         w.sequence = h.sequence;
         w.pull_version = h.center_version;
@@ -261,7 +261,7 @@ void Center::send_reply_piece(Worker& w, const Header& exchange, const ChunkPiec
 bool Center::check_exchange_order(Worker& w, const Header& h) {
     if (h.chunk_index > 0 && w.from_worker->chunks_received() > 0) {
         if (h.sequence == w.sequence) return true;
-        reject(w.peer, w.id, "stale sequence",
+        reject(w.peer, w.id, ErrorCode::stale_sequence,
                "chunk " + std::to_string(h.chunk_index) + " of exchange " + std::to_string(h.sequence) + " while exchange " +
                    std::to_string(w.sequence) + " is being received");
         return false;
@@ -269,14 +269,14 @@ bool Center::check_exchange_order(Worker& w, const Header& h) {
     if (h.chunk_index > 0) return true;  // the assembler refuses it: no first chunk came
     // A replayed or reordered exchange would apply the same update twice, or an old one late.
     if (h.sequence <= w.accepted_sequence) {
-        reject(w.peer, w.id, "stale sequence",
+        reject(w.peer, w.id, ErrorCode::stale_sequence,
                "exchange " + std::to_string(h.sequence) + " after exchange " + std::to_string(w.accepted_sequence) +
                    " was accepted; each exchange must carry a higher sequence number");
         return false;
     }
     // A pull from the future would make staleness negative (DynSGD divides by v - v_pull + 1).
     if (h.center_version > updates_.version()) {
-        reject(w.peer, w.id, "future version",
+        reject(w.peer, w.id, ErrorCode::future_version,
                "pulled at version " + std::to_string(h.center_version) + ", but x~ is at version " +
                    std::to_string(updates_.version()));
         return false;

@@ -133,7 +133,9 @@ private:
     // exchange counts at its last range.
     void apply_exchange(Worker& w, const Header& h, const ChunkPiece& piece, std::uint64_t samples, bool streamed);
     void send_reply_piece(Worker& w, const Header& exchange, const ChunkPiece& piece, std::optional<int> window);
-    void reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason, const std::string& detail);
+    // Counts the refusal by kind, drops the sender's partial vectors and answers an `error`
+    // whose text is the kind's reason and `detail`.
+    void reject(const std::string& peer, std::uint32_t worker_id, ErrorCode why, const std::string& detail);
     // Sends `data` (x~'s size) in chunks through `sender` (float32: without copying it); `h`
     // gives type, worker id and sequence. Throws DeliveryError.
     void send_chunks(const std::string& peer, Header h, const Payload& data, ChunkSender& sender);

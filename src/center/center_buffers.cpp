@@ -23,11 +23,11 @@ void Center::hold_buffers(std::vector<float> initial) {
 
 void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
     if (buffers_.size() == 0)
-        return reject(w.peer, w.id, "unexpected type",
+        return reject(w.peer, w.id, ErrorCode::unexpected_type,
                       options_.name + " holds no model buffers (only server 0 of a run with buffers does)");
     // Sent right before its exchange, with that exchange's sequence: a replayed one is older.
     if (h.chunk_index == 0 && h.sequence <= w.accepted_sequence)
-        return reject(w.peer, w.id, "stale sequence",
+        return reject(w.peer, w.id, ErrorCode::stale_sequence,
                       "buffers of exchange " + std::to_string(h.sequence) + " after exchange " +
                           std::to_string(w.accepted_sequence) + " was accepted");
     if (!w.buffers_from)
@@ -35,7 +35,7 @@ void Center::handle_buffers(Worker& w, const Header& h, const Frames& frames) {
                                                           "", /*refuse_non_finite=*/true);
     switch (w.buffers_from->add(h, frames.payload)) {
         case ChunkAssembler::Result::refused:
-            return reject(w.peer, w.id, w.buffers_from->refusal().reason, w.buffers_from->refusal().detail);
+            return reject(w.peer, w.id, w.buffers_from->refusal().code, w.buffers_from->refusal().detail);
         case ChunkAssembler::Result::partial:
         case ChunkAssembler::Result::piece: return;  // never: this assembler does not stream
         case ChunkAssembler::Result::complete: {

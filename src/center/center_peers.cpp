@@ -14,16 +14,16 @@ namespace tether {
 
 void Center::handle_hello(const std::string& peer, const Header& h, const Frames& frames) {
     if (h.element_count != updates_.size())
-        return reject(peer, 0, "wrong count",
+        return reject(peer, 0, ErrorCode::wrong_count,
                       "worker has " + std::to_string(h.element_count) + " parameters, center " + std::to_string(updates_.size()));
-    if (membership_.find(peer)) return reject(peer, h.worker_id, "duplicate hello", "this worker already joined");
+    if (membership_.find(peer)) return reject(peer, h.worker_id, ErrorCode::duplicate_hello, "this worker already joined");
     if (options_.membership.ids_from_hello && !admits_id(peer, h, frames)) return;  // center_tokens.cpp
     if (membership_.peers() >= options_.membership.max_peers)
-        return reject(peer, 0, "too many peers",
+        return reject(peer, 0, ErrorCode::too_many_peers,
                       "the center holds " + std::to_string(membership_.peers()) + " peers (cluster.max_peers)");
     if (membership_.full()) lose_disconnected();
     if (membership_.full())
-        return reject(peer, 0, "run full",
+        return reject(peer, 0, ErrorCode::run_full,
                       "all " + std::to_string(options_.membership.expected_workers) +
                           " places (cluster.workers) are taken and cluster.elastic is false");
     const auto [w, joined] = membership_.join(peer, h);
@@ -74,12 +74,12 @@ void Center::answer_settings(const std::string& peer, const Header& request) {
 
 void Center::answer_directory(const std::string& peer, const Header& request, const Frames& frames) {
     if (!options_.directory)
-        return reject(peer, request.worker_id, "not a directory",
+        return reject(peer, request.worker_id, ErrorCode::not_a_directory,
                       "only server 0 of a run with a server on every rank (cluster.server_placement \"ranks\") keeps one");
     // Where the servers are steers every worker's traffic: only peers the run trusts may say
     // (with CURVE every peer holds an allowed key; security.insecure accepts anyone).
     if (!options_.snapshots.snapshots_for_any_peer)
-        return reject(peer, request.worker_id, "not trusted",
+        return reject(peer, request.worker_id, ErrorCode::not_trusted,
                       "a server's address is taken only where every peer holds an allowed CURVE key, or with security.insecure");
     ServerDirectory::Answer answer;
     try {
@@ -87,9 +87,9 @@ void Center::answer_directory(const std::string& peer, const Header& request, co
             parse_directory_request(std::string(frames.payload.begin(), frames.payload.end()), options_.directory->size());
         answer = options_.directory->enter(r.server, r.address, r.initial_hash);
     } catch (const std::exception& e) {
-        return reject(peer, request.worker_id, "malformed servers request", e.what());
+        return reject(peer, request.worker_id, ErrorCode::malformed_servers_request, e.what());
     }
-    if (!answer.error.empty()) return reject(peer, request.worker_id, "other initial parameters", answer.error);
+    if (!answer.error.empty()) return reject(peer, request.worker_id, ErrorCode::other_initial_parameters, answer.error);
     Header h;
     h.type = MessageType::servers;
     h.sequence = request.sequence;
@@ -113,9 +113,8 @@ bool Center::first_unknown_answer(const std::string& peer) {
     return true;
 }
 
-void Center::reject(const std::string& peer, std::uint32_t worker_id, const std::string& reason,
-                    const std::string& detail) {
-    ++stats_.rejected[reason];
+void Center::reject(const std::string& peer, std::uint32_t worker_id, ErrorCode why, const std::string& detail) {
+    ++stats_.rejected[why];
     // Any rejection drops the sender's partly received exchange whole, whichever check failed;
     // of a streamed one, the chunks already applied stay (docs/protocol.md, "Chunks").
     std::uint32_t applied = 0;
@@ -124,8 +123,8 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
         if (w->buffers_from) w->buffers_from->drop();
         applied = std::exchange(w->streamed_chunks, 0u);
     }
-    if (reason == "unknown worker" && !first_unknown_answer(peer)) return;  // counted, not answered
-    const std::string text = reason + ": " + detail;
+    if (why == ErrorCode::unknown_worker && !first_unknown_answer(peer)) return;  // counted, not answered
+    const std::string text = std::string(to_string(why)) + ": " + detail;
     if (rejections_logged_++ < 50)
         std::fprintf(stderr, "%s: rejected a message from worker %u: %s (%s)\n", options_.name.c_str(), worker_id,
                      text.c_str(),
@@ -133,7 +132,7 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, const std:
                              : "x~ unchanged");
     Header h;
     h.type = MessageType::error;
-    h.error_code = error_code_for(reason);  // what the receiver acts on; the text is for people
+    h.error_code = why;  // what the receiver acts on; the text is for people
     h.worker_id = worker_id;
     h.center_version = updates_.version();
     send_text(peer, h, text);

@@ -12,17 +12,19 @@ namespace tether {
 
 std::uint64_t CenterStats::rejected_total() const {
     std::uint64_t total = 0;
-    for (const auto& [reason, count] : rejected) total += count;
+    for (const auto& [code, count] : rejected) total += count;
     return total;
 }
 
 nlohmann::json CenterStats::to_json() const {
+    nlohmann::json by_reason = nlohmann::json::object();
+    for (const auto& [code, count] : rejected) by_reason[to_string(code)] = count;
     nlohmann::json out = {{"updates_applied", updates_applied},
             {"exchanges", exchanges},
             {"rounds", rounds},
             {"late_reports", late_reports},
             {"rejected_messages", rejected_total()},
-            {"rejected_by_reason", rejected},
+            {"rejected_by_reason", by_reason},
             {"workers_joined", workers_joined},
             {"workers_finished", workers_finished},
             {"workers_lost", workers_lost},
@@ -103,7 +105,7 @@ void Center::answer_snapshot(const std::string& peer, const Header& request) {
     if ((request.flags & kFlagFinal) && !done) {
         // Answered when every worker has finished.
         if (!snapshots_.wait_for_end(peer, request))
-            return reject(peer, 0, "too many requests",
+            return reject(peer, 0, ErrorCode::too_many_requests,
                           std::to_string(SnapshotSchedule::kMaxFinalRequests) +
                               " requests for the final x~ are already waiting");
         return;

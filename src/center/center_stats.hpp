@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "protocol/error_code.hpp"
+
 namespace tether {
 
 struct CenterStats {
@@ -16,7 +18,7 @@ struct CenterStats {
     std::uint64_t exchanges = 0;
     std::uint64_t rounds = 0;
     std::uint64_t late_reports = 0;
-    std::map<std::string, std::uint64_t> rejected;  // by reason
+    std::map<ErrorCode, std::uint64_t> rejected;  // by kind; summary.json names them (to_string)
     int workers_joined = 0, workers_finished = 0, workers_lost = 0;
     // Peers that said hello but went silent before their welcome: never the run's workers, so
     // not lost workers either (a flood of them must not fail a healthy run).

@@ -10,20 +10,20 @@
 namespace tether {
 
 bool Center::admits_id(const std::string& peer, const Header& hello, const Frames& frames) {
-    const auto refuse = [&](const std::string& reason, const std::string& detail) {
-        reject(peer, 0, reason, detail);
+    const auto refuse = [&](ErrorCode why, const std::string& detail) {
+        reject(peer, 0, why, detail);
         return false;
     };
     if (options_.tokens) {
         if (!(hello.flags & kFlagToken) || frames.payload.size() < kServerTokenBytes)
-            return refuse("no token", "a hello to this server needs the token server 0 sent after its welcome");
+            return refuse(ErrorCode::no_token, "a hello to this server needs the token server 0 sent after its welcome");
         if (!options_.tokens->admits_worker(hello.worker_id, frames.payload.data(), kServerTokenBytes))
-            return refuse("bad token", "not server 0's token for worker id " + std::to_string(hello.worker_id));
+            return refuse(ErrorCode::bad_token, "not server 0's token for worker id " + std::to_string(hello.worker_id));
     }
     // A live worker keeps its id: another peer asking for it is a stranger, or a worker server 0
     // gave the id to after counting its holder lost, which asks again until this server has too.
     if (membership_.id_held(hello.worker_id, peer))
-        return refuse("id taken", "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here");
+        return refuse(ErrorCode::id_taken, "worker id " + std::to_string(hello.worker_id) + " belongs to a live worker here");
     return true;
 }
 
@@ -32,7 +32,7 @@ bool Center::admits_final_request(const std::string& peer, const Header& request
     if ((request.flags & kFlagToken) &&
         options_.tokens->admits_final(request.sequence, frames.payload.data(), frames.payload.size()))
         return true;
-    reject(peer, request.worker_id, "bad token", "a request for the final x~ must carry server 0's token");
+    reject(peer, request.worker_id, ErrorCode::bad_token, "a request for the final x~ must carry server 0's token");
     return false;
 }
 

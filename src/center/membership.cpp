@@ -38,7 +38,7 @@ std::pair<CenterWorker*, Membership::Joined> Membership::join(const std::string&
     // are measured from there, so they neither count that work again nor leap past what one
     // window trains. A new holder of a place starts from the place's record.
     const std::uint64_t record = places_.trained(w->id);
-    if (h.samples > options_.max_samples_per_worker) ++stats_.rejected["implausible samples"];
+    if (h.samples > options_.max_samples_per_worker) ++stats_.rejected[ErrorCode::implausible_samples];
     else if (h.samples > record && places_.known(w->id)) stats_.total_samples += h.samples - record;
     w->samples = w->exchanged_samples = h.samples > options_.max_samples_per_worker ? record : std::max(record, h.samples);
     if (options_.places_hold_shards && w->id >= std::uint32_t(options_.expected_workers)) {
@@ -196,7 +196,7 @@ void Membership::count_samples(CenterWorker& w, std::uint64_t samples, bool exch
     const std::uint64_t window = options_.max_samples_per_window;
     if (samples > options_.max_samples_per_worker || (window > 0 && samples > w.exchanged_samples + 2 * window) ||
         (w.placeless && samples > w.samples)) {
-        ++stats_.rejected["implausible samples"];
+        ++stats_.rejected[ErrorCode::implausible_samples];
         return;
     }
     if (exchange) w.exchanged_samples = std::max(w.exchanged_samples, samples);

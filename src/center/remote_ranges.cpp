@@ -66,15 +66,15 @@ void RemoteRanges::receive(std::size_t i, float* x, int timeout_ms) {
         if (left <= 0 || !channels_[i]->receive(frames, int(left)))
             throw std::runtime_error(who + " sent no x~ range within " + std::to_string(timeout_ms) +
                                      " ms (cluster.join_timeout_ms); is it running, with the same config?");
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
-        if (!h) throw std::runtime_error(who + ": malformed answer (" + reason + ")");
+        if (!h) throw std::runtime_error(who + ": malformed answer (" + std::string(to_string(reason)) + ")");
         if (h->type == MessageType::error)
             throw std::runtime_error(who + " refused the snapshot request: " + std::string(frames.payload.begin(), frames.payload.end()));
         if (h->type != MessageType::snapshot || h->sequence != sequence_) continue;  // an answer to a request given up on
         const ChunkAssembler::Result result = answer.add(*h, frames.payload);
         if (result == ChunkAssembler::Result::refused)
-            throw std::runtime_error(who + ": inconsistent snapshot chunk: " + answer.refusal().reason + ": " + answer.refusal().detail);
+            throw std::runtime_error(who + ": inconsistent snapshot chunk: " + to_string(answer.refusal().code) + ": " + answer.refusal().detail);
         if (result == ChunkAssembler::Result::complete) break;
     }
     const Payload range = answer.take();

@@ -88,7 +88,7 @@ CenterStats combine(const std::vector<CenterStats>& servers, bool fragments) {
             out.rounds += s.rounds;
             out.updates_applied += s.updates_applied;
         }
-        for (const auto& [reason, count] : s.rejected) out.rejected[reason] += count;
+        for (const auto& [code, count] : s.rejected) out.rejected[code] += count;
         out.bytes_received += s.bytes_received;
         out.bytes_sent += s.bytes_sent;
         out.replies_dropped += s.replies_dropped;

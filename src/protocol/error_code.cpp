@@ -7,6 +7,8 @@ namespace tether {
 namespace {
 
 constexpr std::pair<ErrorCode, const char*> kReasons[] = {
+    {ErrorCode::none, "none"},
+    {ErrorCode::other, "other"},
     {ErrorCode::short_header, "short header"},
     {ErrorCode::long_header, "long header"},
     {ErrorCode::bad_magic, "bad magic"},
@@ -51,16 +53,10 @@ constexpr std::pair<ErrorCode, const char*> kReasons[] = {
 
 }  // namespace
 
-ErrorCode error_code_for(const std::string& reason) {
-    for (const auto& [code, text] : kReasons)
-        if (reason == text) return code;
-    return ErrorCode::other;
-}
-
-const char* reason_of(ErrorCode code) {
+const char* to_string(ErrorCode code) {
     for (const auto& [c, text] : kReasons)
         if (c == code) return text;
-    return "";
+    return "unknown error code";
 }
 
 }  // namespace tether

@@ -79,9 +79,9 @@ void ChunkAssembler::reset(const float* x) {
     if (decoder_) decoder_->reset(x);
 }
 
-ChunkAssembler::Result ChunkAssembler::refuse(std::string reason, std::string detail) {
+ChunkAssembler::Result ChunkAssembler::refuse(ErrorCode code, std::string detail) {
     drop();  // the partial vector goes whole
-    refusal_ = {std::move(reason), std::move(detail)};
+    refusal_ = {code, std::move(detail)};
     return Result::refused;
 }
 
@@ -99,26 +99,26 @@ Payload ChunkAssembler::take() {
 
 ChunkAssembler::Result ChunkAssembler::add(const Header& h, const Payload& payload) {
     if (h.dtype != dtype_)
-        return refuse("wrong dtype", what_ + " payloads of this run are " + to_string(dtype_) +
+        return refuse(ErrorCode::wrong_dtype, what_ + " payloads of this run are " + to_string(dtype_) +
                                          (codec_key_.empty() ? "" : " (" + codec_key_ + ")") + ", got " + to_string(h.dtype));
     if (h.chunk_count != chunks_)
-        return refuse("wrong chunk count", "expected " + std::to_string(chunks_) + ", got " + std::to_string(h.chunk_count));
+        return refuse(ErrorCode::wrong_chunk_count, "expected " + std::to_string(chunks_) + ", got " + std::to_string(h.chunk_count));
     if (h.chunk_index != next_)
-        return refuse("chunk out of order", "expected chunk " + std::to_string(next_) + ", got " + std::to_string(h.chunk_index));
+        return refuse(ErrorCode::chunk_out_of_order, "expected chunk " + std::to_string(next_) + ", got " + std::to_string(h.chunk_index));
     const ChunkRange r = chunk_range(format_.elements, format_.chunk_elements, h.chunk_index);
     if (h.element_count != r.count)
-        return refuse("wrong count", "chunk " + std::to_string(h.chunk_index) + " holds " + std::to_string(r.count) +
+        return refuse(ErrorCode::wrong_count, "chunk " + std::to_string(h.chunk_index) + " holds " + std::to_string(r.count) +
                                          " elements, message says " + std::to_string(h.element_count));
     if ((h.flags & kFlagChangeFromCopy) != flags_)
-        return refuse("wrong encoding", "this run's " + what_ + " payloads are " +
+        return refuse(ErrorCode::wrong_encoding, "this run's " + what_ + " payloads are " +
                                             (flags_ ? "changes from the receiver's copy" : "values, not changes") + " (flag bit 1)");
     const std::size_t bytes = format_.elements * sizeof(float);
     if (!decoder_) {
         if (payload.size() != r.count * sizeof(float))
-            return refuse("wrong size", "payload of " + std::to_string(payload.size()) + " bytes for " +
+            return refuse(ErrorCode::wrong_size, "payload of " + std::to_string(payload.size()) + " bytes for " +
                                             std::to_string(r.count) + " float32 elements");
         if (refuse_non_finite_ && !host::all_finite(payload.floats(), r.count))
-            return refuse("non-finite payload", "the " + what_ + " holds NaN or Inf");
+            return refuse(ErrorCode::non_finite_payload, "the " + what_ + " holds NaN or Inf");
         if (streams_) {
             piece_ = {payload, r.first, r.count, h.chunk_index + 1 == chunks_};
             next_ = piece_.last ? 0 : next_ + 1;
@@ -134,7 +134,7 @@ ChunkAssembler::Result ChunkAssembler::add(const Header& h, const Payload& paylo
         try {
             decoder_->decode(payload.data(), payload.size(), r.first, r.count, vector_.floats());
         } catch (const CodecError& e) {
-            return refuse("bad encoding", e.what());
+            return refuse(ErrorCode::bad_encoding, e.what());
         }
     } else {
         std::memcpy(vector_.floats() + r.first, payload.data(), payload.size());

@@ -71,10 +71,11 @@ private:
     Payload buffer_;                       // the encoded chunks' bytes, reused once nobody holds them
 };
 
-// Why a chunk was refused: `reason` is the short, countable word the center's `error` reply and
-// rejected_by_reason use ("chunk out of order"); `detail` says what was expected.
+// Why a chunk was refused: the kind the center counts and answers with (chunk_out_of_order), and
+// what was expected.
 struct ChunkRefusal {
-    std::string reason, detail;
+    ErrorCode code = ErrorCode::none;
+    std::string detail;
 };
 
 // The receiving end: each chunk of one vector is checked (dtype, chunk count and order, element
@@ -120,7 +121,7 @@ public:
     std::uint32_t chunks_received() const { return next_; }
 
 private:
-    Result refuse(std::string reason, std::string detail);
+    Result refuse(ErrorCode code, std::string detail);
 
     ChunkFormat format_;
     std::string what_, codec_key_;

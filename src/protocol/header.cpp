@@ -88,34 +88,34 @@ std::vector<std::uint8_t> encode(const Header& h) {
     return out;
 }
 
-std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::string& reason) {
+std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, ErrorCode& why) {
     if (size < kHeaderBytes) {
-        reason = "short header";
+        why = ErrorCode::short_header;
         return std::nullopt;
     }
     if (size > kHeaderBytes) {
-        reason = "long header";
+        why = ErrorCode::long_header;
         return std::nullopt;
     }
     Reader r(bytes);
     if (r.get<std::uint32_t>() != kProtocolMagic) {
-        reason = "bad magic";
+        why = ErrorCode::bad_magic;
         return std::nullopt;
     }
     if (r.get<std::uint16_t>() != kProtocolVersion) {
-        reason = "protocol version";
+        why = ErrorCode::protocol_version;
         return std::nullopt;
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
     if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::servers)) {
-        reason = "unknown type";
+        why = ErrorCode::unknown_type;
         return std::nullopt;
     }
     h.type = MessageType(type);
     const auto dtype = r.get<std::uint8_t>();
     if (dtype > kLastDtype) {
-        reason = "unknown dtype";
+        why = ErrorCode::unknown_dtype;
         return std::nullopt;
     }
     h.dtype = Dtype(dtype);
@@ -131,13 +131,13 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::s
     h.fingerprint = r.get<std::uint64_t>();
     const auto code = r.get<std::uint64_t>();
     if (h.chunk_count == 0 || h.chunk_index >= h.chunk_count) {
-        reason = "bad chunk";
+        why = ErrorCode::bad_chunk;
         return std::nullopt;
     }
     // Peers of one protocol version share one table of codes: any other is malformed, so that a
     // header decodes only to what encode() writes.
     if (code > kLastErrorCode) {
-        reason = "unknown error code";
+        why = ErrorCode::unknown_error_code;
         return std::nullopt;
     }
     h.error_code = ErrorCode(code);

@@ -73,8 +73,8 @@ struct Header {
 
 std::vector<std::uint8_t> encode(const Header& header);
 
-// Decodes and checks magic, version, size and type; on failure returns nullopt and sets
-// `reason` to a short machine-readable reason ("short header", "bad magic", ...).
-std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, std::string& reason);
+// Decodes and checks magic, version, size and type; on failure returns nullopt and sets `why`
+// (short_header, bad_magic, ...).
+std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, ErrorCode& why);
 
 }  // namespace tether

@@ -76,14 +76,14 @@ std::string last_error_line(const std::string& log_path) {
     return at == std::string::npos ? last : last.substr(at + 7);
 }
 
-void count_child_exit(int index, const std::string& exit, const std::string& log, nlohmann::json& exits,
+void count_child_exit(int index, const ChildExit& exit, const std::string& log, nlohmann::json& exits,
                       std::vector<WorkerFailure>& failures) {
-    const bool signalled = exit.rfind("signal", 0) == 0;
-    exits.push_back(signalled ? nlohmann::json(exit) : nlohmann::json(std::stoi(exit)));
-    if (exit == "0") return;
+    const std::string signal = "signal " + std::to_string(exit.signal);
+    exits.push_back(exit.signal ? nlohmann::json(signal) : nlohmann::json(exit.code));
+    if (exit.ok()) return;
     std::string reason = last_error_line(log);
-    if (reason.empty()) reason = signalled ? "ended by " + exit : "exit code " + exit;
-    failures.push_back({index, reason, exit == std::to_string(kDivergedExit)});
+    if (reason.empty()) reason = exit.signal ? "ended by " + signal : "exit code " + std::to_string(exit.code);
+    failures.push_back({index, reason, exit.signal == 0 && exit.code == kDivergedExit});
 }
 
 }  // namespace tether

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/cluster_settings.hpp"
+#include "util/spawn.hpp"
 
 namespace tether {
 
@@ -35,11 +36,11 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
 // The last "error:" line of a worker's log, or "" (for a failed worker process's reason).
 std::string last_error_line(const std::string& log_path);
 
-// A child process `index` that tether started ended with `exit` ("0", "3", "signal 9"): appends
-// it to `exits` as summary.json's worker_exit_status holds it (a number, or the signal's text)
-// and, when it failed, a WorkerFailure to `failures`: the last error line of its `log`, or how
-// it ended; diverged when it exited kDivergedExit.
-void count_child_exit(int index, const std::string& exit, const std::string& log, nlohmann::json& exits,
+// A child process `index` that tether started ended with `exit`: appends it to `exits` as
+// summary.json's worker_exit_status holds it (the exit code, or "signal 9") and, when it failed,
+// a WorkerFailure to `failures`: the last error line of its `log`, or how it ended; diverged
+// when it exited kDivergedExit.
+void count_child_exit(int index, const ChildExit& exit, const std::string& log, nlohmann::json& exits,
                       std::vector<WorkerFailure>& failures);
 
 }  // namespace tether

@@ -152,10 +152,10 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
     std::printf("started %d worker processes (logs: %s/worker-*.log)\n", workers, directory.c_str());
     // A child that ends before the center is done: its workers are lost now, naming how it ended
     // (a clean exit said bye already).
-    ChildWatch watch(children, [&center, children](std::size_t i, const std::string& exit) {
-        if (exit == "0") return;
+    ChildWatch watch(children, [&center, children](std::size_t i, const ChildExit& exit) {
+        if (exit.ok()) return;
         center.lose_process(peer_identity_prefix("worker", long(children[i])),
-                            "its process " + child_exit_words(exit) + " (worker-" + std::to_string(i) + ".log)");
+                            "its process " + exit.words() + " (worker-" + std::to_string(i) + ".log)");
     });
     nlohmann::json summary;
     std::exception_ptr failure;
@@ -170,7 +170,7 @@ nlohmann::json run_local(const RunConfig& given, const std::string& directory, b
     nlohmann::json exits = nlohmann::json::array();
     std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(failure ? 0 : 10);
-    const std::vector<std::string> ended = watch.finish(grace_end);
+    const std::vector<ChildExit> ended = watch.finish(grace_end);
     for (std::size_t i = 0; i < children.size(); ++i)
         count_child_exit(int(i), ended[i], directory + "/worker-" + std::to_string(i) + ".log", exits, failures);
     if (failure) std::rethrow_exception(failure);

@@ -90,7 +90,7 @@ nlohmann::json run_local_ranks(const RunConfig& config, const std::string& direc
     std::vector<WorkerFailure> failures;
     const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (int r = 0; r < ranks; ++r)
-        count_child_exit(r, r == 0 ? exit_description(status) : wait_or_kill(children[std::size_t(r)], grace_end),
+        count_child_exit(r, r == 0 ? ChildExit::of(status) : wait_or_kill(children[std::size_t(r)], grace_end),
                          logs[std::size_t(r)], exits, failures);
     const std::string summary_path = directory + "/summary.json";
     if (!std::filesystem::exists(summary_path))

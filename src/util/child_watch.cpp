@@ -6,7 +6,7 @@
 
 namespace tether {
 
-ChildWatch::ChildWatch(std::vector<pid_t> children, std::function<void(std::size_t, const std::string&)> ended)
+ChildWatch::ChildWatch(std::vector<pid_t> children, std::function<void(std::size_t, const ChildExit&)> ended)
     : children_(std::move(children)), ended_(std::move(ended)), exits_(children_.size()) {
     thread_ = std::thread([this] {
         while (!stopping_.load(std::memory_order_acquire)) {
@@ -17,7 +17,7 @@ ChildWatch::ChildWatch(std::vector<pid_t> children, std::function<void(std::size
                 }
                 int status = 0;
                 if (::waitpid(children_[i], &status, WNOHANG) != children_[i]) continue;
-                const std::string exit = exit_description(status);
+                const ChildExit exit = ChildExit::of(status);
                 {
                     std::lock_guard<std::mutex> lock(mutex_);
                     exits_[i] = exit;
@@ -36,9 +36,9 @@ void ChildWatch::stop() {
     if (thread_.joinable()) thread_.join();
 }
 
-std::vector<std::string> ChildWatch::finish(std::chrono::steady_clock::time_point deadline) {
+std::vector<ChildExit> ChildWatch::finish(std::chrono::steady_clock::time_point deadline) {
     stop();
-    std::vector<std::string> exits;
+    std::vector<ChildExit> exits;
     for (std::size_t i = 0; i < children_.size(); ++i)
         exits.push_back(exits_[i] ? *exits_[i] : wait_or_kill(children_[i], deadline));
     return exits;

@@ -52,7 +52,7 @@ bool reaped_by(pid_t pid, std::chrono::steady_clock::time_point deadline, int& s
 }
 }  // namespace
 
-std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds term_grace) {
+ChildExit wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds term_grace) {
     int status = 0;
     if (!reaped_by(pid, deadline, status)) {
         ::kill(pid, SIGTERM);
@@ -62,18 +62,17 @@ std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadli
             ::waitpid(pid, &status, 0);  // SIGKILL cannot be ignored: this returns
         }
     }
-    return exit_description(status);
+    return ChildExit::of(status);
 }
 
-std::string child_exit_words(const std::string& exit) {
-    if (exit.rfind("signal ", 0) != 0) return "exited with code " + exit;
-    const int signal = std::stoi(exit.substr(7));
-    return "was ended by " + exit + " (" + ::strsignal(signal) + ")";
+ChildExit ChildExit::of(int status) {
+    if (WIFEXITED(status)) return {WEXITSTATUS(status), 0};
+    return {0, WTERMSIG(status)};
 }
 
-std::string exit_description(int status) {
-    if (WIFEXITED(status)) return std::to_string(WEXITSTATUS(status));
-    return "signal " + std::to_string(WTERMSIG(status));
+std::string ChildExit::words() const {
+    if (signal == 0) return "exited with code " + std::to_string(code);
+    return "was ended by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
 }
 
 }  // namespace tether

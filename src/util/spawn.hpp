@@ -16,15 +16,20 @@ namespace tether {
 pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log,
                    bool (*drop)(const std::string& entry) = nullptr, const std::vector<std::string>& more = {});
 
-// Waits for `pid` until `deadline`; then SIGTERM, and SIGKILL when it is still there after
-// `term_grace` (a stopped or wedged child ignores SIGTERM). Every wait is bounded. Returns the
-// child's exit as "0", "1", ... or "signal N".
-std::string wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline,
-                         std::chrono::milliseconds term_grace = std::chrono::milliseconds(3000));
+// How a child process ended: the code it exited with, or the signal that ended it.
+struct ChildExit {
+    int code = 0;
+    int signal = 0;  // 0: it exited (with `code`)
 
-// A waitpid status as wait_or_kill returns it: "0", "1", ... or "signal N".
-std::string exit_description(int status);
-// Such an exit in words: "exited with code 3", "was ended by signal 9 (Killed)".
-std::string child_exit_words(const std::string& exit);
+    static ChildExit of(int waitpid_status);
+    bool ok() const { return signal == 0 && code == 0; }
+    // "exited with code 3", "was ended by signal 9 (Killed)".
+    std::string words() const;
+};
+
+// Waits for `pid` until `deadline`; then SIGTERM, and SIGKILL when it is still there after
+// `term_grace` (a stopped or wedged child ignores SIGTERM). Every wait is bounded.
+ChildExit wait_or_kill(pid_t pid, std::chrono::steady_clock::time_point deadline,
+                       std::chrono::milliseconds term_grace = std::chrono::milliseconds(3000));
 
 }  // namespace tether

@@ -36,9 +36,9 @@ std::vector<std::string> enter_directory(Channel& channel, const std::string& se
         Frames frames;
         while (Clock::now() - asked < std::chrono::milliseconds(100)) {
             if (!channel.receive(frames, 100)) break;
-            std::string reason;
+            tether::ErrorCode reason = tether::ErrorCode::none;
             const auto a = decode(frames.header.data(), frames.header.size(), reason);
-            if (!a) throw std::runtime_error("malformed answer from server 0 at " + server0 + ": " + reason);
+            if (!a) throw std::runtime_error("malformed answer from server 0 at " + server0 + ": " + to_string(reason));
             const std::string text(frames.payload.begin(), frames.payload.end());
             if (a->type == MessageType::error)
                 throw std::runtime_error("server 0 at " + server0 + " refused where server " + std::to_string(entry.server) +

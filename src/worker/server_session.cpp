@@ -132,9 +132,9 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         }
         heard();
         bytes_received_ += frames.header.size() + frames.payload.size();
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
-        if (!h) throw std::runtime_error("malformed message from the server: " + reason);
+        if (!h) throw std::runtime_error(std::string("malformed message from the server: ") + to_string(reason));
         if (h->type == MessageType::error) {
             const std::string text(frames.payload.begin(), frames.payload.end());
             if (h->error_code == ErrorCode::unknown_worker) {
@@ -168,10 +168,10 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
             case ChunkAssembler::Result::refused: {
                 // A chunk that does not decode is malformed; one that breaks the layout, inconsistent.
                 const ChunkRefusal& why = in.refusal();
-                if (why.reason == "bad encoding")
+                if (why.code == ErrorCode::bad_encoding)
                     throw std::runtime_error(std::string("malformed ") + to_string(type) + " from the server: " + why.detail);
                 throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " chunk from the server: " +
-                                         why.reason + ": " + why.detail);
+                                         to_string(why.code) + ": " + why.detail);
             }
         }
     }
@@ -284,7 +284,7 @@ void ServerSession::heartbeat_if_idle() {
     // server said (an error) waits in the stash for the next exchange to meet it.
     Frames frames;
     while (channel_->receive(frames, 0)) {
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
         if (h && h->type == MessageType::heartbeat) {
             heard();

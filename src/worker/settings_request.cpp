@@ -20,9 +20,9 @@ nlohmann::json ask_agreed_settings(Channel& channel, const std::string& address,
             throw std::runtime_error("no answer from the server at " + address + " within " + std::to_string(timeout_ms) +
                                      " ms (join_timeout_ms) to a request for its settings (this worker was given no "
                                      "strategy, and takes the center's); is the center running there?");
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);
-        if (!h) throw std::runtime_error("malformed answer from the server at " + address + ": " + reason);
+        if (!h) throw std::runtime_error("malformed answer from the server at " + address + ": " + to_string(reason));
         const std::string text(frames.payload.begin(), frames.payload.end());
         if (h->type == MessageType::error) throw std::runtime_error("the server at " + address + " refused: " + text);
         if (h->type != MessageType::settings) continue;  // nothing else is asked on this channel

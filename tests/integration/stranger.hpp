@@ -105,7 +105,7 @@ public:
             if (text) *text = part.to_string();
             more = part.more();
         }
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         return decode(header.data<std::uint8_t>(), header.size(), reason);
     }
     zmq::socket_t& socket() { return socket_; }

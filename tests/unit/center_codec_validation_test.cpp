@@ -81,7 +81,7 @@ TEST_CASE("bf16 exchanges: wrong dtype, missing flag, wrong size and NaN are ref
     CHECK(starts_with(refusal(*worker, compressed(Dtype::bf16, copy), bf16_bytes({1.f, std::numeric_limits<float>::quiet_NaN(), 4.5f})),
                       "bad encoding: bf16: element 1 is not finite"));
     check_untouched_then_served(served, *worker, 5, good, Dtype::bf16);
-    CHECK(served.center().stats().rejected.at("bad encoding") == 3);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::bad_encoding) == 3);
 }
 
 TEST_CASE("int8 exchanges: a NaN scale and a truncated block are refused; x~ stays") {

@@ -140,14 +140,16 @@ inline void send_raw(Channel& channel, const std::vector<std::uint8_t>& header_b
 // Receives one message and checks its type; returns its decoded header and fills `payload`.
 inline Header receive(Channel& channel, MessageType expected, Frames& frames, int timeout_ms = 3000) {
     REQUIRE_MESSAGE(channel.receive(frames, timeout_ms), ("no answer from the center within " + std::to_string(timeout_ms) + " ms"));
-    std::string reason;
+    tether::ErrorCode reason = tether::ErrorCode::none;
     const auto h = decode(frames.header.data(), frames.header.size(), reason);
-    REQUIRE_MESSAGE(h.has_value(), reason);
+    REQUIRE_MESSAGE(h.has_value(), tether::to_string(reason));
     if (h->type != expected && h->type == MessageType::error)
         FAIL(("the center answered error: " + std::string(frames.payload.begin(), frames.payload.end())));
     REQUIRE(h->type == expected);
     return *h;
 }
+
+inline bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
 // The text of the `error` the center answers.
 inline std::string receive_error(Channel& channel) {
@@ -157,8 +159,8 @@ inline std::string receive_error(Channel& channel) {
     CHECK(h.element_count == frames.payload.size());
     CHECK(h.fingerprint == kFingerprint);
     std::string text(frames.payload.begin(), frames.payload.end());
-    // The kind travels as the code of the reason the text opens with, one of protocol.md's.
-    CHECK_MESSAGE(h.error_code == tether::error_code_for(text.substr(0, text.find(':'))), text);
+    // The kind travels as its code, and the text opens with the code's reason.
+    CHECK_MESSAGE(starts_with(text, std::string(tether::to_string(h.error_code)) + ": "), text);
     CHECK_MESSAGE(h.error_code != tether::ErrorCode::other, text);
     return text;
 }
@@ -169,7 +171,6 @@ inline Vec floats_of(const Frames& frames) {
     return v;
 }
 
-inline bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
 inline void check_equal(const Vec& actual, const Vec& expected) {
     REQUIRE(actual.size() == expected.size());

@@ -130,7 +130,7 @@ TEST_CASE("a message of many frames is refused by its total size, and its frames
     REQUIRE(peer.recv(reason));
     CHECK(starts_with(reason.to_string(), "message too large"));
     served.finish();
-    CHECK(served.center().stats().rejected.at("message too large") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::message_too_large) == 1);
 }
 
 TEST_CASE("peers are capped, and a bye frees the place") {
@@ -153,7 +153,7 @@ TEST_CASE("peers are capped, and a bye frees the place") {
     const Header welcome = receive(*c, MessageType::welcome, frames);
     CHECK(welcome.worker_id == a_id);
     served.finish();
-    CHECK(served.center().stats().rejected.at("too many peers") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::too_many_peers) == 1);
 }
 
 TEST_CASE("a heartbeat claiming 2^60 samples is not believed; the center answers heartbeats") {
@@ -172,7 +172,7 @@ TEST_CASE("a heartbeat claiming 2^60 samples is not believed; the center answers
     receive(*worker, MessageType::heartbeat, frames);
     served.finish();
     CHECK(served.center().stats().total_samples == 640);
-    CHECK(served.center().stats().rejected.at("implausible samples") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::implausible_samples) == 1);
 }
 
 TEST_CASE("a synchronous round does not wait on a peer that joined but sends only heartbeats") {

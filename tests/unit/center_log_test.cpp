@@ -108,9 +108,9 @@ TEST_CASE("malformed, oversized, reserved and unjoined logs are refused, counted
     send(*a, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
     const auto& rejected = served.center().stats().rejected;
-    CHECK(rejected.at("unknown worker") == 1);
-    CHECK(rejected.at("malformed log") == 8);
-    CHECK(rejected.at("log too large") == 1);
+    CHECK(rejected.at(tether::ErrorCode::unknown_worker) == 1);
+    CHECK(rejected.at(tether::ErrorCode::malformed_log) == 8);
+    CHECK(rejected.at(tether::ErrorCode::log_too_large) == 1);
     REQUIRE(received.logs.size() == 1);
     CHECK(received.logs[0].scalars == nlohmann::json{{"loss", 0.25}});
 }

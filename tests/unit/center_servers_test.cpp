@@ -131,8 +131,8 @@ TEST_CASE("a server k > 0 takes the id server 0 gave only with its token, and ne
     served.finish();
     CHECK(served.center().stats().workers_lost == 0);
     CHECK(served.center().stats().workers_joined == 3);
-    CHECK(served.center().stats().rejected.at("bad token") == 2);
-    CHECK(served.center().stats().rejected.at("id taken") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::bad_token) == 2);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::id_taken) == 1);
 }
 
 TEST_CASE("without a shared key a server k > 0 checks no token, but still evicts no live worker") {
@@ -177,7 +177,7 @@ TEST_CASE("snapshot requests: answered at once, or with kFlagFinal once every wo
     check_equal(x, {1.25f, -0.75f, 1.625f});  // after the exchange: e = 0.25 (x_i - x~)
     CHECK(version == 1);
     REQUIRE(served.wait_until_done(5000));  // answered: the server leaves by itself
-    CHECK(served.center().stats().rejected.at("too many requests") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::too_many_requests) == 1);
 }
 
 TEST_CASE("a server waiting for the final request leaves after join_timeout_ms without it, saying so") {
@@ -220,7 +220,7 @@ TEST_CASE("a server waiting for the final request leaves on server 0's token, no
     send_with_token(*lead, snapshot_request(6, true), options.tokens->for_final(6));
     receive_snapshot(*lead, 6);
     CHECK(served.wait_until_done(5000));
-    CHECK(served.center().stats().rejected.at("bad token") == 3);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::bad_token) == 3);
 }
 
 TEST_CASE("server 0's directory of the ranks' servers: complete once all said, then frozen; another x~(0) refused") {

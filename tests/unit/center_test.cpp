@@ -72,7 +72,7 @@ TEST_CASE("the join barrier: no welcome until every expected worker has said hel
     REQUIRE_FALSE(served.failure());
     CHECK(served.center().stats().workers_joined == 2);
     CHECK(served.center().stats().workers_finished == 2);
-    CHECK(served.center().stats().rejected.at("not welcomed") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::not_welcomed) == 1);
     CHECK(served.center().state().x == kInitial);
 }
 
@@ -208,5 +208,5 @@ TEST_CASE("a burst from a peer the center does not know gets one 'unknown worker
     send(*worker, header(MessageType::bye), {});
     CHECK(served.wait_until_done(5000));
     REQUIRE_FALSE(served.failure());
-    CHECK(served.center().stats().rejected.at("unknown worker") == 20);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::unknown_worker) == 20);
 }

@@ -40,7 +40,7 @@ TEST_CASE("a snapshot request from a peer that has not joined is refused, counte
     send(*stranger, snapshot_request(1), {});
     Frames frames;
     REQUIRE(stranger->receive(frames, 3000));
-    std::string reason;
+    tether::ErrorCode reason = tether::ErrorCode::none;
     const auto h = tether::decode(frames.header.data(), frames.header.size(), reason);
     REQUIRE(h.has_value());
     CHECK(h->type == MessageType::error);  // not a snapshot: no x~ in it
@@ -53,7 +53,7 @@ TEST_CASE("a snapshot request from a peer that has not joined is refused, counte
     CHECK(receive(*worker, MessageType::snapshot, frames).sequence == 2);
     CHECK(floats_of(frames) == kInitial);
     served.finish();
-    CHECK(served.center().stats().rejected.at("not joined") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::not_joined) == 1);
 }
 
 TEST_CASE("a replayed or reordered exchange is refused and leaves x~ alone; so is a pull from the future") {
@@ -83,8 +83,8 @@ TEST_CASE("a replayed or reordered exchange is refused and leaves x~ alone; so i
     const auto& stats = served.center().stats();
     CHECK(stats.updates_applied == 3);
     CHECK(served.center().state().version == 3);
-    CHECK(stats.rejected.at("stale sequence") == 2);
-    CHECK(stats.rejected.at("future version") == 1);
+    CHECK(stats.rejected.at(tether::ErrorCode::stale_sequence) == 2);
+    CHECK(stats.rejected.at(tether::ErrorCode::future_version) == 1);
     check_equal(served.center().state().x, {1.25f, -0.75f, 1.625f});  // the later two moved nothing: x_i = x~
 }
 
@@ -116,7 +116,7 @@ TEST_CASE("a worker that joins again starts its sequence afresh: its next exchan
     send(*keeper, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
     CHECK(served.center().stats().updates_applied == 2);
-    CHECK(served.center().stats().rejected.count("stale sequence") == 0);
+    CHECK(served.center().stats().rejected.count(tether::ErrorCode::stale_sequence) == 0);
 }
 
 TEST_CASE("sample claims move the count only as far as a worker can have trained, and heartbeats add nothing that stays") {
@@ -155,7 +155,7 @@ TEST_CASE("sample claims move the count only as far as a worker can have trained
     send(*worker, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
     const auto& stats = served.center().stats();
-    CHECK(stats.rejected.at("implausible samples") == 3);
+    CHECK(stats.rejected.at(tether::ErrorCode::implausible_samples) == 3);
     CHECK(stats.total_samples == 128);  // what the worker's exchanges claimed
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("a worker coming back says what it trained before; its claims count fr
     send(*worker, header(MessageType::bye), {});
     REQUIRE(served.wait_until_done(5000));
     CHECK(served.center().stats().total_samples == 64);
-    CHECK(served.center().stats().rejected.count("implausible samples") == 0);
+    CHECK(served.center().stats().rejected.count(tether::ErrorCode::implausible_samples) == 0);
 }
 
 TEST_CASE("a resumed center counts from each place's record: a returning worker adds its increment, a new holder is told the record") {

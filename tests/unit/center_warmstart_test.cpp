@@ -82,7 +82,7 @@ TEST_CASE("warmstart: the others are held, told so, and welcomed with the x~ wor
     CHECK(served.wait_until_done(5000));
     REQUIRE_FALSE(served.failure());
     CHECK(served.center().stats().workers_finished == 2);
-    CHECK(served.center().stats().rejected.at("not welcomed") == 1);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::not_welcomed) == 1);
 }
 
 TEST_CASE("warmstart: when worker 0 is lost before the warmstart ends, the held workers start anyway") {
@@ -102,7 +102,7 @@ TEST_CASE("warmstart: when worker 0 is lost before the warmstart ends, the held 
     while (!welcomed && std::chrono::steady_clock::now() < deadline) {
         send(*second, header(MessageType::heartbeat), {});
         while (second->receive(frames, 100)) {
-            std::string reason;
+            tether::ErrorCode reason = tether::ErrorCode::none;
             const auto h = tether::decode(frames.header.data(), frames.header.size(), reason);
             REQUIRE(h.has_value());
             if (h->type == MessageType::welcome) {

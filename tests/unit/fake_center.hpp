@@ -39,9 +39,9 @@ struct FakeCenter {
     Message receive(int timeout_ms = 5000) {
         Message m;
         REQUIRE_MESSAGE(endpoint->receive(m.peer, m.frames, timeout_ms), "the worker sent nothing");
-        std::string reason;
+        tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = tether::decode(m.frames.header.data(), m.frames.header.size(), reason);
-        REQUIRE_MESSAGE(h.has_value(), reason);
+        REQUIRE_MESSAGE(h.has_value(), tether::to_string(reason));
         m.header = *h;
         return m;
     }

@@ -139,12 +139,12 @@ TEST_CASE("a chunk that does not fit the layout is refused by reason, and the pa
         ChunkAssembler in = center_side(n, e);
         REQUIRE(in.add(good[0].header, good[0].payload) == Result::partial);
         REQUIRE(in.add(f.header, f.payload) == Result::refused);
-        CHECK(in.refusal().reason == f.reason);
+        CHECK(std::string(tether::to_string(in.refusal().code)) == f.reason);
         CHECK_FALSE(in.refusal().detail.empty());
         CHECK(in.chunks_received() == 0);
         // The partial vector is gone: its next chunk is out of order, and a whole vector then fits.
         REQUIRE(in.add(good[1].header, good[1].payload) == Result::refused);
-        CHECK(in.refusal().reason == "chunk out of order");
+        CHECK(in.refusal().code == tether::ErrorCode::chunk_out_of_order);
         CHECK(in.refusal().detail == "expected chunk 0, got 1");
         for (std::size_t k = 0; k < good.size(); ++k)
             CHECK(in.add(good[k].header, good[k].payload) == (k + 1 < good.size() ? Result::partial : Result::complete));
@@ -168,7 +168,7 @@ TEST_CASE("drop() forgets a partial vector (its sender was refused for another r
     REQUIRE(in.add(chunks[0].header, chunks[0].payload) == Result::partial);
     in.drop();
     CHECK(in.add(chunks[1].header, chunks[1].payload) == Result::refused);
-    CHECK(in.refusal().reason == "chunk out of order");
+    CHECK(in.refusal().code == tether::ErrorCode::chunk_out_of_order);
 }
 
 TEST_CASE("a receiver that trusts its peer with NaN takes it; float32 only is checked for it") {
@@ -210,7 +210,7 @@ TEST_CASE("a lossy state travels as its change from the receiver's copy, decoded
     SUBCASE("a chunk that does not decode is refused as bad encoding, and nothing is committed") {
         CHECK(in.add(chunks[0].header, chunks[0].payload) == Result::partial);
         REQUIRE(in.add(chunks[1].header, chunks[1].payload.slice(0, 3)) == Result::refused);
-        CHECK(in.refusal().reason == "bad encoding");
+        CHECK(in.refusal().code == tether::ErrorCode::bad_encoding);
         CHECK(in.refusal().detail.find("bf16: 3 bytes") == 0);
         // The copy is still the start: the same chunks, sent again in full, rebuild x.
         for (const Chunk& c : chunks) in.add(c.header, c.payload);
@@ -220,7 +220,7 @@ TEST_CASE("a lossy state travels as its change from the receiver's copy, decoded
         Header h = chunks[0].header;
         h.flags &= ~kFlagChangeFromCopy;
         REQUIRE(in.add(h, chunks[0].payload) == Result::refused);
-        CHECK(in.refusal().reason == "wrong encoding");
+        CHECK(in.refusal().code == tether::ErrorCode::wrong_encoding);
         CHECK(in.refusal().detail == "this run's reply payloads are changes from the receiver's copy (flag bit 1)");
     }
 }

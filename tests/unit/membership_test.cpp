@@ -142,7 +142,7 @@ TEST_CASE("a sample claim beyond the worker's bounds is not counted, and a count
     m.count_samples(*a, 15, /*exchange=*/true);
     CHECK(stats.total_samples == 15);
     m.count_samples(*a, 40);  // more than two windows past its last exchange
-    CHECK(stats.rejected["implausible samples"] == 1);
+    CHECK(stats.rejected[tether::ErrorCode::implausible_samples] == 1);
     m.count_samples(*a, 30);  // a heartbeat within two windows
     m.count_samples(*a, 20);  // older
     CHECK(stats.total_samples == 30);
