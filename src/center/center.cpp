@@ -7,6 +7,7 @@
 
 #include "center/center_worker.hpp"
 #include "center/checkpoint.hpp"
+#include "center/exchange_order.hpp"
 #include "center/server_tokens.hpp"
 #include "center/window_sizing.hpp"
 #include "protocol/framing.hpp"
@@ -18,7 +19,8 @@ Center::Center(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<CenterRule> r
     : endpoint_(std::move(endpoint)), options_(options), updates_(std::move(rule), std::move(initial), options.updates, stats_),
       membership_(options.membership, stats_, options.name), rounds_(options.rounds), snapshots_(options.snapshots),
       end_(options.end, options.membership, options.name),
-      float32_out_(ChunkFormat{updates_.size(), options.updates.chunk_elements}) {
+      float32_out_(ChunkFormat{updates_.size(), options.updates.chunk_elements}),
+      refusals_(options.membership.max_peers) {
     // Known only here, where the strategy's center rule is: a round waits for every worker.
     if (options_.membership.warmstart_samples > 0 && updates_.synchronous())
         throw ConfigError("cluster.warmstart_samples: " + std::to_string(options_.membership.warmstart_samples) +
@@ -44,20 +46,8 @@ void Center::serve() {
     maybe_snapshot(/*final=*/options_.snapshots.final_snapshot);
 }
 
-void Center::lose_process(const std::string& peer_prefix, const std::string& why) {
-    std::lock_guard<std::mutex> lock(ended_mutex_);
-    ended_.emplace_back(peer_prefix, why);
-    any_ended_ = true;
-}
-
 bool Center::tick() {
-    std::vector<std::pair<std::string, std::string>> ended;
-    if (any_ended_.load()) {
-        std::lock_guard<std::mutex> lock(ended_mutex_);
-        ended.swap(ended_);
-        any_ended_ = false;
-    }
-    for (const auto& [prefix, why] : ended) {
+    for (const auto& [prefix, why] : ended_.take()) {
         std::vector<Worker*> gone;
         for (const auto& w : membership_.workers())
             if (w->live() && w->peer.rfind(prefix, 0) == 0) gone.push_back(w.get());
@@ -80,91 +70,88 @@ bool Center::tick() {
 }
 
 void Center::handle(const std::string& peer, Frames& frames) {
-    ErrorCode malformed = ErrorCode::none;
-    const auto header = decode(frames.header.data(), frames.header.size(), malformed);
-    Worker* w = membership_.find(peer);
     stats_.bytes_received += frames.header.size() + frames.payload.size();
-    if (frames.message_bytes > options_.max_message_bytes)
-        return reject(peer, w ? w->id : 0, ErrorCode::message_too_large,
-                      std::to_string(frames.message_bytes) + " bytes in all frames, at most " +
-                          std::to_string(options_.max_message_bytes));
-    if (!header) return reject(peer, w ? w->id : 0, malformed, std::to_string(frames.header.size()) + "-byte header");
-    // Asked before a worker knows the fingerprint: no join, and nothing of x~ in the answer.
-    if (header->type == MessageType::settings) return answer_settings(peer, *header);
-    if (header->fingerprint != options_.fingerprint) {
+    Worker* w = membership_.find(peer);
+    const std::optional<Header> h = checked_header(peer, w, frames);
+    if (!h) return;
+    switch (h->type) {  // what any peer may send
+        case MessageType::settings: return answer_settings(peer, *h);
+        case MessageType::servers: return answer_directory(peer, *h, frames);
+        case MessageType::snapshot: return handle_snapshot(peer, w, *h, frames);
+        case MessageType::hello: return handle_hello(peer, *h, frames);
+        default: break;
+    }
+    if (!w || w->gone()) return reject(peer, h->worker_id, ErrorCode::unknown_worker, "send hello first");
+    if (w->state == Worker::State::joining) {
+        if (h->type != MessageType::heartbeat)
+            return reject(peer, w->id, ErrorCode::not_welcomed, "wait for the welcome (the center waits for all cluster.workers)");
+        w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
+        return answer_heartbeat(*w);
+    }
+    w->last_seen = Clock::now();
+    // A worker's sample count comes from messages the center accepts, and it is bounded, so a
+    // bad header can move neither the evaluation schedule nor the summary (Membership::count_samples).
+    switch (h->type) {  // what only a welcomed worker sends
+        case MessageType::exchange: return handle_exchange(*w, *h, frames);
+        case MessageType::buffers: return handle_buffers(*w, *h, frames);
+        case MessageType::log: return handle_log(*w, *h, frames);
+        case MessageType::heartbeat:
+            membership_.count_samples(*w, h->samples);
+            answer_heartbeat(*w);
+            return maybe_snapshot(false);
+        case MessageType::bye:
+            membership_.finish(*w, h->samples);
+            updates_.leave(w->id);
+            if (rounds_.open()) maybe_close_round(false);
+            return;
+        default: return reject(peer, w->id, ErrorCode::unexpected_type, std::string("a worker does not send ") + to_string(h->type));
+    }
+}
+
+std::optional<Header> Center::checked_header(const std::string& peer, const Worker* w, const Frames& frames) {
+    const std::uint32_t id = w ? w->id : 0;
+    if (frames.message_bytes > options_.max_message_bytes) {
+        reject(peer, id, ErrorCode::message_too_large,
+               std::to_string(frames.message_bytes) + " bytes in all frames, at most " + std::to_string(options_.max_message_bytes));
+        return std::nullopt;
+    }
+    ErrorCode malformed = ErrorCode::none;
+    const auto h = decode(frames.header.data(), frames.header.size(), malformed);
+    if (!h) {
+        reject(peer, id, malformed, std::to_string(frames.header.size()) + "-byte header");
+        return std::nullopt;
+    }
+    if (h->type == MessageType::settings) return h;  // asked before a worker knows the fingerprint: nothing of x~ in the answer
+    if (h->fingerprint != options_.fingerprint) {
         std::string detail = "the worker trains a different model or strategy than this center";
-        if (header->type == MessageType::hello && header->dtype == Dtype::utf8 && options_.explain_mismatch) {
-            const std::size_t settings = hello_settings_offset(header->flags, frames.payload.size());
+        if (h->type == MessageType::hello && h->dtype == Dtype::utf8 && options_.explain_mismatch) {
+            const std::size_t settings = hello_settings_offset(h->flags, frames.payload.size());
             const std::string difference =
                 options_.explain_mismatch(std::string(frames.payload.begin() + settings, frames.payload.end()));
             if (!difference.empty()) detail = "settings differ: " + difference;
         }
-        return reject(peer, header->worker_id, ErrorCode::wrong_fingerprint, detail);
+        reject(peer, h->worker_id, ErrorCode::wrong_fingerprint, detail);
+        return std::nullopt;
     }
-    if (frames.extra_frames) return reject(peer, header->worker_id, ErrorCode::extra_frames, "expected header + payload");
-    if (header->type == MessageType::servers) return answer_directory(peer, *header, frames);
-    if (header->type == MessageType::snapshot) {
-        // x~ goes only to whom the run trusts with it: a joined worker (which holds x~ anyway),
-        // or any peer where every peer is trusted (SnapshotOptions::snapshots_for_any_peer).
-        if (!options_.snapshots.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
-            return reject(peer, header->worker_id, ErrorCode::not_joined,
-                          "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
-        // A server that waits for the final request leaves once it is answered: only server 0's.
-        if ((header->flags & kFlagFinal) && !admits_final_request(peer, *header, frames)) return;
-        return answer_snapshot(peer, *header);
+    if (frames.extra_frames) {
+        reject(peer, h->worker_id, ErrorCode::extra_frames, "expected header + payload");
+        return std::nullopt;
     }
-    if (header->type == MessageType::heartbeat && w && w->state == Worker::State::joining) {
-        w->last_seen = Clock::now();  // waiting for the others to join: alive, and told we are
-        return answer_heartbeat(*w);
-    }
-    if (header->type == MessageType::hello) return handle_hello(peer, *header, frames);
-    if (!w || w->gone())
-        return reject(peer, header->worker_id, ErrorCode::unknown_worker, "send hello first");
-    if (w->state == Worker::State::joining)
-        return reject(peer, w->id, ErrorCode::not_welcomed, "wait for the welcome (the center waits for all cluster.workers)");
-    w->last_seen = Clock::now();
-    // A worker's sample count comes from messages the center accepts, and it is bounded, so a
-    // bad header can move neither the evaluation schedule nor the summary.
-    const std::uint64_t samples = header->samples;  // validated in count_samples
-    switch (header->type) {
-        case MessageType::exchange:
-            handle_exchange(*w, *header, frames, samples);
-            return;
-        case MessageType::buffers: return handle_buffers(*w, *header, frames);
-        case MessageType::log: return handle_log(*w, *header, frames);
-        case MessageType::heartbeat:
-            membership_.count_samples(*w, samples);
-            answer_heartbeat(*w);
-            return maybe_snapshot(false);
-        case MessageType::bye:
-            membership_.finish(*w, samples);
-            updates_.leave(w->id);
-            if (rounds_.open()) maybe_close_round(false);
-            return;
-        default: return reject(peer, w->id, ErrorCode::unexpected_type, std::string("a worker does not send ") + to_string(header->type));
-    }
+    return h;
 }
 
 void Center::welcome(Worker& w) {
     updates_.join(w);
     membership_.welcomed(w, Clock::now());
-    // One copy of x~ for every welcome until x~ changes: the workers of a join barrier, all
-    // welcomed at once, share it while ZeroMQ sends it to each.
-    if (welcome_.size() == 0 || welcome_changes_ != updates_.changes()) {
-        const std::vector<float>& x = updates_.state().x;
-        welcome_ = Payload::allocate(x.size() * sizeof(float));
-        std::memcpy(welcome_.data(), x.data(), welcome_.size());
-        welcome_changes_ = updates_.changes();
-    }
-    send_vector(w, MessageType::welcome, welcome_, 0);
+    send_vector(w, MessageType::welcome, updates_.welcome_copy(), 0);
     send_buffers(w);  // b~ right after x~: the worker takes both before it trains
     send_token(w);    // server 0 of several: what the other servers will ask the worker for
 }
 
-void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples) {
+void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames) {
     if (w.in_round) return reject(w.peer, w.id, ErrorCode::exchange_in_flight, "wait for the reply to the previous exchange");
-    if (welcome_changes_ != updates_.changes()) welcome_ = Payload();  // stale: not kept for the run
-    if (!check_exchange_order(w, h)) return;
+    if (const auto refusal = exchange_out_of_order(w, h, updates_.version()))
+        return reject(w.peer, w.id, refusal->code, refusal->detail);
     const ChunkAssembler::Result result = w.from_worker->add(h, frames.payload);
     if (result == ChunkAssembler::Result::refused)
         return reject(w.peer, w.id, w.from_worker->refusal().code, w.from_worker->refusal().detail);
@@ -187,7 +174,7 @@ void Center::handle_exchange(Worker& w, const Header& h, const Frames& frames, s
     const bool streamed = result == ChunkAssembler::Result::piece;
     const ChunkPiece piece =
         streamed ? w.from_worker->piece() : ChunkPiece{w.from_worker->take(), 0, updates_.size(), true};
-    apply_exchange(w, h, piece, samples, streamed);
+    apply_exchange(w, h, piece, h.samples, streamed);
 }
 
 void Center::apply_exchange(Worker& w, const Header& h, const ChunkPiece& piece, std::uint64_t samples, bool streamed) {
@@ -258,35 +245,8 @@ void Center::send_reply_piece(Worker& w, const Header& exchange, const ChunkPiec
     }
 }
 
-bool Center::check_exchange_order(Worker& w, const Header& h) {
-    if (h.chunk_index > 0 && w.from_worker->chunks_received() > 0) {
-        if (h.sequence == w.sequence) return true;
-        reject(w.peer, w.id, ErrorCode::stale_sequence,
-               "chunk " + std::to_string(h.chunk_index) + " of exchange " + std::to_string(h.sequence) + " while exchange " +
-                   std::to_string(w.sequence) + " is being received");
-        return false;
-    }
-    if (h.chunk_index > 0) return true;  // the assembler refuses it: no first chunk came
-    // A replayed or reordered exchange would apply the same update twice, or an old one late.
-    if (h.sequence <= w.accepted_sequence) {
-        reject(w.peer, w.id, ErrorCode::stale_sequence,
-               "exchange " + std::to_string(h.sequence) + " after exchange " + std::to_string(w.accepted_sequence) +
-                   " was accepted; each exchange must carry a higher sequence number");
-        return false;
-    }
-    // A pull from the future would make staleness negative (DynSGD divides by v - v_pull + 1).
-    if (h.center_version > updates_.version()) {
-        reject(w.peer, w.id, ErrorCode::future_version,
-               "pulled at version " + std::to_string(h.center_version) + ", but x~ is at version " +
-                   std::to_string(updates_.version()));
-        return false;
-    }
-    return true;
-}
-
 void Center::maybe_close_round(bool deadline_passed) {
     if (!rounds_.complete(stats_.live_workers(), deadline_passed)) return;
-    welcome_ = Payload();  // x~ is about to change: its copy for welcomes goes before the reply comes
     const UpdatePath::Closed closed = updates_.close_round();
     for (Worker* w : rounds_.close(Clock::now())) {
         const std::uint64_t before = stats_.bytes_sent;

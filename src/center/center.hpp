@@ -28,7 +28,9 @@
 #include "center/buffer_average.hpp"
 #include "center/center_options.hpp"
 #include "center/center_stats.hpp"
+#include "center/ended_processes.hpp"
 #include "center/membership.hpp"
+#include "center/refusals.hpp"
 #include "center/rounds.hpp"
 #include "center/run_end.hpp"
 #include "center/snapshot_schedule.hpp"
@@ -78,7 +80,7 @@ public:
     // Safe from any thread: the process behind every worker whose peer identity starts with
     // `peer_prefix` has ended (its parent reaped it; transport/peer_identity.hpp): they are
     // lost at the next tick, for `why`, instead of after cluster.worker_timeout_ms of silence.
-    void lose_process(const std::string& peer_prefix, const std::string& why);
+    void lose_process(const std::string& peer_prefix, const std::string& why) { ended_.add(peer_prefix, why); }
     // Goes on from a checkpoint (center/checkpoint.hpp): x~, its version and the counters. A
     // resumed center welcomes each worker as it (re)joins instead of waiting for all of them.
     void resume(const Checkpoint& checkpoint);
@@ -105,10 +107,9 @@ public:
     // Only once serve() has returned (or from the center's own thread).
     const CenterStats& stats() const { return stats_; }
     const CenterState& state() const { return updates_.state(); }
-    // Safe from any thread while serve() runs: copies taken between two messages.
-    CenterState snapshot_now() const;
-    // As snapshot_now(), with b~ taken at the same instant into `buffers` (empty: none held).
-    CenterState snapshot_now(std::vector<float>& buffers) const;
+    // Safe from any thread while serve() runs: copies taken between two messages; with
+    // `buffers`, b~ taken at the same instant into it (empty: none held).
+    CenterState snapshot_now(std::vector<float>* buffers = nullptr) const;
     CenterStats stats_now() const;
     // Safe from any thread, for progress displays: samples reported so far, and the version.
     std::uint64_t live_samples() const { return live_samples_.load(std::memory_order_relaxed); }
@@ -121,13 +122,14 @@ private:
     // Between two messages: the parts' deadlines, liveness, the warmstart, rounds, the end of the
     // run and checkpoints. Returns whether serve() leaves.
     bool tick();
+    // One message from `peer`: checked, then dispatched by type, first what any peer may send,
+    // then what only a welcomed worker sends.
     void handle(const std::string& peer, Frames& frames);
+    // The header of a message no peer may send as it is (too large, malformed, another run's
+    // fingerprint, extra frames) is refused, counted: nothing.
+    std::optional<Header> checked_header(const std::string& peer, const Worker* w, const Frames& frames);
     void handle_hello(const std::string& peer, const Header& h, const Frames& frames);
-    void handle_exchange(Worker& w, const Header& h, const Frames& frames, std::uint64_t samples);
-    // An exchange's first chunk must be newer than the last exchange accepted from this worker
-    // and pulled from a version this center has had; its other chunks carry its sequence.
-    // Returns false when it refused the chunk (counted).
-    bool check_exchange_order(Worker& w, const Header& h);
+    void handle_exchange(Worker& w, const Header& h, const Frames& frames);
     // One range of a streamed exchange (`streamed`: its reply goes out in the same frame), or a
     // whole one (its reply through the reply codec): applied, or added to the open round; the
     // exchange counts at its last range.
@@ -143,8 +145,9 @@ private:
     // `window`: dynamic local updates, the worker's next window (kFlagWindow).
     void send_vector(Worker& w, MessageType type, const Payload& data, std::uint64_t sequence,
                      std::optional<int> window = std::nullopt);
-    // center_snapshots.cpp: a `snapshot` request, answered now or (kFlagFinal) when every
-    // worker has finished.
+    // center_snapshots.cpp: a `snapshot` request from whom the run trusts with x~, answered now
+    // or (kFlagFinal, server 0's) when every worker has finished.
+    void handle_snapshot(const std::string& peer, const Worker* w, const Header& request, const Frames& frames);
     void answer_snapshot(const std::string& peer, const Header& request);
     void answer_final_snapshots();
     void welcome(Worker& w);
@@ -177,8 +180,6 @@ private:
     void answer_directory(const std::string& peer, const Header& request, const Frames& frames);
     // `h` with `text` as its UTF-8 payload to `peer`; a failed delivery is counted, not retried.
     void send_text(const std::string& peer, Header h, const std::string& text);
-    // Whether an "unknown worker" rejection is answered to `peer` now (one per 500 ms).
-    bool first_unknown_answer(const std::string& peer);
 
     std::unique_ptr<Endpoint> endpoint_;
     // Held by serve() while it handles a message (never while it waits for one), and by
@@ -187,8 +188,6 @@ private:
     CenterOptions options_;
     CenterStats stats_;  // each part counts its own; declared before them
     UpdatePath updates_;
-    Payload welcome_;  // x~ as the last welcome sent it (Center::welcome)
-    std::uint64_t welcome_changes_ = 0;
     Membership membership_;
     Rounds rounds_;
     SnapshotSchedule snapshots_;
@@ -196,14 +195,11 @@ private:
     ChunkSender float32_out_;  // welcomes and snapshots: always float32
     BufferAverage buffers_;                    // b~; size 0: this center holds no buffers
     std::unique_ptr<ChunkSender> buffers_out_;  // b~ after each welcome, float32
-    std::map<std::string, Clock::time_point> unknown_answered_;  // peer -> last "unknown worker" answer
+    Refusals refusals_;
     std::atomic<bool> stop_requested_{false};
     std::set<std::uint32_t> rejoined_;  // worker ids heard since a resume (CenterStats::rolled_back_updates)
-    std::mutex ended_mutex_;                                  // ended_: lose_process() and tick()
-    std::vector<std::pair<std::string, std::string>> ended_;  // peer prefix, why
-    std::atomic<bool> any_ended_{false};  // ended_ is not empty: tick() takes the lock only then
+    EndedProcesses ended_;  // lose_process() from any thread; tick() takes them
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
-    int rejections_logged_ = 0;
 };
 
 }  // namespace tether

@@ -61,10 +61,4 @@ void Center::send_buffers(Worker& w) {
     }
 }
 
-CenterState Center::snapshot_now(std::vector<float>& buffers) const {
-    std::lock_guard<std::mutex> lock(state_mutex_);
-    buffers = buffers_.mean();
-    return updates_.state();
-}
-
 }  // namespace tether

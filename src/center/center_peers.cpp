@@ -96,23 +96,6 @@ void Center::answer_directory(const std::string& peer, const Header& request, co
     send_text(peer, h, directory_answer(answer));  // dropped: the asker asks again
 }
 
-bool Center::first_unknown_answer(const std::string& peer) {
-    // A worker that waited out a center's restart has queued heartbeats from the outage; they
-    // all arrive at once and are all "unknown worker". One answer tells it to join again; more
-    // would fill its small-message queue (cluster/cluster_transport.cpp: kSmallMessages) ahead of its
-    // welcome, which then could not be queued and cost it its place. So: one answer per peer
-    // per 500 ms. The map holds recent askers only (older entries go once it grows).
-    const auto now = Clock::now();
-    const auto window = std::chrono::milliseconds(500);
-    if (unknown_answered_.size() > 4 * options_.membership.max_peers)
-        for (auto it = unknown_answered_.begin(); it != unknown_answered_.end();)
-            it = now - it->second > window ? unknown_answered_.erase(it) : std::next(it);
-    const auto it = unknown_answered_.find(peer);
-    if (it != unknown_answered_.end() && now - it->second <= window) return false;
-    unknown_answered_[peer] = now;
-    return true;
-}
-
 void Center::reject(const std::string& peer, std::uint32_t worker_id, ErrorCode why, const std::string& detail) {
     ++stats_.rejected[why];
     // Any rejection drops the sender's partly received exchange whole, whichever check failed;
@@ -123,9 +106,9 @@ void Center::reject(const std::string& peer, std::uint32_t worker_id, ErrorCode 
         if (w->buffers_from) w->buffers_from->drop();
         applied = std::exchange(w->streamed_chunks, 0u);
     }
-    if (why == ErrorCode::unknown_worker && !first_unknown_answer(peer)) return;  // counted, not answered
+    if (!refusals_.answers(why, peer, Clock::now())) return;  // counted, not answered
     const std::string text = std::string(to_string(why)) + ": " + detail;
-    if (rejections_logged_++ < 50)
+    if (refusals_.printed())
         std::fprintf(stderr, "%s: rejected a message from worker %u: %s (%s)\n", options_.name.c_str(), worker_id,
                      text.c_str(),
                      applied ? ("the exchange's first " + std::to_string(applied) + " chunks stay applied").c_str()

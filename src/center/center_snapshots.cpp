@@ -82,8 +82,9 @@ Checkpoint Center::checkpoint() const {
     return c;
 }
 
-CenterState Center::snapshot_now() const {
+CenterState Center::snapshot_now(std::vector<float>* buffers) const {
     std::lock_guard<std::mutex> lock(state_mutex_);
+    if (buffers) *buffers = buffers_.mean();
     return updates_.state();
 }
 
@@ -98,6 +99,17 @@ void Center::maybe_snapshot(bool final) {
     live_version_.store(updates_.version(), std::memory_order_relaxed);
     if (!on_snapshot || !snapshots_.due(total, updates_.version(), final)) return;
     on_snapshot(Snapshot{updates_.state().x, updates_.version(), stats_});
+}
+
+void Center::handle_snapshot(const std::string& peer, const Worker* w, const Header& request, const Frames& frames) {
+    // x~ goes only to whom the run trusts with it: a joined worker (which holds x~ anyway), or
+    // any peer where every peer is trusted (SnapshotOptions::snapshots_for_any_peer).
+    if (!options_.snapshots.snapshots_for_any_peer && !(w && w->state == Worker::State::active))
+        return reject(peer, request.worker_id, ErrorCode::not_joined,
+                      "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
+    // A server that waits for the final request leaves once it is answered: only server 0's.
+    if ((request.flags & kFlagFinal) && !admits_final_request(peer, request, frames)) return;
+    answer_snapshot(peer, request);
 }
 
 void Center::answer_snapshot(const std::string& peer, const Header& request) {

@@ -60,7 +60,7 @@ std::vector<std::uint64_t> ServerGroup::copy_ranges(float* x, std::size_t skip, 
             continue;
         }
         const CenterState state =
-            i == 0 && buffers ? members_[i].center->snapshot_now(*buffers) : members_[i].center->snapshot_now();
+            members_[i].center->snapshot_now(i == 0 ? buffers : nullptr);
         std::memcpy(x + members_[i].range.first, state.x.data(), state.x.size() * sizeof(float));
         versions.push_back(state.version);
     }

@@ -1,6 +1,7 @@
 #include "center/update_path.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tether {
 
@@ -27,7 +28,15 @@ void UpdatePath::join(CenterWorker& w) {
 void UpdatePath::resume(std::vector<float> x, std::uint64_t version) {
     state_.x = std::move(x);
     state_.version = version;
-    ++changes_;
+    welcome_ = Payload();
+}
+
+const Payload& UpdatePath::welcome_copy() {
+    if (welcome_.size() == 0) {
+        welcome_ = Payload::allocate(state_.x.size() * sizeof(float));
+        std::memcpy(welcome_.data(), state_.x.data(), welcome_.size());
+    }
+    return welcome_;
 }
 
 std::uint64_t UpdatePath::receive(std::uint64_t pull_version) {
@@ -41,7 +50,7 @@ std::uint64_t UpdatePath::receive(std::uint64_t pull_version) {
 
 double UpdatePath::apply(const Exchange& exchange, float* reply) {
     const double norm = rule_->apply(state_, exchange, reply);
-    ++changes_;
+    welcome_ = Payload();
     if (exchange.last) {
         ++state_.version;
         ++stats_.updates_applied;
@@ -51,14 +60,14 @@ double UpdatePath::apply(const Exchange& exchange, float* reply) {
 
 void UpdatePath::contribute(const Exchange& exchange) {
     if (exchange.last && exchange.pull_version < state_.version) ++stats_.late_reports;
-    ++changes_;  // a rule may move x~ here too (the welcomes' copy must not outlive it)
+    welcome_ = Payload();  // a rule may move x~ here too
     rule_->contribute(state_, exchange);
 }
 
 UpdatePath::Closed UpdatePath::close_round() {
+    welcome_ = Payload();  // before the reply is allocated: never both at once
     const Payload reply = round_replies_.next(state_.x.size() * sizeof(float));
     const double norm = rule_->close_round(state_, reply.floats());
-    ++changes_;
     ++state_.version;
     ++stats_.updates_applied;
     ++stats_.rounds;

@@ -26,9 +26,10 @@ public:
     bool synchronous() const { return rule_->synchronous(); }
     const CenterState& state() const { return state_; }
     std::uint64_t version() const { return state_.version; }
-    // Counts every change to x~ (a range applied, a round closed, a resume): equal counts, equal
-    // x~, even where a streamed exchange moved x~ without moving its version yet.
-    std::uint64_t changes() const { return changes_; }
+    // x~ as the welcomes send it: one copy, which every welcome shares (the workers of a join
+    // barrier, all welcomed at once, while ZeroMQ sends it to each) until x~ changes; it goes at
+    // the change (a range applied, a round closed, a resume), so no stale copy is kept for the run.
+    const Payload& welcome_copy();
     std::size_t size() const { return state_.x.size(); }
     // A worker is welcomed with x~ as it is now: the rule's per-worker state starts, and both of
     // its directions start from that x~ (its x_i).
@@ -61,7 +62,7 @@ private:
     CenterStats& stats_;
     RecycledPayloads round_replies_;  // a round's one reply
     bool streams_ = false;  // exchanges reach the rule range by range (UpdateOptions::stream_exchanges)
-    std::uint64_t changes_ = 0;
+    Payload welcome_;  // welcome_copy(); empty once x~ changed
 };
 
 }  // namespace tether

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tether {
 
@@ -24,5 +25,11 @@ constexpr std::uint32_t kLastErrorCode = std::uint32_t(ErrorCode::other_initial_
 
 // The reason a code stands for, as docs/protocol.md and the `error` text give it ("unknown worker").
 const char* to_string(ErrorCode code);
+
+// A refusal as a part decides it: its kind, and what was expected instead.
+struct Refusal {
+    ErrorCode code = ErrorCode::none;
+    std::string detail;
+};
 
 }  // namespace tether

@@ -71,13 +71,6 @@ private:
     Payload buffer_;                       // the encoded chunks' bytes, reused once nobody holds them
 };
 
-// Why a chunk was refused: the kind the center counts and answers with (chunk_out_of_order), and
-// what was expected.
-struct ChunkRefusal {
-    ErrorCode code = ErrorCode::none;
-    std::string detail;
-};
-
 // The receiving end: each chunk of one vector is checked (dtype, chunk count and order, element
 // count, encoding flag, size, and with `refuse_non_finite` NaN/Inf in float32) and placed as
 // it arrives; the vector is complete at its last chunk. A one-chunk float32 vector is the
@@ -110,7 +103,7 @@ public:
     // Checks and places one chunk of the vector. `complete`: take() it. `refused`: refusal()
     // says why, and the partial vector is gone (the next vector starts at chunk 0).
     Result add(const Header& h, const Payload& payload);
-    const ChunkRefusal& refusal() const { return refusal_; }
+    const Refusal& refusal() const { return refusal_; }
     // After Result::piece: the chunk, until the next add().
     const ChunkPiece& piece() const { return piece_; }
     bool streams() const { return streams_; }
@@ -134,7 +127,7 @@ private:
     RecycledPayloads buffers_;
     Payload vector_;         // the vector being received, or complete
     std::uint32_t next_ = 0;  // the chunk expected next
-    ChunkRefusal refusal_;
+    Refusal refusal_;
     ChunkPiece piece_;
 };
 

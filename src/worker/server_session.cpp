@@ -167,7 +167,7 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
             case ChunkAssembler::Result::complete: out = in.take(); return *h;
             case ChunkAssembler::Result::refused: {
                 // A chunk that does not decode is malformed; one that breaks the layout, inconsistent.
-                const ChunkRefusal& why = in.refusal();
+                const Refusal& why = in.refusal();
                 if (why.code == ErrorCode::bad_encoding)
                     throw std::runtime_error(std::string("malformed ") + to_string(type) + " from the server: " + why.detail);
                 throw std::runtime_error(std::string("inconsistent ") + to_string(type) + " chunk from the server: " +

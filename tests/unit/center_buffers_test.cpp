@@ -96,7 +96,7 @@ TEST_CASE("b~ is the mean of each worker's latest buffers, each worker once, a f
     // c holds a's id now: its buffers replace a's (the mean of c's and b's, not of all three).
     exchange_with_buffers(*c, 1, {8.f, 10.f});
     std::vector<float> buffers;
-    served.center().snapshot_now(buffers);
+    served.center().snapshot_now(&buffers);
     CHECK(buffers == Vec{6.f, 9.f});
     send(*c, header(MessageType::bye), {});
     send(*b, header(MessageType::bye), {});
