@@ -39,7 +39,7 @@ constexpr int kMinQueueMessages = 64;
 // together: each peer's receive queue is its share of this, in chunks (at least one). A center
 // that reads slower than its peers send (64 workers pushing a 100M-parameter vector at once)
 // then leaves the rest in the kernel and at the senders, instead of queueing up to two vectors
-// per peer (issue 38 measured 25 copies of x~ at 16 workers). inproc:// peers are not bounded
+// per peer (at 16 workers, 25 copies of x~). inproc:// peers are not bounded
 // by it (libzmq adds the sender's queue to the receiver's).
 constexpr std::size_t kReceiveBudgetBytes = std::size_t(256) << 20;
 
@@ -95,7 +95,7 @@ TransportOptions ClusterSettings::center_transport(Transport& transport, const s
     // (HWM + 1) / 2 messages: up to half the HWM of messages a worker has read still count as
     // queued, and a reply of a vector's chunks sent after a vector the worker read to its end
     // found the queue "full" (a 21M-parameter model, 21 chunks: every local run lost its
-    // workers, issue 38).
+    // workers).
     // At least 64: with a vector of one chunk, 18 messages left a worker that fell behind
     // under load (heartbeat answers it had not read yet, and libzmq's late count of what was
     // read) one reply from losing its place; 64 small messages cost nothing.

@@ -170,8 +170,8 @@ TEST_CASE("tether run on a synthetic problem exits 0 and writes its run director
 }
 
 TEST_CASE("a run whose model learned nothing exits 1 saying so; eval.require_learning false makes it a warning") {
-    // Issue 38: a learning rate far too large ended worse than it started and exited 0, sequential
-    // and distributed alike. At 10 the loss grows to thousands without turning non-finite.
+    // A learning rate far too large ends worse than it started, sequential and distributed
+    // alike: that must not exit 0. At 10 the loss grows to thousands without turning non-finite.
     TempDir scratch;
     const std::string config = scratch.file("synthetic.json");
     tether::testing::write_text(config, kSyntheticConfig);

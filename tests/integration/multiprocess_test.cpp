@@ -80,7 +80,7 @@ TEST_CASE("vectors of many chunks: every transport, worker count and kind of rul
     // sends at the default chunk size. Each peer's queue once held one vector and 8 small
     // messages, and libzmq reports what a reader consumed only every half queue: a reply sent
     // after a vector the worker had read to its end found the queue full, and every local run
-    // lost its workers (issue 38).
+    // lost its workers.
     for (const std::string transport : {"inproc", "ipc", "tcp"})
         for (const std::string strategy : {"aeasgd", "averaging", "diloco"})
             for (int workers : {2, 4}) {

@@ -100,9 +100,8 @@ TEST_CASE("a SIGSTOPped worker does not hang tether run: it is lost, the run end
 }
 
 TEST_CASE("a worker process killed with SIGKILL is lost at once, naming the signal, not after the worker timeout") {
-    // Issue 38: tether run is the worker's parent and learns of its death at once; before, the
-    // center counted it lost only after cluster.worker_timeout_ms of silence (here 60 s, which a
-    // synchronous round would have waited out).
+    // tether run is the worker's parent and learns of its death at once, not after
+    // cluster.worker_timeout_ms of silence (here 60 s, which a synchronous round would wait out).
     TempDir dir;
     json document = cluster_config("killed", "averaging", 3);
     document["cluster"]["mode"] = "local";
@@ -301,7 +300,7 @@ TEST_CASE("a center killed with SIGKILL resumes from its checkpoint; its worker 
     CHECK(summary["run_failed"] == false);
     CHECK(summary["final_test_accuracy"].get<double>() >= 0.9);
     CHECK(checkpoint_version(checkpoint) == summary["center_version"].get<std::uint64_t>());
-    // What the resume rolled back, as the rejoining workers told it (issue 38: it went unsaid).
+    // What the resume rolled back, as the rejoining workers told it.
     CHECK(summary["resumed_at_version"] == saved);
     CHECK(summary["rolled_back_updates"].get<std::uint64_t>() > 0);
     CHECK(summary["rolled_back_seconds"].get<double>() > 0.0);

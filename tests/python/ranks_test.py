@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A server on every rank from Python (Worker.from_env(server_placement="ranks"), issue 37):
+"""A server on every rank from Python (Worker.from_env(server_placement="ranks")):
 three ranks as three processes under torchrun's variables (set here), CURVE keys from
 TETHER_SECRET; rank k hosts server k at the center's port + k and trains beside it. Averaging
 gives x~ in closed form after each round, on every rank and in rank 0's final state; a rank

@@ -154,7 +154,7 @@ TEST_CASE("the transport's heartbeat, timeouts and message cap come from the sam
     CHECK(center.max_message_bytes < chunk + 64 * 1024);
 }
 
-// What a center queues per peer (issue 38): what it has not read shares 256 MiB over the
+// What a center queues per peer: what it has not read shares 256 MiB over the
 // workers, in 4 MiB chunks, so 64 workers pushing a 100M-parameter vector at once cannot park
 // two vectors each in its memory; what it sends holds twice a vector and a few small messages,
 // and never fewer than 64 messages.

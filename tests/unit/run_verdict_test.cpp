@@ -145,7 +145,7 @@ TEST_CASE("divergence is counted by kind, not by the words of a failure") {
     CHECK(reason.find("2 diverged (first: worker 0: loss went nan after 12 steps)") != std::string::npos);
 }
 
-// Issue 38: runs that learned nothing reported success (a learning rate of 1000 at chance, 32
+// Runs that learned nothing must not report success (a learning rate of 1000 at chance, 32
 // ADAG workers ending with a loss far above x~(0)'s, x~ replaced by an unauthenticated peer).
 TEST_CASE("a run whose model did not learn fails, naming the rule and its figures, unless asked to warn only") {
     using tether::LearningFacts;

@@ -1,7 +1,7 @@
 // A center streams exchanges (UpdateOptions::stream_exchanges, the default): each float32 chunk
 // is checked and applied, or added into the round, as it arrives, and an asynchronous rule's
 // reply to it leaves at once in the same frame, so that no worker's vector is held whole
-// (issue 38: a center kept about one model copy per worker). What a user relies on: the same
+// (a center that assembles each keeps about one model copy per worker). What a user relies on: the same
 // x~ as an assembled exchange, replies that start before the exchange ends, a chunk refused
 // half-way that leaves x~ finite and the next exchange free to start, and a synchronous round
 // whose ranges are each the mean of the exchanges that hold them.

@@ -1,8 +1,8 @@
 // A CURVE endpoint's two doors. Its inproc alias (TransportOptions::inproc_alias): with a server
 // on every rank, the rank's own worker reaches its server in-process, with no socket and no CURVE
-// handshake, while the endpoint's tcp:// address still admits only CURVE peers (issue 37: "a
-// rank's exchange with its own range stays in its process"). And a plaintext peer at the tcp
-// address counts as a refused handshake (issue 38: ZAP never sees it, and it went uncounted).
+// handshake, while the endpoint's tcp:// address still admits only CURVE peers (a rank's exchange with its own range stays in its
+// process). And a plaintext peer at the tcp address counts as a refused handshake (ZAP never
+// sees it, so the endpoint counts it).
 #include <doctest/doctest.h>
 
 #include <memory>
