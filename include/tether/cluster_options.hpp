@@ -75,6 +75,11 @@ struct ClusterOptions {
     // Dean et al.'s warmstart: worker 0 trains alone until the center has counted this many
     // samples, then the others start from that x~. 0: all start together. Asynchronous only.
     std::int64_t warmstart_samples = 0;
+    // The run's length: samples all workers train together, counted by the center, which tells
+    // each worker in its next reply once they are trained; a worker then stops (the CLI's, and
+    // an embedding or Python loop on WorkerClient::running()). Fast workers take more of it
+    // than slow ones. 0: none (each worker trains its own share).
+    std::int64_t budget_samples = 0;
     bool elastic = false;      // workers beyond `workers` may join mid-run
     std::int64_t max_peers = 256;  // identities each server keeps state for at once
     std::int64_t servers = 1;  // servers that split x~ into server ranges
@@ -109,6 +114,7 @@ void for_each_cluster_option(Options& o, Visit&& visit) {
     visit(OptionName("checkpoint_seconds"), o.checkpoint_seconds, integers(0, 86'400 * 365));
     visit(OptionName("elastic"), o.elastic, true_or_false());
     visit(OptionName("warmstart_samples"), o.warmstart_samples, integers(0, std::int64_t(1) << 50));
+    visit(OptionName("budget_samples"), o.budget_samples, integers(0, std::int64_t(1) << 50));
     visit(OptionName("max_peers"), o.max_peers, integers(1, 1'000'000));
     visit(OptionName("server_placement"), o.server_placement, one_of({"center", "ranks"}));
     visit(OptionName("servers"), o.servers, integers(1, 256));

@@ -201,6 +201,11 @@ public:
     // name, std::logic_error after finish().
     virtual void log(const std::vector<std::pair<std::string, double>>& scalars) = 0;
     virtual unsigned id() const = 0;
+    // Whether to go on training: false once a reply said the run's budget is trained
+    // (ServiceOptions::budget_samples; a loop `while (client->running()) { train; step(); }`
+    // then ends within one window of it, fast workers having taken more of it), and after
+    // finish(). Always true before that without a budget.
+    virtual bool running() const = 0;
 };
 
 // x~ and the number of updates applied to it, taken at one instant, and b~ (the averaged model

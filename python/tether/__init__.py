@@ -173,6 +173,14 @@ class WorkerClient:
     def id(self):
         return self._client.id
 
+    @property
+    def running(self):
+        """Whether to go on training: False once a reply said the run's budget is trained
+        (``budget_samples``; ``while worker.running:`` then ends within one window of it, fast
+        workers having taken more of it), and after ``finish()``; without a budget, True until
+        then."""
+        return self._client.running
+
     def step(self, samples=0):
         """After each local optimizer step; returns True when it exchanged with the center or a
         reply that landed late (the strategy's overlap_steps) changed the parameters."""

@@ -44,6 +44,7 @@ class NoClient:
     and ``log()`` are refused, saying ``who`` the rank is and what to do ``instead``."""
 
     id = -1
+    running = False  # it has nothing to train
 
     def __init__(self, who, instead):
         self.who, self.instead = who, instead
@@ -71,12 +72,13 @@ class ReplicaMember:
         # The per-step flag (exchanged), made once: NCCL broadcasts from the device.
         self._flag = torch.zeros(1, dtype=torch.int32,
                                  device=state.parameters[0].device if dist.get_backend(group) == "nccl" else "cpu")
+        self.running = True  # the leader's word, as the last step's broadcast told it
         self._broadcast_state()  # the leader's welcome (x~, b~)
 
     def step(self, samples=0):
         # The group trains one replica: the leader counts its R ranks' samples.
         exchanged = self.rank == self.leader and self.client.step(samples * self.size)
-        return self._group_exchanged(exchanged)
+        return self._group_exchanged(exchanged, self.rank != self.leader or self.client.running)
 
     def finish(self):
         report = self.client.finish()
@@ -99,14 +101,16 @@ class ReplicaMember:
                 t.copy_(flat[offset:offset + n].view_as(t))
                 offset += n
 
-    def _group_exchanged(self, exchanged):
-        """Whether the leader exchanged, told to its whole group (one small broadcast a step);
-        if so, its new state follows."""
+    def _group_exchanged(self, exchanged, running):
+        """Whether the leader exchanged and whether it goes on (the run's budget), told to its
+        whole group (one small broadcast a step); if it exchanged, its new state follows."""
         import torch.distributed as dist
-        self._flag.fill_(1 if exchanged else 0)
+        self._flag.fill_((1 if exchanged else 0) | (0 if running else 2))
         try:
             dist.broadcast(self._flag, src=self.leader, group=self.group)
-            if int(self._flag.item()):
+            flag = int(self._flag.item())
+            self.running = not flag & 2
+            if flag & 1:
                 self._broadcast_state()
                 return True
             return False
@@ -126,6 +130,10 @@ class RankServer:
 
     def __init__(self, server, client, rank):
         self.server, self.client, self.rank = server, client, rank
+
+    @property
+    def running(self):
+        return self.client.running
 
     def step(self, samples=0):
         return self.client.step(samples)

@@ -246,7 +246,8 @@ PYBIND11_MODULE(_tether, m) {
                 w.client->log(scalars);
             },
             py::arg("scalars"))
-        .def_property_readonly("id", [](const Worker& w) { return w.client->id(); });
+        .def_property_readonly("id", [](const Worker& w) { return w.client->id(); })
+        .def_property_readonly("running", [](const Worker& w) { return w.client->running(); });
 
     m.def(
         "connect_spans",

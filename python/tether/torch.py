@@ -358,6 +358,15 @@ class Worker:
         """The worker's id at the center (-1 on a rank that is no tether worker)."""
         return self.client.id
 
+    @property
+    def running(self):
+        """Whether to go on training: False once the center said the run's budget
+        (``budget_samples``) is trained, told in the reply to an exchange, so that
+        ``while worker.running:`` ends within one window of it and fast ranks take more of the
+        budget than slow ones; after ``finish()``; and on a rank that trains nothing. Without a
+        budget, True until ``finish()``."""
+        return self._role.running
+
     def step(self, samples=0):
         """After each optimizer step, with the samples it trained; returns True when the
         parameters may have changed: this rank's worker (or its replica group's leader)

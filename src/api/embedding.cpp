@@ -86,6 +86,7 @@ public:
                 r.rejoins};
     }
     unsigned id() const override { return id_; }
+    bool running() const override { return !finished_ && !node_->budget_met(); }
 
 private:
     std::string after_finish(const char* call) const {

@@ -232,6 +232,7 @@ void Center::send_reply_piece(Worker& w, const Header& exchange, const ChunkPiec
     h.chunk_count = exchange.chunk_count;
     h.element_count = piece.count;
     h.flags = piece.last ? kFlagLastChunk : 0;
+    if (budget_met()) h.flags |= kFlagBudgetMet;
     if (window) {  // dynamic local updates: the worker's next window, on the last chunk it reads
         h.flags |= kFlagWindow;
         h.local_step = std::uint64_t(*window);
@@ -277,6 +278,7 @@ void Center::send_vector(Worker& w, MessageType type, const Payload& data, std::
     h.sequence = sequence;
     // How far its place got: a new holder trains the rest (a placeless joiner: nothing).
     if (type == MessageType::welcome) h.samples = w.placeless ? options_.membership.max_samples_per_worker : w.samples;
+    if (type == MessageType::reply && budget_met()) h.flags |= kFlagBudgetMet;
     if (window) {  // dynamic local updates: the worker's next window
         h.flags |= kFlagWindow;
         h.local_step = std::uint64_t(*window);

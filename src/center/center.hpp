@@ -168,6 +168,10 @@ private:
     void lose_disconnected();
     void lose(Worker& w, const std::string& why);
     void maybe_snapshot(bool final);
+    // The workers have trained the run's budget (cluster.budget_samples) between them.
+    bool budget_met() const {
+        return options_.end.budget_samples > 0 && stats_.total_samples >= options_.end.budget_samples;
+    }
     // center_tokens.cpp: server 0's word. Whether a hello to a server k > 0 may take the id it
     // asks for, and whether a request for the final x~ is server 0's (each refuses, counted,
     // when not); server 0's token to a worker after its welcome.

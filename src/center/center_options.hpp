@@ -99,6 +99,9 @@ struct RunEndOptions {
     // answered (at most membership.join_timeout_ms): a lead server in another process assembles
     // the final x~ from every server range.
     bool await_final_snapshot = false;
+    // cluster.budget_samples: once the workers have trained this many samples in all, every
+    // reply says so (kFlagBudgetMet). 0: no budget.
+    std::uint64_t budget_samples = 0;
 };
 
 struct CenterOptions {

@@ -37,6 +37,9 @@ nlohmann::json CenterStats::to_json() const {
             {"replies_dropped", replies_dropped},
             {"mean_staleness", staleness_count ? staleness_sum / double(staleness_count) : 0.0},
             {"max_staleness", staleness_max}};
+    nlohmann::json shares = nlohmann::json::object();
+    for (const auto& [id, samples] : worker_samples) shares[std::to_string(id)] = samples;
+    out["worker_samples"] = shares;
     if (resumed) {
         out["resumed_at_version"] = resumed_version;
         out["rolled_back_updates"] = rolled_back_updates;

@@ -37,6 +37,9 @@ struct CenterStats {
     // Samples the workers trained: what their exchanges claimed, plus what live workers said
     // (heartbeats) they trained since their last exchange (dropped when they leave).
     std::uint64_t total_samples = 0;
+    // Each place's (worker id's) share of them: with a run budget (cluster.budget_samples), fast
+    // workers' shares are the larger.
+    std::map<std::uint32_t, std::uint64_t> worker_samples;
     // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
     // center never waits on a peer.
     std::uint64_t replies_dropped = 0;

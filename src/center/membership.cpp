@@ -203,6 +203,7 @@ void Membership::count_samples(CenterWorker& w, std::uint64_t samples, bool exch
     if (samples <= w.samples) return;  // a worker's count only grows
     stats_.total_samples += samples - w.samples;
     w.samples = samples;
+    stats_.worker_samples[w.id] = samples;
     places_.set(w.id, samples);
 }
 

@@ -54,6 +54,9 @@ constexpr std::uint32_t kFlagHeld = 1u << 4;
 // On a reply, every chunk: dynamic local updates (Strategy::dynamic_windows) — the header's
 // local_step is the window, in local steps, the worker uses from now on.
 constexpr std::uint32_t kFlagWindow = 1u << 5;
+// On a reply, every chunk: the run's budget (cluster.budget_samples) is trained; the worker
+// stops once this exchange has landed.
+constexpr std::uint32_t kFlagBudgetMet = 1u << 6;
 
 struct Header {
     MessageType type = MessageType::heartbeat;

@@ -1,5 +1,6 @@
 #include "run/center_run.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -97,9 +98,11 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                           std::to_string(s.plan.bind.size()) + " server address(es) to bind from server " +
                           std::to_string(s.plan.first) + " and " + std::to_string(s.plan.remote.size()) +
                           " of servers elsewhere; server 0 must know them all");
-    // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs.
-    const std::uint64_t max_samples_per_worker =
-        std::uint64_t(config.training.epochs) * ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers));
+    // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs, or with
+    // a budget, as much of it as it gets to (all of it, the others idle or lost).
+    const std::uint64_t max_samples_per_worker = std::max(
+        std::uint64_t(config.training.epochs) * ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers)),
+        std::uint64_t(k.budget_samples) + 2 * std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size));
     k.check_warmstart(max_samples_per_worker);
     // ... and one window of training.batch_size steps between two exchanges.
     const std::uint64_t samples_per_window =
@@ -235,9 +238,11 @@ nlohmann::json CenterRun::serve() {
         write_json_file(s.recorder.directory() + "/summary.json", extra);
         return extra;
     }
-    // The plan: the workers' shards partition the training set, each passed training.epochs
-    // times; run_verdict.hpp compares the samples trained with it.
-    extra["samples_planned"] = std::uint64_t(s.data.train->size()) * std::uint64_t(s.config.training.epochs);
+    // The plan: the budget, or the workers' shards, which partition the training set, each
+    // passed training.epochs times; run_verdict.hpp compares the samples trained with it.
+    const auto budget = std::uint64_t(s.config.cluster.budget_samples);
+    extra["samples_planned"] = budget > 0 ? budget : std::uint64_t(s.data.train->size()) * std::uint64_t(s.config.training.epochs);
+    if (budget > 0) extra["budget_samples"] = budget;
     // The test set, once, on the final x~; after the clock stopped, like loading.
     s.evaluator->backend().use_on_this_thread();
     Evaluator test(s.config, s.evaluator->backend(), s.data.test, std::size_t(s.config.eval.test_samples));

@@ -256,6 +256,7 @@ ServerReply ServerSession::receive_reply() {
         const Header h = receive_vector(MessageType::reply, replies_in_, outcome.reply, options_.reply_timeout_ms, sequence_);
         outcome.version = h.center_version;
         if ((h.flags & kFlagWindow) && h.local_step > 0 && h.local_step <= 1'000'000) outcome.window = int(h.local_step);
+        outcome.budget_met = (h.flags & kFlagBudgetMet) != 0;
         pull_version_ = outcome.version;
     } catch (const ServerForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the server at %s does not know this worker any more (restarted?); joining again\n",

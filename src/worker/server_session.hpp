@@ -77,6 +77,7 @@ struct ServerReply {
     Payload reply;
     std::uint64_t version = 0;
     int window = 0;  // dynamic local updates: the window the server gave (kFlagWindow); 0: none
+    bool budget_met = false;  // the run's budget is trained (kFlagBudgetMet)
     std::optional<Welcome> rejoined;
 };
 

@@ -100,6 +100,7 @@ Payload ServerSessions::receive(std::size_t k, ExchangeOutcome& out) {
         out.version = r.version;
         out.window = r.window;
     }
+    out.budget_met = out.budget_met || r.budget_met;
     return r.reply;
 }
 

@@ -41,6 +41,9 @@ struct ExchangeOutcome {
     std::vector<ServerRange> rejoined;
     std::vector<float> buffers;  // b~, when server 0 (which holds the buffers) welcomed this worker again
     int window = 0;              // server 0's: the window this worker uses from now on (0: its own)
+    // A server that answered counts the run's budget trained (each counts the workers' samples
+    // from the same headers, so any one's word will do when the exchange skipped server 0).
+    bool budget_met = false;
 };
 
 class ServerSessions {

@@ -105,6 +105,7 @@ void WorkerNode::land(const std::vector<std::size_t>& parts, const ExchangeOutco
         result_.smallest_window = result_.smallest_window ? std::min(result_.smallest_window, outcome.window) : outcome.window;
         result_.largest_window = std::max(result_.largest_window, outcome.window);
     }
+    budget_met_ = budget_met_ || outcome.budget_met;
     if (whole()) land_whole(outcome, late);
     else for (std::size_t f : parts) land_fragment(f, outcome);
     backend_->synchronize();  // the caller's next step may touch x (and the rule's buffers) at once

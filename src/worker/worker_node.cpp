@@ -158,7 +158,7 @@ WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule
     }
     const auto& delays = options_.step_delay_ms;
     const auto delay = std::chrono::milliseconds(welcome.worker_id < delays.size() ? delays[welcome.worker_id] : 0);
-    while (trainer.steps_taken() < total_steps) {
+    while (!budget_met_ && (options_.budget || trainer.steps_taken() < total_steps)) {
         const std::size_t before = trainer.samples_seen();
         trainer.step();
         if (delay.count() > 0) std::this_thread::sleep_for(delay);

@@ -36,7 +36,10 @@ namespace tether {
 // from the worker's own thread while the training loop is away; 0: one after every step that
 // does not exchange, and none from the worker's thread (for tests).
 struct WorkerOptions : SessionOptions {
-    std::size_t epochs = 1;  // passes over this worker's shard
+    std::size_t epochs = 1;  // passes over this worker's shard, without a budget
+    // cluster.budget_samples > 0: train() goes on over its shard until a reply says the run's
+    // budget is trained (WorkerNode::budget_met), however many epochs that takes.
+    bool budget = false;
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
     int communication_window = 1;
     // The strategy's exchange policy (<tether/exchange_policy.hpp>), made once per worker; unset:
@@ -88,7 +91,10 @@ public:
     // The worker's own scalars (loss, accuracy, ...) to server 0, for the run directory
     // (protocol/worker_log.hpp); throws std::invalid_argument for a bad name or too many.
     void log(const std::vector<std::pair<std::string, double>>& scalars);
-    // start + one pass of after_step per local step for options.epochs epochs + finish.
+    // A reply said the run's budget (cluster.budget_samples) is trained: stop training.
+    bool budget_met() const { return budget_met_; }
+    // start + one pass of after_step per local step for options.epochs epochs (with a budget:
+    // until budget_met()) + finish.
     // Throws on a center error, a timeout or a delivery failure.
     WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);
 
@@ -135,6 +141,7 @@ private:
     };
     std::optional<InFlight> in_flight_;
     WorkerResult result_;
+    bool budget_met_ = false;
     RecycledPayloads payloads_;  // the exchanges' messages
     RecycledPayloads buffer_payloads_;
     std::unique_ptr<SessionThread> thread_;  // last: stopped first

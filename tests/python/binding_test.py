@@ -286,6 +286,37 @@ def torch_worker_trains_the_models_own_tensors():
 
 
 @case
+def a_torch_loop_on_worker_running_stops_at_the_budget_and_the_fast_worker_takes_more():
+    """budget_samples: two ranks' loops `while worker.running:` end once the center has counted
+    the budget, within a window per worker of it; the rank that sleeps 3 ms a step trains less."""
+    torch.manual_seed(0)
+    models = [torch.nn.Linear(3, 2) for _ in range(2)]
+    center = tether.torch.CenterService(models[0], strategy={"name": "adag", "communication_window": 4}, workers=2,
+                                        budget_samples=3000)
+    samples = [0, 0]
+
+    def train(i):
+        model = models[i]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        worker = tether.torch.Worker(model, center=center.service)
+        while worker.running:
+            optimizer.zero_grad()
+            model(torch.ones(8, 3)).sum().backward()
+            optimizer.step()
+            if i == 1:
+                time.sleep(0.003)
+            worker.step(8)
+        samples[i] = worker.finish()["samples"]
+        assert not worker.running
+    run_threads(2, train)
+    center.wait()
+    stats = center.service.stats()
+    assert 3000 <= sum(samples) <= 3000 + 2 * 4 * 8, samples
+    assert samples[0] > 2 * samples[1], samples
+    assert sorted(int(v) for v in stats["worker_samples"].values()) == sorted(samples), (stats["worker_samples"], samples)
+
+
+@case
 def cuda_tensors_through_their_data_pointers():
     if not torch.cuda.is_available():
         print("     (skipped: PyTorch sees no GPU)")
