@@ -47,7 +47,9 @@ def a_rank_0_that_hosts_the_center_only_has_no_client_and_refuses_step_and_log()
 
 class ScriptedClient:
     """A leader's client that exchanges on the steps given: an exchange writes 7 into every
-    parameter (as x~ would come back), finish() writes 9."""
+    parameter (as x~ would come back), finish() writes 9. No run budget: it keeps running."""
+
+    running = True
 
     def __init__(self, model, exchanges):
         self.model, self.exchanges, self.samples = model, list(exchanges), []
