@@ -168,9 +168,11 @@ private:
     void lose_disconnected();
     void lose(Worker& w, const std::string& why);
     void maybe_snapshot(bool final);
-    // The workers have trained the run's budget (cluster.budget_samples) between them.
-    bool budget_met() const {
-        return options_.end.budget_samples > 0 && stats_.total_samples >= options_.end.budget_samples;
+    // The workers have trained the run's budget (cluster.budget_samples) between them. Once
+    // met it stays met: the count falls when a worker leaves, but the workers told stay stopped.
+    bool budget_met() {
+        budget_met_ = budget_met_ || (options_.end.budget_samples > 0 && stats_.total_samples >= options_.end.budget_samples);
+        return budget_met_;
     }
     // center_tokens.cpp: server 0's word. Whether a hello to a server k > 0 may take the id it
     // asks for, and whether a request for the final x~ is server 0's (each refuses, counted,
@@ -204,6 +206,7 @@ private:
     std::set<std::uint32_t> rejoined_;  // worker ids heard since a resume (CenterStats::rolled_back_updates)
     EndedProcesses ended_;  // lose_process() from any thread; tick() takes them
     std::atomic<std::uint64_t> live_samples_{0}, live_version_{0};
+    bool budget_met_ = false;  // budget_met()
 };
 
 }  // namespace tether

@@ -118,7 +118,8 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         o.snapshots.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
         o.snapshots.final_snapshot = false;  // serve() takes it once every server here is done
         if (s.plan.workers_started_here) o.end.center_restart_ms = 0;
-        o.membership.places_hold_shards = true;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
+        // With a run budget a joiner beyond the places trains until told, not a place's rest.
+        o.membership.places_hold_shards = config.cluster.budget_samples == 0;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
     }, s.plan.inproc_alias);
     s.records = std::make_unique<ServerRecords>(*s.group, s.identity.servers, s.recorder.directory(), resume,
                                                 "resume it with the config in its run directory");
