@@ -80,6 +80,12 @@ struct ClusterOptions {
     // an embedding or Python loop on WorkerClient::running()). Fast workers take more of it
     // than slow ones. 0: none (each worker trains its own share).
     std::int64_t budget_samples = 0;
+    // Work that is leased, not owned: each worker asks server 0 for its next block of the data
+    // (one window's samples of one shuffled stream over the training set) instead of training a
+    // fixed shard, so a fast worker trains more of it, a joiner takes work at once and a lost
+    // worker's untrained block is trained by another. The run ends when the budget, or without
+    // one training.epochs passes, are handed out and trained.
+    bool leases = false;
     bool elastic = false;      // workers beyond `workers` may join mid-run
     std::int64_t max_peers = 256;  // identities each server keeps state for at once
     std::int64_t servers = 1;  // servers that split x~ into server ranges
@@ -115,6 +121,7 @@ void for_each_cluster_option(Options& o, Visit&& visit) {
     visit(OptionName("elastic"), o.elastic, true_or_false());
     visit(OptionName("warmstart_samples"), o.warmstart_samples, integers(0, std::int64_t(1) << 50));
     visit(OptionName("budget_samples"), o.budget_samples, integers(0, std::int64_t(1) << 50));
+    visit(OptionName("leases"), o.leases, true_or_false());
     visit(OptionName("max_peers"), o.max_peers, integers(1, 1'000'000));
     visit(OptionName("server_placement"), o.server_placement, one_of({"center", "ranks"}));
     visit(OptionName("servers"), o.servers, integers(1, 256));

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include <tether/cluster_options.hpp>
+#include <tether/lease.hpp>
 #include <tether/curve_keys.hpp>
 #include <tether/errors.hpp>
 #include <tether/version.hpp>  // TETHER_VERSION_MAJOR, _MINOR, _PATCH, _STRING
@@ -206,6 +207,19 @@ public:
     // then ends within one window of it, fast workers having taken more of it), and after
     // finish(). Always true before that without a budget.
     virtual bool running() const = 0;
+    // Leases (ServiceOptions::leases, <tether/lease.hpp>): the next block of the data this worker
+    // trains, at most `samples` positions of the run's stream, from the center; count 0: no work
+    // is left (the budget, or `total` positions, handed out: `total` is the worker's data's
+    // positions, e.g. its size times the passes, used when the center has no budget). A fast
+    // worker asks more often and so trains more; what a lost worker leased and had not exchanged
+    // goes to the next worker that asks. Train a block in order, step() after each minibatch.
+    virtual Lease lease(std::uint64_t samples, std::uint64_t total = 0) = 0;
+    // Asks for the next block now, without waiting: lease() then takes its answer. Asked at a
+    // block's last step, the answer travels during that step.
+    virtual void ask_lease(std::uint64_t samples, std::uint64_t total = 0) = 0;
+    // The strategy's communication window, in local steps: a lease of that many minibatches
+    // is trained between two exchanges.
+    virtual int communication_window() const = 0;
 };
 
 // x~ and the number of updates applied to it, taken at one instant, and b~ (the averaged model

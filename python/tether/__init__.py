@@ -181,6 +181,22 @@ class WorkerClient:
         then."""
         return self._client.running
 
+    @property
+    def communication_window(self):
+        """The strategy's window, in local steps between two exchanges."""
+        return self._client.communication_window
+
+    def lease(self, samples, total=0):
+        """With ``leases=True``: the next block of the data to train, ``(start, count)``
+        positions of the run's stream (count at most ``samples``; 0: no work is left), from the
+        center. ``total``: the positions your data give (size x passes), used when the center
+        has no ``budget_samples``. tether.torch.Worker.batches maps them to a data set's rows."""
+        return self._client.lease(int(samples), int(total))
+
+    def ask_lease(self, samples, total=0):
+        """Asks for the next block now, without waiting; the next ``lease()`` takes it."""
+        self._client.ask_lease(int(samples), int(total))
+
     def step(self, samples=0):
         """After each local optimizer step; returns True when it exchanged with the center or a
         reply that landed late (the strategy's overlap_steps) changed the parameters."""

@@ -247,7 +247,21 @@ PYBIND11_MODULE(_tether, m) {
             },
             py::arg("scalars"))
         .def_property_readonly("id", [](const Worker& w) { return w.client->id(); })
-        .def_property_readonly("running", [](const Worker& w) { return w.client->running(); });
+        .def_property_readonly("running", [](const Worker& w) { return w.client->running(); })
+        .def(
+            "lease",
+            [](Worker& w, std::uint64_t samples, std::uint64_t total) {
+                tether::Lease l;
+                {
+                    py::gil_scoped_release unlocked;
+                    l = w.client->lease(samples, total);
+                }
+                return py::make_tuple(l.start, l.count);
+            },
+            py::arg("samples"), py::arg("total") = 0)
+        .def("ask_lease", [](Worker& w, std::uint64_t samples, std::uint64_t total) { w.client->ask_lease(samples, total); },
+             py::arg("samples"), py::arg("total") = 0)
+        .def_property_readonly("communication_window", [](const Worker& w) { return w.client->communication_window(); });
 
     m.def(
         "connect_spans",

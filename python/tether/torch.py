@@ -47,6 +47,7 @@ import os
 import torch
 
 import tether
+from tether._leases import LeasedBatches
 from tether._model_state import ModelState
 from tether._roles import Client, NoClient, RankServer, ReplicaMember
 
@@ -352,6 +353,24 @@ class Worker:
         """This rank's part of ``dataset`` (anything with len() and indexing) as a
         torch.utils.data.Subset: every sample in exactly one rank's part."""
         return torch.utils.data.Subset(dataset, list(self.shard_indices(len(dataset))))
+
+    def batches(self, size, batch_size, epochs=1, seed=0, steps=None):
+        """With ``leases=True``: this rank's minibatches of a data set of ``size`` rows as the
+        center leases them, for ``DataLoader(dataset, batch_sampler=worker.batches(len(dataset),
+        64))``: one window's rows (``steps`` minibatches, the strategy's window by default) at a
+        time from one shuffled stream over the data that no two ranks repeat within a pass, so
+        a fast rank trains more of it, a rank that joins takes work at once, and what a lost
+        rank leased and had not exchanged is trained by another. It ends when the budget
+        (``budget_samples``), or without one ``epochs`` passes, is handed out, or the center says
+        the budget is trained. Empty on a rank that trains nothing; replica groups take
+        ``shard()`` instead."""
+        if self.replica_group is not None:
+            raise tether.TetherError("Worker.batches: a replica group's ranks train one replica together on the "
+                                     "group's part of the data; leases are for ranks that are workers of their own. "
+                                     "Use worker.shard(dataset)")
+        if not self.trains or isinstance(self.client, NoClient):
+            return iter(())
+        return LeasedBatches(self.client, size, batch_size, epochs, seed, steps)
 
     @property
     def id(self):

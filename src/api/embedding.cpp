@@ -70,6 +70,7 @@ public:
         node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
+        window_ = settings.strategy->communication_window();
         node_->start(*backend_, std::move(parameters), settings.strategy->make_worker_rule({int(settings.workers), count}),
                      welcome, std::move(buffers));
     }
@@ -87,6 +88,15 @@ public:
     }
     unsigned id() const override { return id_; }
     bool running() const override { return !finished_ && !node_->budget_met(); }
+    Lease lease(std::uint64_t samples, std::uint64_t total) override {
+        if (finished_) throw std::runtime_error(after_finish("lease()"));
+        return node_->next_lease(samples, total);
+    }
+    void ask_lease(std::uint64_t samples, std::uint64_t total) override {
+        if (finished_) throw std::runtime_error(after_finish("ask_lease()"));
+        node_->ask_lease(samples, total);
+    }
+    int communication_window() const override { return window_; }
 
 private:
     std::string after_finish(const char* call) const {
@@ -100,6 +110,7 @@ private:
     std::unique_ptr<Backend> backend_;  // before node_: the rule's buffers live in its memory
     std::unique_ptr<WorkerNode> node_;
     unsigned id_ = 0;
+    int window_ = 1;
 };
 
 // A rank's server (ServiceOptions.server_placement "ranks") other than rank 0's, given no

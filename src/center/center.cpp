@@ -95,6 +95,7 @@ void Center::handle(const std::string& peer, Frames& frames) {
         case MessageType::exchange: return handle_exchange(*w, *h, frames);
         case MessageType::buffers: return handle_buffers(*w, *h, frames);
         case MessageType::log: return handle_log(*w, *h, frames);
+        case MessageType::lease: return handle_lease(*w, *h, frames);
         case MessageType::heartbeat:
             membership_.count_samples(*w, h->samples);
             answer_heartbeat(*w);

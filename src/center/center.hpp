@@ -159,6 +159,7 @@ private:
     void send_buffers(Worker& w);
     // center_log.cpp: a worker's scalars, checked and handed to on_log.
     void handle_log(Worker& w, const Header& h, const Frames& frames);
+    void handle_lease(Worker& w, const Header& h, const Frames& frames);  // center_leases.cpp
     // Closes the open round when Rounds says it may: x~ updated, one reply to every contributor.
     void maybe_close_round(bool deadline_passed);
     void check_liveness(Clock::time_point now);

@@ -41,6 +41,11 @@ struct MembershipOptions {
     // claims is implausible. An elastic
     // joiner is of use when a place is free: it takes over what that place has not trained.
     bool places_hold_shards = false;
+    // cluster.leases: this server hands out the data as leases (center/leases.hpp), of
+    // lease_positions positions in all (the budget, or the passes over the training set; 0: the
+    // first worker's word, else unbounded). Server 0 only.
+    bool leases = false;
+    std::uint64_t lease_positions = 0;
     // Server k > 0 of several (cluster.servers): server 0 gives the worker ids, and a hello here
     // asks for the one it gave; it is taken when no live peer holds it (a hello never evicts a
     // worker) and, with `tokens`, only with server 0's token for it (center_tokens.cpp).

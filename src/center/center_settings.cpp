@@ -48,6 +48,8 @@ CenterOptions center_options(const ClusterSettings& k, const ServerIdentity& ser
     o.membership.worker_timeout_ms = int(k.worker_timeout_ms);
     o.end.center_restart_ms = int(k.center_restart_ms);
     o.end.budget_samples = std::uint64_t(k.budget_samples);
+    o.membership.leases = k.leases && server.index == 0;  // server 0 alone hands out the data
+    o.membership.lease_positions = std::uint64_t(k.budget_samples);
     o.membership.join_timeout_ms = int(k.join_timeout_ms);
     o.max_message_bytes = k.max_message_bytes();
     o.membership.max_peers = std::size_t(k.max_peers);

@@ -40,6 +40,9 @@ nlohmann::json CenterStats::to_json() const {
     nlohmann::json shares = nlohmann::json::object();
     for (const auto& [id, samples] : worker_samples) shares[std::to_string(id)] = samples;
     out["worker_samples"] = shares;
+    if (leases.on)
+        out["leases"] = {{"positions", leases.positions}, {"granted", leases.granted}, {"returned_blocks", leases.returned_blocks},
+                         {"returned_positions", leases.returned_positions}, {"served_again", leases.served_again}};
     if (resumed) {
         out["resumed_at_version"] = resumed_version;
         out["rolled_back_updates"] = rolled_back_updates;

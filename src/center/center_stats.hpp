@@ -13,6 +13,14 @@
 
 namespace tether {
 
+// The data's leases (cluster.leases, center/leases.hpp), server 0's: the run's positions (0:
+// unbounded), those handed out, and those a departed worker gave back, in blocks, and that were
+// handed out again.
+struct LeaseCounts {
+    bool on = false;
+    std::uint64_t positions = 0, granted = 0, returned_blocks = 0, returned_positions = 0, served_again = 0;
+};
+
 struct CenterStats {
     std::uint64_t updates_applied = 0;
     std::uint64_t exchanges = 0;
@@ -40,6 +48,7 @@ struct CenterStats {
     // Each place's (worker id's) share of them: with a run budget (cluster.budget_samples), fast
     // workers' shares are the larger.
     std::map<std::uint32_t, std::uint64_t> worker_samples;
+    LeaseCounts leases;
     // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
     // center never waits on a peer.
     std::uint64_t replies_dropped = 0;

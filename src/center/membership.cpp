@@ -9,7 +9,9 @@
 namespace tether {
 
 Membership::Membership(const MembershipOptions& options, CenterStats& stats, std::string name)
-    : options_(options), stats_(stats), name_(std::move(name)) {}
+    : options_(options), stats_(stats), name_(std::move(name)), leases_(stats.leases, options.lease_positions) {
+    stats_.leases.on = options.leases;
+}
 
 CenterWorker* Membership::find(const std::string& peer) {
     const auto it = by_peer_.find(peer);
@@ -176,6 +178,8 @@ void Membership::forget(CenterWorker& w) {
     stats_.total_samples -= w.samples - w.exchanged_samples;
     w.samples = w.exchanged_samples;
     places_.set(w.id, w.samples);
+    if (const auto share = stats_.worker_samples.find(w.id); share != stats_.worker_samples.end()) share->second = w.samples;
+    leases_.release(w.id, w.exchanged_samples);  // what it leased and did not exchange goes back
     by_peer_.erase(w.peer);
     w.from_worker.reset();
     w.to_worker.reset();

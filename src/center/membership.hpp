@@ -16,6 +16,7 @@
 #include "center/center_options.hpp"
 #include "center/center_stats.hpp"
 #include "center/center_worker.hpp"
+#include "center/leases.hpp"
 #include "center/place_records.hpp"
 #include "protocol/header.hpp"
 
@@ -75,6 +76,10 @@ public:
     // the claim of a complete exchange, which the next claims are measured from.
     void count_samples(CenterWorker& w, std::uint64_t samples, bool exchange = false);
 
+    // The data's leases (MembershipOptions::leases): a departing worker's rest goes back.
+    Leases& leases() { return leases_; }
+    const Leases& leases() const { return leases_; }
+
     bool started() const { return started_; }
     bool resumed() const { return resumed_; }
     // A lost worker that had trained, whose place nobody took back: it may still come back.
@@ -93,6 +98,7 @@ private:
     std::vector<std::unique_ptr<CenterWorker>> workers_;
     std::map<std::string, CenterWorker*> by_peer_;
     PlaceRecords places_;  // what each worker id has trained, as counted
+    Leases leases_;
     std::set<std::uint32_t> lost_places_;  // ids of lost workers no worker has taken back yet
     bool started_ = false, resumed_ = false;
     bool warmstart_over_ = false;  // the held workers were released

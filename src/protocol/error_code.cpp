@@ -49,6 +49,7 @@ constexpr std::pair<ErrorCode, const char*> kReasons[] = {
     {ErrorCode::not_trusted, "not trusted"},
     {ErrorCode::malformed_servers_request, "malformed servers request"},
     {ErrorCode::other_initial_parameters, "other initial parameters"},
+    {ErrorCode::malformed_lease, "malformed lease"},
 };
 
 }  // namespace

@@ -19,9 +19,9 @@ enum class ErrorCode : std::uint32_t {
     not_welcomed, exchange_in_flight, stale_sequence, future_version, wrong_dtype, wrong_chunk_count,
     chunk_out_of_order, wrong_encoding, wrong_size, non_finite_payload, bad_encoding, unexpected_type,
     malformed_log, log_too_large, implausible_samples, not_a_directory, not_trusted, malformed_servers_request,
-    other_initial_parameters,
+    other_initial_parameters, malformed_lease,
 };
-constexpr std::uint32_t kLastErrorCode = std::uint32_t(ErrorCode::other_initial_parameters);
+constexpr std::uint32_t kLastErrorCode = std::uint32_t(ErrorCode::malformed_lease);
 
 // The reason a code stands for, as docs/protocol.md and the `error` text give it ("unknown worker").
 const char* to_string(ErrorCode code);

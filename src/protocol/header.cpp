@@ -17,6 +17,7 @@ const char* to_string(MessageType type) {
         case MessageType::settings: return "settings";
         case MessageType::token: return "token";
         case MessageType::servers: return "servers";
+        case MessageType::lease: return "lease";
     }
     return "unknown";
 }
@@ -108,7 +109,7 @@ std::optional<Header> decode(const std::uint8_t* bytes, std::size_t size, ErrorC
     }
     Header h;
     const auto type = r.get<std::uint8_t>();
-    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::servers)) {
+    if (type < std::uint8_t(MessageType::hello) || type > std::uint8_t(MessageType::lease)) {
         why = ErrorCode::unknown_type;
         return std::nullopt;
     }

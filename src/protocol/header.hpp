@@ -30,6 +30,7 @@ enum class MessageType : std::uint8_t {
     settings = 11,  // to a server: "what are the agreed settings?"; from it: them, as JSON (any fingerprint, no join)
     token = 12,     // server 0 -> worker, after its welcome (several servers): the worker's token for the others (center/server_tokens.hpp)
     servers = 13,   // rank -> server 0 (cluster.server_placement "ranks"): "my server is here"; answer: every server's address, once all are known
+    lease = 14,     // worker -> server 0 (cluster.leases): "my next block of the data"; answer: the block (center/leases.hpp)
 };
 const char* to_string(MessageType type);
 

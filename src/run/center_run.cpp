@@ -99,10 +99,13 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
                           std::to_string(s.plan.first) + " and " + std::to_string(s.plan.remote.size()) +
                           " of servers elsewhere; server 0 must know them all");
     // Each worker trains its shard (at most ceil(size / N) samples) for training.epochs, or with
-    // a budget, as much of it as it gets to (all of it, the others idle or lost).
+    // a budget or leases, as much of the run as it gets to (all of it, the others idle or lost).
+    const std::uint64_t passes = std::uint64_t(config.training.epochs) * data.train->size();
+    const std::uint64_t lease_positions = k.budget_samples > 0 ? std::uint64_t(k.budget_samples) : passes;
     const std::uint64_t max_samples_per_worker = std::max(
         std::uint64_t(config.training.epochs) * ((data.train->size() + std::size_t(k.workers) - 1) / std::size_t(k.workers)),
-        std::uint64_t(k.budget_samples) + 2 * std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size));
+        (k.budget_samples > 0 || k.leases ? lease_positions : 0) +
+            2 * std::uint64_t(k.strategy->communication_window()) * std::uint64_t(config.training.batch_size));
     k.check_warmstart(max_samples_per_worker);
     // ... and one window of training.batch_size steps between two exchanges.
     const std::uint64_t samples_per_window =
@@ -118,8 +121,9 @@ CenterRun::CenterRun(const RunConfig& config, const TrainTestSplit& data, Transp
         o.snapshots.samples_per_snapshot = index == 0 ? data.train->size() / std::size_t(config.eval.per_epoch) : 0;
         o.snapshots.final_snapshot = false;  // serve() takes it once every server here is done
         if (s.plan.workers_started_here) o.end.center_restart_ms = 0;
-        // With a run budget a joiner beyond the places trains until told, not a place's rest.
-        o.membership.places_hold_shards = config.cluster.budget_samples == 0;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
+        // With a run budget or leases a joiner beyond the places trains until told, not a place's rest.
+        o.membership.places_hold_shards = config.cluster.budget_samples == 0 && !config.cluster.leases;  // run/worker_run.cpp: worker id mod cluster.workers picks the shard
+        o.membership.lease_positions = lease_positions;
     }, s.plan.inproc_alias);
     s.records = std::make_unique<ServerRecords>(*s.group, s.identity.servers, s.recorder.directory(), resume,
                                                 "resume it with the config in its run directory");

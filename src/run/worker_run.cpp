@@ -1,5 +1,7 @@
 #include "run/worker_run.hpp"
 
+#include <optional>
+
 #include "backend/backend.hpp"
 #include "backend/device_choice.hpp"
 #include "cluster/launcher.hpp"
@@ -36,7 +38,10 @@ WorkerResult run_worker(const RunConfig& config, const TrainTestSplit& data, Tra
     DatasetView shard = DatasetView::whole(data.train).shard(index % workers, workers);
     LocalTrainer trainer(config, *backend, std::move(shard), std::uint64_t(config.training.seed) * 1000003u + index);
     const StrategyContext context{int(k.workers), model.num_parameters};
-    return node.train(trainer, k.strategy->make_worker_rule(context), welcome);
+    // Leases: every worker maps the center's positions to rows by the run's seed alike.
+    std::optional<SampleStream> stream;
+    if (k.leases) stream.emplace(data.train, std::uint64_t(config.training.seed));
+    return node.train(trainer, k.strategy->make_worker_rule(context), welcome, stream ? &*stream : nullptr);
 }
 
 }  // namespace tether

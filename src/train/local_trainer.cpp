@@ -78,7 +78,14 @@ std::string LocalTrainer::device_description() const {
 
 std::size_t LocalTrainer::steps_per_epoch() const { return (shard_.size() + batch_size_ - 1) / batch_size_; }
 
+void LocalTrainer::take(DatasetView rows) {
+    order_ = std::move(rows);
+    cursor_ = 0;
+    leased_ = true;
+}
+
 std::size_t LocalTrainer::next_batch(std::size_t& first) {
+    if (leased_ && cursor_ >= order_.size()) throw std::logic_error("LocalTrainer::step: the lease's rows are trained; take() the next");
     if (cursor_ >= order_.size()) {
         ++epoch_;
         order_ = shard_.shuffled(seed_ + 0x9E3779B97F4A7C15ull * (epoch_ + 1));

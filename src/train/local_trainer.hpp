@@ -40,6 +40,12 @@ public:
     // step() would have taken them (order, epochs, schedule): a worker that takes over a place
     // trained that far goes on with the rest of its shard. Returns the samples passed over.
     std::size_t skip(std::size_t samples);
+    // Leases (cluster.leases): the next steps train on `rows`, in order, instead of the shard;
+    // once they are used up, only another take() gives step() rows again.
+    void take(DatasetView rows);
+    // The rows of the last take() that no step has trained yet.
+    std::size_t rows_left() const { return leased_ ? order_.size() - cursor_ : 0; }
+    std::size_t batch_size() const { return batch_size_; }
 
     Backend& backend() { return backend_; }
     // The device and how this trainer uses its threads, for the line every run prints.
@@ -68,6 +74,7 @@ private:
     // training.optimizer.warmup_epochs and .schedule over this worker's planned local steps
     std::optional<LearningRateSchedule> schedule_;
     std::size_t cursor_ = 0, epoch_ = 0, samples_seen_ = 0, steps_taken_ = 0;
+    bool leased_ = false;  // order_ is a lease's rows (take), not the shard's
     DeviceBuffer<float> parameters_, gradient_, inputs_;
     DeviceBuffer<std::int32_t> labels_;
     std::vector<float> host_inputs_;

@@ -146,6 +146,7 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
             if (type == MessageType::welcome && h->error_code == ErrorCode::id_taken) throw IdTaken{text};
             throw std::runtime_error("the server rejected this worker: " + text);
         }
+        if (kept_lease_answer(*h, frames)) continue;
         if (h->type == MessageType::heartbeat) {  // the server's answer: alive
             // Held back on purpose: the wait is as long as the warmstart, not the join timeout.
             if (type == MessageType::welcome && (h->flags & kFlagHeld)) {
@@ -290,6 +291,9 @@ void ServerSession::heartbeat_if_idle() {
         if (h && h->type == MessageType::heartbeat) {
             heard();
             bytes_received_ += frames.header.size();
+        } else if (h && kept_lease_answer(*h, frames)) {
+            heard();
+            bytes_received_ += frames.header.size() + frames.payload.size();
         } else {
             stash_.push_back(std::move(frames));
         }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <tether/cluster_options.hpp>
+#include <tether/lease.hpp>
 #include <tether/strategy.hpp>
 
 #include "codec/codec.hpp"
@@ -87,6 +88,13 @@ struct WorkerProgress {
     std::uint64_t steps = 0, samples = 0;
 };
 
+// Server 0's answer to a lease ask (cluster.leases): the block, and whether the run's budget is
+// trained (kFlagBudgetMet).
+struct LeaseAnswer {
+    Lease lease;
+    bool budget_met = false;
+};
+
 // Thrown by a wait that close() interrupted.
 struct SessionClosed {};
 
@@ -118,6 +126,14 @@ public:
     // Throws std::logic_error after bye().
     void log(std::string scalars_json);
     static constexpr std::size_t kMaxQueuedLogs = 64;
+    // session_lease.cpp: asks the server for the next block of the data (cluster.leases), of at
+    // most `want` positions (`total`: the positions the worker's data give, 0: none named): now,
+    // or, while another thread uses the channel, with its next heartbeat slice, as a log goes.
+    // One ask at a time: another before its answer was taken does nothing.
+    void ask_lease(std::uint64_t want, std::uint64_t total);
+    // The answer to the ask (made now when none is out), waited for up to reply_timeout_ms
+    // whoever holds the channel: the thread that reads it keeps what answers a lease.
+    LeaseAnswer take_lease(std::uint64_t want, std::uint64_t total);
     // Makes every wait of another thread throw SessionClosed at its next heartbeat slice.
     void close() { closed_ = true; }
 
@@ -151,7 +167,9 @@ private:
     void send(const Header& header, const Payload& payload);  // without copying
     bool receive(Frames& frames, int timeout_ms);           // the stash first
     void heartbeat_locked();
-    void flush_logs_locked();  // session_log.cpp: the queued logs, in order
+    void flush_logs_locked();  // session_log.cpp: the queued logs, in order, then a lease ask
+    // Whether `frames` answer a lease ask: then kept for take_lease, and true.
+    bool kept_lease_answer(const Header& h, const Frames& frames);
     // Receives a full vector (all its chunks) of `type` through `in` into `out`; returns the
     // last chunk's header.
     Header receive_vector(MessageType type, ChunkAssembler& in, Payload& out, int timeout_ms, std::uint64_t sequence);
@@ -181,8 +199,11 @@ private:
     std::chrono::milliseconds silence() const;
     void heard();
 
-    std::mutex logs_mutex_;  // the queue alone: taken by log() without the channel's mutex
+    std::mutex logs_mutex_;  // the queue and the lease ask alone: taken without the channel's mutex
     std::deque<std::string> logs_;
+    std::string lease_ask_;  // to send (session_lease.cpp); empty: none queued
+    bool lease_out_ = false;  // asked, its answer not yet taken
+    std::optional<LeaseAnswer> lease_answer_;  // arrived, not yet taken
 
     std::atomic<bool> closed_{false};
     std::atomic<std::uint32_t> worker_id_{0};

@@ -3,6 +3,7 @@
 //   join      server 0 first, which gives the worker id; then servers 1..S-1, each asked for
 //             that id (they honour it), in turn; the welcome is x~ assembled from every range.
 //   log       a worker's own scalars go to server 0 alone.
+//   lease     so do its asks for the next block of the data (cluster.leases).
 //   buffers   the model buffers (options.buffer_count) live on server 0 alone: it sends b~ with
 //             its welcome, and gets the worker's buffers with each exchange.
 //   exchange  each server's range of the payload goes out before any reply is awaited, so the servers
@@ -68,6 +69,9 @@ public:
     void bye();
     // A log message (protocol/worker_log.hpp) to server 0, which writes the run directory.
     void log(std::string scalars_json) { sessions_.front()->log(std::move(scalars_json)); }
+    // Leases of the data (cluster.leases) come from server 0 alone.
+    void ask_lease(std::uint64_t want, std::uint64_t total) { sessions_.front()->ask_lease(want, total); }
+    LeaseAnswer take_lease(std::uint64_t want, std::uint64_t total) { return sessions_.front()->take_lease(want, total); }
     void close();
     void set_progress(const WorkerProgress& p);
 

@@ -30,15 +30,23 @@ void ServerSession::log(std::string scalars_json) {
 
 void ServerSession::flush_logs_locked() {
     std::deque<std::string> out;
+    std::string ask;
     {
         std::lock_guard<std::mutex> lock(logs_mutex_);
         out.swap(logs_);
+        ask.swap(lease_ask_);
     }
     for (const std::string& text : out) {
         Header h = base_header(MessageType::log);
         h.dtype = Dtype::utf8;
         h.element_count = text.size();
         send(h, text.data(), text.size());
+    }
+    if (!ask.empty()) {
+        Header h = base_header(MessageType::lease);
+        h.dtype = Dtype::utf8;
+        h.element_count = ask.size();
+        send(h, ask.data(), ask.size());
     }
 }
 

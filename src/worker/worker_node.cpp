@@ -146,10 +146,27 @@ void WorkerNode::log(const std::vector<std::pair<std::string, double>>& scalars)
     session_.log(encode_log(scalars));
 }
 
-WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome) {
+void WorkerNode::ask_lease(std::uint64_t want, std::uint64_t total) {
+    publish_progress();  // the first lease begins at the samples trained so far
+    session_.ask_lease(want, total);
+}
+
+Lease WorkerNode::next_lease(std::uint64_t want, std::uint64_t total) {
+    publish_progress();
+    const LeaseAnswer answer = session_.take_lease(want, total);
+    budget_met_ = budget_met_ || answer.budget_met;
+    return answer.lease;
+}
+
+WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome,
+                               SampleStream* stream) {
     start(trainer.backend(), trainer.parameters(), std::move(rule), welcome);
     const std::size_t total_steps = options_.epochs * trainer.steps_per_epoch();
-    if (welcome.trained > 0) {  // a place trained that far before (a restart, a lost worker's place): the rest of it
+    // A lease is one window's samples: a worker holds the rest of one window and, in its last
+    // step, asks for the next, so a worker lost mid-run gives back at most that.
+    const std::uint64_t want = std::uint64_t(std::max(options_.communication_window, 1)) * trainer.batch_size();
+    const std::uint64_t positions = stream ? std::uint64_t(options_.epochs) * stream->pass() : 0;
+    if (welcome.trained > 0 && !stream) {  // a place trained that far before (a restart, a lost worker's place): the rest of it
         result_.samples = trainer.skip(std::size_t(welcome.trained));
         result_.steps = trainer.steps_taken();
         publish_progress();
@@ -158,8 +175,16 @@ WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule
     }
     const auto& delays = options_.step_delay_ms;
     const auto delay = std::chrono::milliseconds(welcome.worker_id < delays.size() ? delays[welcome.worker_id] : 0);
-    while (!budget_met_ && (options_.budget || trainer.steps_taken() < total_steps)) {
+    while (!budget_met_) {
+        if (stream && trainer.rows_left() == 0) {
+            const Lease lease = next_lease(want, positions);
+            if (lease.count == 0 || budget_met_) break;  // no work is left
+            trainer.take(stream->rows(lease.start, lease.count));
+        } else if (!stream && !options_.budget && trainer.steps_taken() >= total_steps) {
+            break;
+        }
         const std::size_t before = trainer.samples_seen();
+        if (stream && trainer.rows_left() <= trainer.batch_size()) ask_lease(want, positions);  // this is the lease's last step
         trainer.step();
         if (delay.count() > 0) std::this_thread::sleep_for(delay);
         after_step(trainer.samples_seen() - before);

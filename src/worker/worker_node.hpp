@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "data/sample_stream.hpp"
 #include "train/local_trainer.hpp"
 #include "transport/transport.hpp"
 #include "worker/server_sessions.hpp"
@@ -40,6 +41,9 @@ struct WorkerOptions : SessionOptions {
     // cluster.budget_samples > 0: train() goes on over its shard until a reply says the run's
     // budget is trained (WorkerNode::budget_met), however many epochs that takes.
     bool budget = false;
+    // cluster.leases: train() takes its data block by block from server 0 (a lease of one
+    // window's samples each) instead of a fixed shard, until no work is left.
+    bool leases = false;
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
     int communication_window = 1;
     // The strategy's exchange policy (<tether/exchange_policy.hpp>), made once per worker; unset:
@@ -93,10 +97,18 @@ public:
     void log(const std::vector<std::pair<std::string, double>>& scalars);
     // A reply said the run's budget (cluster.budget_samples) is trained: stop training.
     bool budget_met() const { return budget_met_; }
+    // cluster.leases: asks server 0 now for the next block of at most `want` positions (`total`:
+    // the positions the worker's data give, 0: none named); next_lease() takes the answer. Ask
+    // a step before the block is needed and the answer travels during that step.
+    void ask_lease(std::uint64_t want, std::uint64_t total);
+    // The next block (asked now if it was not): count 0 when no work is left.
+    Lease next_lease(std::uint64_t want, std::uint64_t total);
     // start + one pass of after_step per local step for options.epochs epochs (with a budget:
-    // until budget_met()) + finish.
+    // until budget_met(); with leases: over the leases `stream` maps to rows, until none is
+    // left or the budget is met) + finish.
     // Throws on a center error, a timeout or a delivery failure.
-    WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome);
+    WorkerResult train(LocalTrainer& trainer, std::unique_ptr<WorkerRule> rule, const Welcome& welcome,
+                       SampleStream* stream = nullptr);
 
 private:
     void start_session_thread();

@@ -317,6 +317,39 @@ def a_torch_loop_on_worker_running_stops_at_the_budget_and_the_fast_worker_takes
 
 
 @case
+def a_dataloader_on_worker_batches_trains_each_row_once_and_the_fast_rank_takes_more():
+    """leases=True: two ranks' DataLoaders over worker.batches() train every row of the data set
+    exactly once between them (epochs=2: each row twice, once a pass), the block a rank trains
+    coming from the center as it asks; the rank that sleeps 3 ms a step trains far less."""
+    torch.manual_seed(0)
+    rows = 640
+    data = torch.utils.data.TensorDataset(torch.randn(rows, 3), torch.arange(rows))
+    models = [torch.nn.Linear(3, 2) for _ in range(2)]
+    center = tether.torch.CenterService(models[0], strategy={"name": "adag", "communication_window": 4}, workers=2,
+                                        leases=True)
+    seen = [[], []]
+
+    def train(i):
+        model = models[i]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        worker = tether.torch.Worker(model, center=center.service)
+        for inputs, index in torch.utils.data.DataLoader(data, batch_sampler=worker.batches(rows, 8, epochs=2)):
+            optimizer.zero_grad()
+            model(inputs).sum().backward()
+            optimizer.step()
+            if i == 1:
+                time.sleep(0.003)
+            seen[i] += index.tolist()
+            worker.step(len(index))
+        worker.finish()
+    run_threads(2, train)
+    center.wait()
+    assert sorted(seen[0] + seen[1]) == sorted(list(range(rows)) * 2), (len(seen[0]), len(seen[1]))
+    assert len(seen[0]) > 2 * len(seen[1]), (len(seen[0]), len(seen[1]))
+    assert center.service.stats()["leases"]["granted"] == 2 * rows
+
+
+@case
 def cuda_tensors_through_their_data_pointers():
     if not torch.cuda.is_available():
         print("     (skipped: PyTorch sees no GPU)")

@@ -151,9 +151,9 @@ TEST_CASE("decode rejects a malformed header with the documented reason") {
         auto bytes = good;
         bytes[kTypeAt] = 0;
         CHECK(decode_reason(bytes) == "unknown type");
-        bytes[kTypeAt] = std::uint8_t(MessageType::servers);  // the last one known: servers
+        bytes[kTypeAt] = std::uint8_t(MessageType::lease);  // the last one known: lease
         CHECK(decode_reason(bytes).empty());
-        bytes[kTypeAt] = std::uint8_t(MessageType::servers) + 1;
+        bytes[kTypeAt] = std::uint8_t(MessageType::lease) + 1;
         CHECK(decode_reason(bytes) == "unknown type");
         bytes[kTypeAt] = 0xFF;
         CHECK(decode_reason(bytes) == "unknown type");
