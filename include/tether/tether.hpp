@@ -207,7 +207,7 @@ public:
     // then ends within one window of it, fast workers having taken more of it), and after
     // finish(). Always true before that without a budget.
     virtual bool running() const = 0;
-    // Leases (ServiceOptions::leases, <tether/lease.hpp>): the next block of the data this worker
+    // Leases (<tether/lease.hpp>): the next block of the data this worker
     // trains, at most `samples` positions of the run's stream, from the center; count 0: no work
     // is left (the budget, or `total` positions, handed out: `total` is the worker's data's
     // positions, e.g. its size times the passes, used when the center has no budget). A fast

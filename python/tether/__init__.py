@@ -187,7 +187,7 @@ class WorkerClient:
         return self._client.communication_window
 
     def lease(self, samples, total=0):
-        """With ``leases=True``: the next block of the data to train, ``(start, count)``
+        """The next block of the data to train, ``(start, count)``
         positions of the run's stream (count at most ``samples``; 0: no work is left), from the
         center. ``total``: the positions your data give (size x passes), used when the center
         has no ``budget_samples``. tether.torch.Worker.batches maps them to a data set's rows."""

@@ -1,4 +1,4 @@
-"""Leases as a PyTorch batch sampler (``leases=True``): the data come block by block from the
+"""Leases as a PyTorch batch sampler (Worker.batches): the data come block by block from the
 center instead of a fixed shard, so a fast rank trains more of them, a rank that joins takes
 work at once, and what a lost rank leased and had not exchanged is trained by another."""
 

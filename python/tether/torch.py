@@ -355,7 +355,7 @@ class Worker:
         return torch.utils.data.Subset(dataset, list(self.shard_indices(len(dataset))))
 
     def batches(self, size, batch_size, epochs=1, seed=0, steps=None):
-        """With ``leases=True``: this rank's minibatches of a data set of ``size`` rows as the
+        """This rank's minibatches of a data set of ``size`` rows as the
         center leases them, for ``DataLoader(dataset, batch_sampler=worker.batches(len(dataset),
         64))``: one window's rows (``steps`` minibatches, the strategy's window by default) at a
         time from one shuffled stream over the data that no two ranks repeat within a pass, so

@@ -204,7 +204,13 @@ public:
         if (rank_) rank_->fetch_others(nullptr, /*final=*/true);  // once: the others leave on it
         // The verdict of `tether run` and `tether server` (record/run_verdict.hpp), from the
         // center's counters: a run that lost too many workers did not train what it was asked to.
-        nlohmann::json summary = group_->stats_now().to_json();
+        const CenterStats stats = group_->stats_now();
+        nlohmann::json summary = stats.to_json();
+        // With a budget the plan is known: a run that stopped short of it fails, naming both figures.
+        if (settings_.budget_samples > 0) {
+            summary["samples_planned"] = settings_.budget_samples;
+            summary["samples"] = stats.total_samples;
+        }
         judge_run(summary, settings_, {});
         if (summary.value("run_failed", false))
             throw RunFailedError("the run failed: " + summary.value("failure_reason", std::string()) +

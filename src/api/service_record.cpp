@@ -129,6 +129,10 @@ void ServiceRecord::finish(std::exception_ptr failure, std::uint64_t refused_han
     extra["mode"] = "api";
     extra["parameters"] = model_.value("parameters", nlohmann::json(nullptr));
     extra["buffers"] = model_.value("buffers", nlohmann::json(nullptr));
+    if (settings_.budget_samples > 0) {  // the plan: judged on it (record/run_verdict.hpp)
+        extra["samples_planned"] = settings_.budget_samples;
+        extra["budget_samples"] = settings_.budget_samples;
+    }
     double wall = 0;
     {
         std::lock_guard<std::mutex> lock(mutex_);

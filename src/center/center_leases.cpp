@@ -16,7 +16,7 @@ constexpr std::uint64_t kMaxLeaseWant = std::uint64_t(1) << 32;
 
 void Center::handle_lease(Worker& w, const Header& h, const Frames& frames) {
     if (!options_.membership.leases)
-        return reject(w.peer, w.id, ErrorCode::unexpected_type, "this server hands out no leases (cluster.leases is false, or it is not server 0)");
+        return reject(w.peer, w.id, ErrorCode::unexpected_type, "leases come from server 0; this is another server of the center");
     const std::size_t bytes = frames.payload.size();
     if (h.dtype != Dtype::utf8 || h.chunk_count != 1 || h.element_count != bytes || bytes > kMaxLeaseAskBytes)
         return reject(w.peer, w.id, ErrorCode::malformed_lease,

@@ -41,7 +41,7 @@ struct MembershipOptions {
     // claims is implausible. An elastic
     // joiner is of use when a place is free: it takes over what that place has not trained.
     bool places_hold_shards = false;
-    // cluster.leases: this server hands out the data as leases (center/leases.hpp), of
+    // This server hands out the data as leases to the workers that ask (center/leases.hpp), of
     // lease_positions positions in all (the budget, or the passes over the training set; 0: the
     // first worker's word, else unbounded). Server 0 only.
     bool leases = false;

@@ -48,7 +48,9 @@ CenterOptions center_options(const ClusterSettings& k, const ServerIdentity& ser
     o.membership.worker_timeout_ms = int(k.worker_timeout_ms);
     o.end.center_restart_ms = int(k.center_restart_ms);
     o.end.budget_samples = std::uint64_t(k.budget_samples);
-    o.membership.leases = k.leases && server.index == 0;  // server 0 alone hands out the data
+    // Server 0 hands out the data to whoever asks (tether run's workers with cluster.leases, an
+    // embedding's or Python's that take leases), the others none.
+    o.membership.leases = server.index == 0;
     o.membership.lease_positions = std::uint64_t(k.budget_samples);
     o.membership.join_timeout_ms = int(k.join_timeout_ms);
     o.max_message_bytes = k.max_message_bytes();

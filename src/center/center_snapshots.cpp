@@ -1,6 +1,7 @@
 // What the center hands out of x~: snapshots for evaluation (on a schedule of samples, and at
 // the end), copies for other threads, answers to `snapshot` requests from other processes (a
 // lead server assembling x~ from every server range), and checkpoints.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -40,6 +41,13 @@ nlohmann::json CenterStats::to_json() const {
     nlohmann::json shares = nlohmann::json::object();
     for (const auto& [id, samples] : worker_samples) shares[std::to_string(id)] = samples;
     out["worker_samples"] = shares;
+    if (!finished_at.empty()) {
+        std::chrono::steady_clock::time_point last = finished_at.begin()->second;
+        for (const auto& [id, at] : finished_at) last = std::max(last, at);
+        nlohmann::json idle = nlohmann::json::object();
+        for (const auto& [id, at] : finished_at) idle[std::to_string(id)] = std::chrono::duration<double>(last - at).count();
+        out["worker_idle_seconds"] = idle;
+    }
     if (leases.on)
         out["leases"] = {{"positions", leases.positions}, {"granted", leases.granted}, {"returned_blocks", leases.returned_blocks},
                          {"returned_positions", leases.returned_positions}, {"served_again", leases.served_again}};

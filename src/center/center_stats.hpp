@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -49,6 +50,9 @@ struct CenterStats {
     // workers' shares are the larger.
     std::map<std::uint32_t, std::uint64_t> worker_samples;
     LeaseCounts leases;
+    // When each worker said bye, by worker id: summary.json's worker_idle_seconds is each one's
+    // wait from its bye to the last one's, its idle time at the end of the run.
+    std::map<std::uint32_t, std::chrono::steady_clock::time_point> finished_at;
     // Replies (rejections, heartbeat answers) dropped because the peer was not reading: the
     // center never waits on a peer.
     std::uint64_t replies_dropped = 0;

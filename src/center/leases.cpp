@@ -6,6 +6,7 @@ namespace tether {
 
 Lease Leases::grant(std::uint32_t id, std::uint64_t want, std::uint64_t samples, std::uint64_t exchanged,
                     std::uint64_t total) {
+    counts_.on = true;  // summary.json gives the leases of a run whose workers took them
     if (counts_.positions == 0) counts_.positions = total;
     std::deque<Held>& mine = held_[id];
     while (!mine.empty() && mine.front().begins_at + mine.front().lease.count <= exchanged) mine.pop_front();

@@ -10,7 +10,6 @@ namespace tether {
 
 Membership::Membership(const MembershipOptions& options, CenterStats& stats, std::string name)
     : options_(options), stats_(stats), name_(std::move(name)), leases_(stats.leases, options.lease_positions) {
-    stats_.leases.on = options.leases;
 }
 
 CenterWorker* Membership::find(const std::string& peer) {
@@ -169,6 +168,7 @@ void Membership::finish(CenterWorker& w, std::uint64_t samples) {
     count_samples(w, samples);
     w.state = CenterWorker::State::finished;
     ++stats_.workers_finished;
+    stats_.finished_at[w.id] = Clock::now();
     forget(w);
 }
 

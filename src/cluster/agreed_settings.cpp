@@ -54,6 +54,11 @@ std::vector<ServerIdentity> ClusterSettings::server_identities(std::size_t num_p
                               {"reply_codec", to_string(reply_codec_options().kind)}};
     if (payload_codec().kind == CodecKind::topk || reply_codec_options().kind == CodecKind::topk)
         cluster["topk_ratio"] = topk_ratio;
+    // How the run ends and where its data come from: a worker that trains a fixed shard beside
+    // leasing ones, or stops on its own epochs in a run with a budget, is refused naming the key.
+    // Only when set, so that a run without them keeps its fingerprint.
+    if (budget_samples > 0) cluster["budget_samples"] = budget_samples;
+    if (leases) cluster["leases"] = true;
     model["parameters"] = num_parameters;
     nlohmann::json agreed = {{"strategy", strategy_settings}, {"cluster", cluster}, {"model", model}};
     if (!data.is_null()) agreed["data"] = data;

@@ -44,7 +44,12 @@ struct CenterRun::State {
     State(const RunConfig& c, const TrainTestSplit& d, Transport& t, ServerPlan p, const std::string& directory, bool resume)
         : config(c), data(d), transport(t), plan(std::move(p)), servers(std::size_t(c.cluster.servers)),
           identity(model_identity(c, *d.train)), recorder(record_settings(c, d), directory, resume),
-          progress(c.name, double(c.training.epochs), d.train->size(), curve_set(c, d).name), resumed(resume) {}
+          // With a budget the run's length is the budget, in passes over the training set.
+          progress(c.name,
+                   c.cluster.budget_samples > 0 ? double(c.cluster.budget_samples) / double(d.train->size())
+                                                : double(c.training.epochs),
+                   d.train->size(), curve_set(c, d).name),
+          resumed(resume) {}
 
     bool lead() const { return plan.first == 0; }
 

@@ -30,7 +30,6 @@ tether::ServiceOptions leased(const std::string& strategy, int workers) {
     o.strategy = R"({"name": ")" + strategy + R"(", "communication_window": )" + std::to_string(kWindow) + "}";
     o.workers = workers;
     o.join_timeout_ms = 10000;
-    o.leases = true;
     return o;
 }
 
@@ -95,7 +94,9 @@ TEST_CASE("leases: every position is trained once, and the fast worker trains mo
             // Without a round, the worker that does not sleep takes the larger part by far.
             CHECK_MESSAGE(trained[0].size() > 2 * trained[1].size(), trained[0].size(), " against ", trained[1].size());
         }
-        const nlohmann::json leases = stats_of(*center).at("leases");
+        const nlohmann::json stats = stats_of(*center);
+        CHECK(stats.at("worker_idle_seconds").size() == 2);  // each worker's wait at the end, by id
+        const nlohmann::json leases = stats.at("leases");
         CHECK(leases.at("granted").get<std::uint64_t>() == kTotal);
         CHECK(leases.at("positions").get<std::uint64_t>() == kTotal);
     }

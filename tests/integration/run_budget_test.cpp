@@ -101,3 +101,22 @@ TEST_CASE("without a budget a worker runs until finish()") {
     CHECK_FALSE(worker->running());
     center->wait();
 }
+
+TEST_CASE("a run that stops short of its budget fails, naming both figures") {
+    tether::ServiceOptions o;
+    o.strategy = R"({"name": "adag", "communication_window": 2})";
+    o.workers = 1;
+    o.budget_samples = kBudget;
+    auto center = tether::CenterService::start(Vec(4, 0.f), o);
+    Vec x(4);
+    auto worker = center->connect_worker(x.data(), x.size());
+    for (int s = 0; s < 10; ++s) worker->step(kBatch);  // 80 of 4000 samples, then the loop ends early
+    worker->finish();
+    try {
+        center->wait();
+        FAIL("wait() accepted a run that trained 80 of its 4000 samples");
+    } catch (const tether::RunFailedError& e) {
+        const std::string what = e.what();
+        CHECK_MESSAGE(what.find("80 of 4000") != std::string::npos, what);
+    }
+}

@@ -318,15 +318,14 @@ def a_torch_loop_on_worker_running_stops_at_the_budget_and_the_fast_worker_takes
 
 @case
 def a_dataloader_on_worker_batches_trains_each_row_once_and_the_fast_rank_takes_more():
-    """leases=True: two ranks' DataLoaders over worker.batches() train every row of the data set
+    """Leases: two ranks' DataLoaders over worker.batches() train every row of the data set
     exactly once between them (epochs=2: each row twice, once a pass), the block a rank trains
     coming from the center as it asks; the rank that sleeps 3 ms a step trains far less."""
     torch.manual_seed(0)
     rows = 640
     data = torch.utils.data.TensorDataset(torch.randn(rows, 3), torch.arange(rows))
     models = [torch.nn.Linear(3, 2) for _ in range(2)]
-    center = tether.torch.CenterService(models[0], strategy={"name": "adag", "communication_window": 4}, workers=2,
-                                        leases=True)
+    center = tether.torch.CenterService(models[0], strategy={"name": "adag", "communication_window": 4}, workers=2)
     seen = [[], []]
 
     def train(i):
