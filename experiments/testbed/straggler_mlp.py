@@ -150,8 +150,8 @@ def rank_main(args):
         framework = f"pytorch {torch.__version__} gloo ring DiLoCo H={args.window} outer nesterov 0.7/0.9"
     else:
         import tether.torch
-        worker = tether.torch.Worker.from_env(net, strategy={"name": "async-diloco", "communication_window": args.window},
-                                              insecure=True)
+        strategy = {"name": "async-diloco", "communication_window": args.window, **json.loads(args.strategy)}
+        worker = tether.torch.Worker.from_env(net, strategy=strategy, insecure=True)
         t0 = time.perf_counter()
         if rank == 0:
             record()
@@ -169,7 +169,7 @@ def rank_main(args):
             record()
             extra = {"worker_samples": stats.get("worker_samples"), "worker_idle_seconds": stats.get("worker_idle_seconds"),
                      "leases": stats.get("leases")}
-        framework = f"pytorch {torch.__version__} tether {tether.__version__} async-diloco H={args.window} defaults, leases"
+        framework = f"pytorch {torch.__version__} tether {tether.__version__} {json.dumps(strategy)}, leases"
     if rank == 0:
         target = args.target
         result = {"framework": framework, "mode": args.mode, "seed": args.seed, "slow_cores": args.slow_cores,
@@ -193,6 +193,7 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--window", type=int, default=50)
+    p.add_argument("--strategy", default="{}", help="tether: JSON keys over async-diloco's defaults, e.g. '{\"outer\": \"sgd\"}'")
     p.add_argument("--target", type=float, default=0.86)
     p.add_argument("--eval-every-s", type=float, default=0.5)
     p.add_argument("--world", type=int, default=4)

@@ -499,12 +499,19 @@ std::vector<Vec> async_diloco_path(const json& outer, int arrivals, const std::v
 TEST_CASE_FIXTURE(Fixture, "async-diloco: delayed Nesterov takes momentum only every D-th arrival, plain steps between") {
     const auto s = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 2}}}});
     CHECK(s->communication_window() == 50);  // the documented defaults
-    CHECK(s->describe()["outer"] == "delayed-nesterov");
+    CHECK(s->describe()["outer"] == "sgd");
+    CHECK(s->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.8));  // 1.6 / N
     CHECK(s->describe()["nesterov_delay"] == 2);  // the number of workers
     CHECK_FALSE(s->dynamic_windows());
+    const auto four = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 4}}}});
+    CHECK(four->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.4));
+    const auto one = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 1}}}});
+    CHECK(one->describe()["outer_learning_rate"].get<double>() == doctest::Approx(1.0));  // at most 1
+    const auto dn = strategy({{"strategy", {{"name", "async-diloco"}, {"outer", "delayed-nesterov"}}}, {"cluster", {{"workers", 2}}}});
+    CHECK(dn->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.7));
     // u1 = -1 (g1 = 1), u2 = -3 (g2 = 3); lr 0.5, mu 0.9, D = 2.
     const std::vector<Vec> u = {{-1.f}, {-3.f}};
-    const auto path = async_diloco_path({{"nesterov_delay", 2}}, 4, u);
+    const auto path = async_diloco_path({{"outer", "delayed-nesterov"}, {"nesterov_delay", 2}}, 4, u);
     // 1: plain, x~ = -0.5 * 1/2 = -0.25.
     CHECK(path[0][0] == doctest::Approx(-0.25));
     // 2: milestone: m = 0.9*0 + (1 + 3)/2 = 2; x~ -= 0.5 (3/2 + 0.9*2) = 1.65 -> -1.9.
@@ -521,7 +528,7 @@ TEST_CASE_FIXTURE(Fixture, "async-diloco: plain Nesterov and SGD per arrival; D 
     const auto nesterov = async_diloco_path({{"outer", "nesterov"}}, 2, u);
     CHECK(nesterov[0][0] == doctest::Approx(-0.95));
     CHECK(nesterov[1][0] == doctest::Approx(-4.205));
-    const auto delay_one = async_diloco_path({{"nesterov_delay", 1}}, 2, u);
+    const auto delay_one = async_diloco_path({{"outer", "delayed-nesterov"}, {"nesterov_delay", 1}}, 2, u);
     CHECK(delay_one[0][0] == doctest::Approx(-0.95));
     CHECK(delay_one[1][0] == doctest::Approx(-4.205));
     // sgd: -0.5, then -2.
