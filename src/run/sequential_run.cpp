@@ -43,7 +43,11 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const CurveSet curve = curve_set(config, data);
     Evaluator evaluator(config, *backend, curve.data, curve.limit);
     RunRecorder recorder(record_settings(config, data), directory);
-    ProgressPrinter progress(config.name, double(config.training.epochs), data.train->size(), curve.name);
+    // A run budget (cluster.budget_samples) is the run's length here too: that many samples, in
+    // minibatches, however many epochs that takes.
+    const auto budget = std::size_t(config.cluster.budget_samples);
+    ProgressPrinter progress(config.name, budget > 0 ? double(budget) / double(data.train->size()) : double(config.training.epochs),
+                             data.train->size(), curve.name);
     std::atomic<std::uint64_t> samples_so_far{0};
     std::printf("tether run %s: %s on %s, %zu parameters, %zu training / %zu %s samples -> %s\n",
                 config.name.c_str(), trainer.model().description().c_str(), trainer.device_description().c_str(),
@@ -65,7 +69,8 @@ nlohmann::json run_sequential(const RunConfig& config, const std::string& direct
     const auto started = Clock::now();  // wall time counts training and evaluation, not loading nor t = 0
 
     const std::size_t steps_per_epoch = trainer.steps_per_epoch();
-    const std::size_t total_steps = steps_per_epoch * std::size_t(config.training.epochs);
+    const std::size_t batch = std::size_t(config.training.batch_size);
+    const std::size_t total_steps = budget > 0 ? (budget + batch - 1) / batch : steps_per_epoch * std::size_t(config.training.epochs);
     // More evaluations than steps in an epoch would fall between steps: one per step at most.
     const std::size_t per_epoch = std::min<std::size_t>(std::size_t(config.eval.per_epoch), steps_per_epoch);
     progress.start([&samples_so_far] { return LiveStatus{samples_so_far.load(std::memory_order_relaxed), 0}; });

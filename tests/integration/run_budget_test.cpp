@@ -28,10 +28,11 @@ struct Shares {
 };
 
 // Two workers, the second `slow_ms` slower per step, each training until running() is false.
-Shares run_with_budget(const std::string& strategy, int slow_ms) {
+Shares run_with_budget(const std::string& strategy, int slow_ms, int servers = 1) {
     tether::ServiceOptions o;
     o.strategy = strategy;
     o.workers = 2;
+    o.servers = servers;
     o.join_timeout_ms = 10000;
     o.budget_samples = kBudget;
     auto center = tether::CenterService::start(Vec(16, 0.f), o);
@@ -84,6 +85,15 @@ TEST_CASE("the budget ends the run within a window per worker, and the fast work
             CHECK_MESSAGE(s.reported[0] > 2 * s.reported[1], s.reported[0], " against ", s.reported[1]);
         }
     }
+}
+
+TEST_CASE("streaming DiLoCo's fragments, each on a server of its own, end at the budget too") {
+    const std::string strategy = R"({"name": "diloco", "communication_window": 4, "fragments": 2, "overlap_steps": 1})";
+    const Shares s = run_with_budget(strategy, 2, 2);
+    const std::uint64_t total = s.reported[0] + s.reported[1];
+    CHECK(total >= std::uint64_t(kBudget));
+    CHECK(total <= std::uint64_t(kBudget) + 2 * kWindow * kBatch);
+    CHECK(s.reported[0] == s.reported[1]);  // its rounds wait for both, as a round does
 }
 
 TEST_CASE("without a budget a worker runs until finish()") {
