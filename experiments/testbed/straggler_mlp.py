@@ -24,6 +24,7 @@ default 3) runs in a cgroup of --slow-cores of a core (0.2: about 3x slower than
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -42,6 +43,8 @@ def launch(args):
     """Starts the ranks, the slow one in its cgroup, and waits for them; rank 0 writes --out."""
     sys.path.insert(0, HERE)
     from shaping import CpuQuota
+    # A SIGTERM (a timeout, a kill) unwinds through the finally below: the ranks and the cgroup go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     quota = CpuQuota(f"tbed-straggler-{os.getpid()}", args.slow_cores) if args.slow_cores > 0 else None
     port = free_port()
     procs = []

@@ -2,6 +2,8 @@
 // message of UTF-8 JSON {"want": n, "total": t} (t: the positions the worker's data give, 0:
 // none named), answered at once with {"start": q, "count": c}; c = 0: no work is left. Server 0
 // alone leases; the ask counts the samples its header reports, as a heartbeat does.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "center/center.hpp"
@@ -31,7 +33,8 @@ void Center::handle_lease(Worker& w, const Header& h, const Frames& frames) {
         return reject(w.peer, w.id, ErrorCode::malformed_lease,
                       "expected {\"want\": 1.." + std::to_string(kMaxLeaseWant) + ", \"total\": n}");
     membership_.count_samples(w, h.samples);
-    const Lease lease = membership_.leases().grant(w.id, *want, w.samples, w.exchanged_samples, *total);
+    const Lease lease = membership_.leases().grant(w.id, *want, w.samples, w.exchanged_samples, *total,
+                                                   std::uint64_t(std::max(stats_.live_workers(), 1)));
     const std::string answer = nlohmann::json{{"start", lease.start}, {"count", lease.count}}.dump();
     Header out;
     out.type = MessageType::lease;

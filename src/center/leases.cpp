@@ -5,7 +5,7 @@
 namespace tether {
 
 Lease Leases::grant(std::uint32_t id, std::uint64_t want, std::uint64_t samples, std::uint64_t exchanged,
-                    std::uint64_t total) {
+                    std::uint64_t total, std::uint64_t live) {
     counts_.on = true;  // summary.json gives the leases of a run whose workers took them
     if (counts_.positions == 0) counts_.positions = total;
     std::deque<Held>& mine = held_[id];
@@ -21,7 +21,9 @@ Lease Leases::grant(std::uint32_t id, std::uint64_t want, std::uint64_t samples,
         counts_.served_again += lease.count;
     } else {
         const std::uint64_t left = counts_.positions == 0 ? want : (next_ < counts_.positions ? counts_.positions - next_ : 0);
-        lease = {next_, std::min(want, left)};
+        live = std::max<std::uint64_t>(live, 1);
+        const std::uint64_t share = left < want * live ? std::max((left + live - 1) / live, std::max<std::uint64_t>(want / 8, 1)) : want;
+        lease = {next_, std::min({want, share, left})};
         next_ += lease.count;
     }
     if (lease.count == 0) return lease;

@@ -28,7 +28,11 @@ public:
     // trained so far, where its first lease begins in its own count (the next ones follow on);
     // `exchanged`: what its last exchange said it had trained (the leases below it are done).
     // `total`: the worker's word for the positions the run has, taken when none is known.
-    Lease grant(std::uint32_t id, std::uint64_t want, std::uint64_t samples, std::uint64_t exchanged, std::uint64_t total);
+    // `live`: the workers training now. At the run's end, when fewer fresh positions are left
+    // than `live` full blocks, a block is the rest shared among them (at least want / 8), so the
+    // last blocks end together and a fast worker does not wait out a slow one's full block.
+    Lease grant(std::uint32_t id, std::uint64_t want, std::uint64_t samples, std::uint64_t exchanged, std::uint64_t total,
+                std::uint64_t live = 1);
     // Worker `id` left having exchanged `exchanged` samples in all (its own count): of its
     // leases, the part beyond that goes back, to be served again.
     void release(std::uint32_t id, std::uint64_t exchanged);
