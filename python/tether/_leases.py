@@ -39,6 +39,6 @@ class LeasedBatches:
                 return
             rows = [self._row(q) for q in range(start, start + count)]
             for first in range(0, count, self.batch_size):
-                if first + self.batch_size >= count:  # the block's last minibatch: the next one travels meanwhile
+                if first + self.batch_size >= count and self.client.running:  # the block's last minibatch: the next one travels meanwhile
                     self.client.ask_lease(self.want, self.total)
                 yield rows[first:first + self.batch_size]

@@ -33,8 +33,13 @@ void Center::handle_lease(Worker& w, const Header& h, const Frames& frames) {
         return reject(w.peer, w.id, ErrorCode::malformed_lease,
                       "expected {\"want\": 1.." + std::to_string(kMaxLeaseWant) + ", \"total\": n}");
     membership_.count_samples(w, h.samples);
-    const Lease lease = membership_.leases().grant(w.id, *want, w.samples, w.exchanged_samples, *total,
-                                                   std::uint64_t(std::max(stats_.live_workers(), 1)));
+    // No block beyond two windows (where the window is known), so that no peer hoards the
+    // stream, and none once the budget is trained.
+    const std::uint64_t window = options_.membership.max_samples_per_window;
+    const std::uint64_t asked = window > 0 ? std::min(*want, 2 * window) : *want;
+    const Lease lease = budget_met() ? Lease{}
+                                     : membership_.leases().grant(w.id, asked, w.samples, w.exchanged_samples, *total,
+                                                                  std::uint64_t(std::max(stats_.live_workers(), 1)));
     const std::string answer = nlohmann::json{{"start", lease.start}, {"count", lease.count}}.dump();
     Header out;
     out.type = MessageType::lease;

@@ -22,7 +22,8 @@ Lease Leases::grant(std::uint32_t id, std::uint64_t want, std::uint64_t samples,
     } else {
         const std::uint64_t left = counts_.positions == 0 ? want : (next_ < counts_.positions ? counts_.positions - next_ : 0);
         live = std::max<std::uint64_t>(live, 1);
-        const std::uint64_t share = left < want * live ? std::max((left + live - 1) / live, std::max<std::uint64_t>(want / 8, 1)) : want;
+        const bool tail = counts_.positions > 0 && left < want * live;
+        const std::uint64_t share = tail ? std::max((left + live - 1) / live, std::max<std::uint64_t>(want / 8, 1)) : want;
         lease = {next_, std::min({want, share, left})};
         next_ += lease.count;
     }

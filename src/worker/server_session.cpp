@@ -203,6 +203,10 @@ Welcome ServerSession::join_locked() {
     }
     worker_id_ = h.worker_id;
     pull_version_ = h.center_version;
+    {
+        std::lock_guard<std::mutex> asks(logs_mutex_);
+        lease_out_ = false;  // a server that welcomed this worker again answers no ask made before
+    }
     // Both ends of each compressed direction start again from this x~.
     exchanges_out_.reset(welcome.center.data());
     replies_in_.reset(welcome.center.data());
@@ -302,6 +306,10 @@ void ServerSession::heartbeat_if_idle() {
 
 void ServerSession::bye() {
     std::lock_guard<std::mutex> lock(mutex_);
+    {
+        std::lock_guard<std::mutex> asks(logs_mutex_);
+        lease_ask_.clear();  // a worker that leaves takes no more work
+    }
     flush_logs_locked();  // what was logged before finish() arrives before the bye
     send(base_header(MessageType::bye), nullptr, 0);
     said_bye_ = true;

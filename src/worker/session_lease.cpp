@@ -39,6 +39,7 @@ LeaseAnswer ServerSession::take_lease(std::uint64_t want, std::uint64_t total) {
     ask_lease(want, total);
     const auto deadline = Clock::now() + std::chrono::milliseconds(options_.reply_timeout_ms);
     while (true) {
+        bool asked = true;
         {
             std::lock_guard<std::mutex> lock(logs_mutex_);
             if (lease_answer_) {
@@ -47,7 +48,9 @@ LeaseAnswer ServerSession::take_lease(std::uint64_t want, std::uint64_t total) {
                 lease_out_ = false;
                 return a;
             }
+            asked = lease_out_;
         }
+        if (!asked) ask_lease(want, total);  // the worker joined again meanwhile: ask its new server
         if (closed_) throw SessionClosed{};
         if (Clock::now() > deadline)
             throw std::runtime_error("no lease from the server at " + options_.server_address + " within " +

@@ -166,7 +166,12 @@ WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule
     // step, asks for the next, so a worker lost mid-run gives back at most that.
     const std::uint64_t want = std::uint64_t(std::max(options_.communication_window, 1)) * trainer.batch_size();
     const std::uint64_t positions = stream ? std::uint64_t(options_.epochs) * stream->pass() : 0;
-    if (welcome.trained > 0 && !stream) {  // a place trained that far before (a restart, a lost worker's place): the rest of it
+    // With leases the data come from the center, not the place's shard: a worker that takes a
+    // place over counts on from what the place trained, as the center does, and skips nothing.
+    if (stream) {
+        result_.samples = std::size_t(welcome.trained);
+        publish_progress();
+    } else if (welcome.trained > 0) {  // a place trained that far before (a restart, a lost worker's place): the rest of it
         result_.samples = trainer.skip(std::size_t(welcome.trained));
         result_.steps = trainer.steps_taken();
         publish_progress();

@@ -167,3 +167,30 @@ TEST_CASE("leases: a worker that joins mid-run is given work at once and shares 
     check_each_position_once(trained);
     CHECK(trained[1].size() >= kTotal / 8);
 }
+
+TEST_CASE("leases with a budget: the budget's positions, each once, and then no more work") {
+    tether::ServiceOptions o = leased("adag", 2);
+    o.budget_samples = 1000;
+    auto center = tether::CenterService::start(Vec(16, 0.f), o);
+    std::vector<std::vector<std::uint64_t>> trained(2);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 2; ++w)
+        threads.emplace_back([&, w] {
+            Vec x(16);
+            auto worker = center->connect_worker(x.data(), x.size());
+            while (worker->running()) {
+                const tether::Lease lease = worker->lease(kLease);  // no total: the budget bounds the stream
+                if (lease.count == 0) break;
+                for (std::uint64_t q = lease.start; q < lease.start + lease.count; ++q) trained[std::size_t(w)].push_back(q);
+                worker->step(lease.count);
+            }
+            worker->finish();
+        });
+    for (auto& t : threads) t.join();
+    center->wait();
+    std::set<std::uint64_t> all;
+    for (const auto& list : trained) all.insert(list.begin(), list.end());
+    CHECK(trained[0].size() + trained[1].size() == 1000);
+    CHECK(all.size() == 1000);
+    CHECK(*all.rbegin() == 999);
+}

@@ -48,3 +48,9 @@ TEST_CASE("leases: the last positions are shared among the live workers, at leas
     CHECK(book.grant(0, 320, 0, 0, 0, 2).count == 5);
     CHECK(book.grant(1, 320, 0, 0, 0, 2).count == 0);
 }
+
+TEST_CASE("leases: an unbounded stream hands out whole blocks, however many workers") {
+    LeaseCounts counts;
+    Leases book(counts, 0);
+    for (int i = 0; i < 5; ++i) CHECK(book.grant(std::uint32_t(i % 4), 320, 0, 0, 0, 4).count == 320);
+}
