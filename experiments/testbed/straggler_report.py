@@ -3,11 +3,12 @@
 and final validation loss per seed, and each seed's ratio to the ring's cell of the same seed
 and straggler, with the mean ratio's 95% interval (Student's t over the seeds).
 
-    experiments/testbed/straggler_report.py DIR
+    experiments/testbed/straggler_report.py DIR [--csv FILE]   (FILE: one row per cell and seed)
 
 DIR holds CELL_sSEED.json files (CELL: ring_0.2, tether_0.2, dn_0.2, ring_0, tether_0), as
 /tmp-style runs of straggler_mlp.py write them with --out DIR/CELL_sSEED.json."""
 
+import csv
 import glob
 import json
 import math
@@ -29,6 +30,7 @@ def interval(values):
 
 def main():
     directory = sys.argv[1]
+    csv_path = sys.argv[sys.argv.index("--csv") + 1] if "--csv" in sys.argv else None
     cells = {}
     for path in glob.glob(os.path.join(directory, "*_s*.json")):
         cell, seed = re.match(r"(.+)_s(\d+)\.json$", os.path.basename(path)).groups()
@@ -52,6 +54,18 @@ def main():
         print(f"| {cell} | {','.join(map(str, seeds))} | {' / '.join(fmt(t) for t in times)} | "
               f"{mean:.2f} ± {half:.2f} (n={len(ratios)}) | {sum(losses) / len(losses):.4f} | {lmean:.3f} ± {lhalf:.3f} | "
               f"{reached}/{len(times)} | {f'{max(idle):.2f}' if idle else '—'} |")
+
+
+    if csv_path:
+        with open(csv_path, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["cell", "seed", "time_to_target_s", "final_validation_accuracy", "final_validation_loss",
+                          "training_seconds", "longest_idle_s"])
+            for cell in sorted(cells):
+                for seed, r in sorted(cells[cell].items()):
+                    idle = r.get("worker_idle_seconds")
+                    out.writerow([cell, seed, r["time_to_target"], r["final_validation_accuracy"],
+                                  r["final_validation_loss"], r["training_seconds"], max(idle.values()) if idle else ""])
 
 
 if __name__ == "__main__":

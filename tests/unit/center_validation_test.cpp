@@ -107,13 +107,15 @@ TEST_CASE("every malformed message is answered with an error, counted by reason,
     }
     check_rejected("unexpected type", tether::encode(header(MessageType::welcome, 3, Dtype::float32)), x_i);
     check_rejected("unexpected type", tether::encode(header(MessageType::error, 0, Dtype::utf8)));
+    // This center is not server 0 of a run that leases (MembershipOptions::leases off).
+    check_rejected("unexpected type", tether::encode(header(MessageType::lease, 0, Dtype::utf8)));
 
     served.finish();
     REQUIRE_FALSE(served.failure());
     const auto& stats = served.center().stats();
     CHECK(stats.to_json()["rejected_by_reason"] == nlohmann::json(expected));
-    CHECK(stats.rejected_total() == 25);
-    CHECK(stats.to_json()["rejected_messages"] == 25);
+    CHECK(stats.rejected_total() == 26);
+    CHECK(stats.to_json()["rejected_messages"] == 26);
     CHECK(stats.exchanges == 0);
     CHECK(stats.updates_applied == 0);
     CHECK(stats.workers_joined == 1);
@@ -122,6 +124,22 @@ TEST_CASE("every malformed message is answered with an error, counted by reason,
     REQUIRE(x.size() == kInitial.size());
     CHECK(std::memcmp(x.data(), kInitial.data(), x.size() * sizeof(float)) == 0);
     CHECK(served.center().state().version == 0);
+}
+
+TEST_CASE("a lease ask that is not one small chunk of {\"want\": n, \"total\": t} is refused, and no block is granted") {
+    CenterOptions o = options_for(1);
+    o.membership.leases = true;
+    ServedCenter served(kAeasgd, o);
+    auto worker = served.connect("raw-worker");
+    join(*worker, 0, kInitial);
+    const Vec not_json{1.f, 2.f, 3.f};  // 12 bytes that are no JSON
+    CHECK(starts_with(rejection(*worker, tether::encode(header(MessageType::lease, 12, Dtype::utf8)), not_json), "malformed lease: "));
+    CHECK(starts_with(rejection(*worker, tether::encode(header(MessageType::lease, 12, Dtype::none)), not_json), "malformed lease: "));
+    CHECK(starts_with(rejection(*worker, tether::encode(header(MessageType::lease, 11, Dtype::utf8)), not_json), "malformed lease: "));
+    served.finish();
+    REQUIRE_FALSE(served.failure());
+    CHECK(served.center().stats().to_json()["rejected_by_reason"] == nlohmann::json({{"malformed lease", 3}}));
+    CHECK(served.center().stats().leases.granted == 0);
 }
 
 TEST_CASE("after rejections the worker is still served: a valid exchange then applies as usual") {
