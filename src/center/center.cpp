@@ -103,6 +103,10 @@ void Center::handle(const std::string& peer, Frames& frames) {
         case MessageType::bye:
             membership_.finish(*w, h->samples);
             updates_.leave(w->id);
+            // A lost worker's shard is its own to train (fixed shards): a link that comes back
+            // after the others are done still brings it back, within the restart window.
+            if (stats_.live_workers() == 0 && membership_.awaits_lost() && options_.membership.places_hold_shards)
+                end_.all_silent(Clock::now(), /*finished=*/true);
             if (rounds_.open()) maybe_close_round(false);
             return;
         default: return reject(peer, w->id, ErrorCode::unexpected_type, std::string("a worker does not send ") + to_string(h->type));

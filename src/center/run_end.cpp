@@ -19,11 +19,12 @@ void RunEnd::check_started(bool started, const CenterStats& stats, Clock::time_p
                              " ms (cluster.join_timeout_ms); are the workers running and pointed here?");
 }
 
-void RunEnd::all_silent(Clock::time_point now) {
+void RunEnd::all_silent(Clock::time_point now, bool finished) {
     if (options_.center_restart_ms <= 0) return;
     all_silent_since_ = now;
-    std::fprintf(stderr, "%s: every worker went silent; waiting up to %d ms (cluster.center_restart_ms) for them to come "
-                 "back before the run ends\n", name_.c_str(), options_.center_restart_ms);
+    std::fprintf(stderr, "%s: %s; waiting up to %d ms (cluster.center_restart_ms) for %s to come back before the run ends\n",
+                 name_.c_str(), finished ? "the live workers finished while a lost one's place is untrained" : "every worker went silent",
+                 options_.center_restart_ms, finished ? "it" : "them");
 }
 
 bool RunEnd::over(bool started, bool resumed, const CenterStats& stats, Clock::time_point now) const {

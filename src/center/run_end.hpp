@@ -26,9 +26,9 @@ public:
     void start(Clock::time_point now);
     // Throws, naming `address`, when the run has not started by the join deadline.
     void check_started(bool started, const CenterStats& stats, Clock::time_point now, const std::string& address) const;
-    // The last live worker was lost (not finished) while a worker that trained is lost and its
-    // place not taken back: the restart window opens.
-    void all_silent(Clock::time_point now);
+    // The last live worker was lost (or, `finished`, said bye) while a worker that trained is
+    // lost and its place not taken back: the restart window opens.
+    void all_silent(Clock::time_point now, bool finished = false);
     // A worker joined: the restart window, if open, is over.
     void joined() { all_silent_since_.reset(); }
     // Whether the run is over at `now`.
