@@ -78,7 +78,6 @@ public:
 
     // The data's leases (MembershipOptions::leases): a departing worker's rest goes back.
     Leases& leases() { return leases_; }
-    const Leases& leases() const { return leases_; }
 
     bool started() const { return started_; }
     bool resumed() const { return resumed_; }

@@ -41,9 +41,6 @@ struct WorkerOptions : SessionOptions {
     // cluster.budget_samples > 0: train() goes on over its shard until a reply says the run's
     // budget is trained (WorkerNode::budget_met), however many epochs that takes.
     bool budget = false;
-    // cluster.leases: train() takes its data block by block from server 0 (a lease of one
-    // window's samples each) instead of a fixed shard, until no work is left.
-    bool leases = false;
     std::vector<std::int64_t> step_delay_ms;  // by worker id: a simulated straggler's extra time per step
     int communication_window = 1;
     // The strategy's exchange policy (<tether/exchange_policy.hpp>), made once per worker; unset:

@@ -18,7 +18,6 @@ WorkerOptions worker_options(const ClusterSettings& k) {
     o.wire_kinds = k.strategy->wire_kinds();
     o.step_delay_ms = k.step_delay_ms;
     o.budget = k.budget_samples > 0;
-    o.leases = k.leases;
     o.communication_window = k.strategy->communication_window();
     o.exchange_policy = [strategy = k.strategy, workers = int(k.workers)] { return strategy->make_exchange_policy({workers}); };
     return o;
