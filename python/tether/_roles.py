@@ -140,8 +140,8 @@ class RankServer:
 
     def finish(self):
         """The worker's final exchange and goodbye; then, on a rank other than 0, the server's
-        end: it outlives its worker, since the others still exchange with it and rank 0 takes
-        its final range before it may leave. (Rank 0's server is the center the user waits on.)"""
+        end: it outlives its worker, since the others still exchange with it, and leaves once
+        rank 0 confirmed that its final range arrived. (Rank 0's server is the center the user waits on.)"""
         report = self.client.finish()
         if self.rank != 0:
             self.server.service.wait()

@@ -60,7 +60,7 @@ bool Center::tick() {
     if (rounds_.open()) maybe_close_round(rounds_.past_deadline(Clock::now()));
     if (end_.over(membership_.started(), membership_.resumed(), stats_, Clock::now())) {
         answer_final_snapshots();
-        if (end_.leaves(snapshots_.answered_final(), Clock::now())) return true;
+        if (end_.leaves(snapshots_.answered_final(), snapshots_.received_final(), Clock::now())) return true;
     }
     if (on_checkpoint && snapshots_.checkpoint_due(Clock::now(), updates_.version())) {
         on_checkpoint(checkpoint());

@@ -123,6 +123,11 @@ void Center::handle_snapshot(const std::string& peer, const Worker* w, const Hea
                       "only a joined worker, or with CURVE a peer holding an allowed key, may ask for x~");
     // A server that waits for the final request leaves once it is answered: only server 0's.
     if ((request.flags & kFlagFinal) && !admits_final_request(peer, request, frames)) return;
+    if (request.flags & kFlagReceived) {
+        // Server 0 has this server's final range: nothing of it is left on the link.
+        if (request.flags & kFlagFinal) snapshots_.final_received();
+        return;
+    }
     answer_snapshot(peer, request);
 }
 

@@ -35,7 +35,9 @@ void RemoteRanges::connect() {
 }
 
 RemoteRanges::~RemoteRanges() {
-    for (auto& c : channels_) c->abandon();
+    // Confirmations linger (the channel's default) until they are out; anything else may go.
+    if (!confirmed_)
+        for (auto& c : channels_) c->abandon();
 }
 
 void RemoteRanges::fetch(float* x, bool final) {
@@ -52,6 +54,21 @@ void RemoteRanges::fetch(float* x, bool final) {
         channels_[i]->send(encode(h), token.data(), token.size());
     }
     for (std::size_t i = 0; i < servers_.size(); ++i) receive(i, x, timeout_ms_);
+    if (final) confirm(token);
+}
+
+void RemoteRanges::confirm(const std::string& token) {
+    // Each server waits for this before it leaves: its range was on the link until now.
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+        Header h;
+        h.type = MessageType::snapshot;
+        h.sequence = sequence_;
+        h.flags = kFlagFinal | kFlagReceived | (token.empty() ? 0 : kFlagToken);
+        h.element_count = token.size();
+        h.fingerprint = servers_[i].fingerprint;
+        channels_[i]->send(encode(h), token.data(), token.size());
+    }
+    confirmed_ = true;
 }
 
 void RemoteRanges::receive(std::size_t i, float* x, int timeout_ms) {

@@ -2,7 +2,8 @@
 // server 0 fetches them to evaluate x~: one DEALER per server, a `snapshot` request to each
 // (all sent before any answer is awaited), answered with its range of x~ in float32 chunks.
 // A final fetch asks each server for x~ once its workers have all finished; it carries server
-// 0's token (center/server_tokens.hpp), without which those servers do not leave on it.
+// 0's token (center/server_tokens.hpp), without which those servers do not leave on it; once
+// every range is in, server 0 confirms it to each (kFlagReceived), and only then do they leave.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,7 @@ public:
 private:
     void connect();
     void receive(std::size_t i, float* x, int timeout_ms);
+    void confirm(const std::string& token);
 
     Transport& transport_;
     TransportOptions options_;
@@ -59,6 +61,7 @@ private:
     std::vector<ChunkAssembler> answers_;  // one per server
     int timeout_ms_;
     std::uint64_t sequence_ = 0;
+    bool confirmed_ = false;  // the final ranges' receipt was sent: the channels linger for it
 };
 
 }  // namespace tether

@@ -34,12 +34,20 @@ bool RunEnd::over(bool started, bool resumed, const CenterStats& stats, Clock::t
     return !resumed || stats.workers_joined >= expected_workers_ || now > join_deadline_;
 }
 
-bool RunEnd::leaves(bool final_answered, Clock::time_point now) {
-    if (!options_.await_final_snapshot || final_answered) return true;
+bool RunEnd::leaves(bool final_answered, bool final_received, Clock::time_point now) {
+    if (!options_.await_final_snapshot || final_received) return true;
     if (!over_at_) over_at_ = now;
-    if (now <= *over_at_ + std::chrono::milliseconds(join_timeout_ms_)) return false;
-    std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
-                 "worker leaving; is server 0 running?\n", name_.c_str(), join_timeout_ms_);
+    // The answer gets its own join_timeout_ms to arrive and be confirmed, however late it was asked for.
+    if (final_answered && !answered_at_) answered_at_ = now;
+    const Clock::time_point from = answered_at_ ? *answered_at_ : *over_at_;
+    if (now <= from + std::chrono::milliseconds(join_timeout_ms_)) return false;
+    if (final_answered)
+        std::fprintf(stderr, "%s: server 0 did not confirm within %d ms (cluster.join_timeout_ms) that the final x~ "
+                     "this server sent arrived; leaving (its range may not have reached server 0)\n", name_.c_str(),
+                     join_timeout_ms_);
+    else
+        std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
+                     "worker leaving; is server 0 running?\n", name_.c_str(), join_timeout_ms_);
     return true;
 }
 

@@ -3,8 +3,8 @@
 // silent less than end.center_restart_ms ago (they may come back: a link down, a stall), and for a
 // resumed center, which welcomes each worker as it comes back with no barrier, not before as many
 // workers as it has places have joined (or the join timeout passed). A server that waits for the
-// lead's request for the final x~ (end.await_final_snapshot) leaves once it is answered, or
-// join_timeout_ms after the run was over. RunEnd decides from the counters; it calls nothing.
+// lead's request for the final x~ (end.await_final_snapshot) leaves once the lead confirmed that
+// the answer arrived, or join_timeout_ms after the run was over (after its answer, if it answered). RunEnd decides from the counters; it calls nothing.
 #pragma once
 
 #include <chrono>
@@ -33,9 +33,9 @@ public:
     void joined() { all_silent_since_.reset(); }
     // Whether the run is over at `now`.
     bool over(bool started, bool resumed, const CenterStats& stats, Clock::time_point now) const;
-    // Once over: whether serve() may leave, the final x~ having been asked for (`final_answered`)
-    // or not.
-    bool leaves(bool final_answered, Clock::time_point now);
+    // Once over: whether serve() may leave, the final x~ having been answered (`final_answered`)
+    // and its arrival confirmed (`final_received`), or not.
+    bool leaves(bool final_answered, bool final_received, Clock::time_point now);
 
 private:
     RunEndOptions options_;
@@ -44,6 +44,7 @@ private:
     Clock::time_point join_deadline_;
     std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
     std::optional<Clock::time_point> over_at_;            // the run was first seen over
+    std::optional<Clock::time_point> answered_at_;        // the final x~ was first seen answered
 };
 
 }  // namespace tether

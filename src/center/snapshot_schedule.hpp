@@ -43,6 +43,9 @@ public:
     std::vector<Request> take_waiting();
     void final_answered() { final_answered_ = true; }
     bool answered_final() const { return final_answered_; }
+    // Server 0 confirmed that the final x~ arrived (kFlagReceived).
+    void final_received() { final_received_ = true; }
+    bool received_final() const { return final_received_; }
 
 private:
     SnapshotOptions options_;
@@ -51,6 +54,7 @@ private:
     CheckpointSchedule checkpoints_;
     std::vector<Request> waiting_;
     bool final_answered_ = false;
+    bool final_received_ = false;
 };
 
 }  // namespace tether

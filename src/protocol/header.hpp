@@ -58,6 +58,10 @@ constexpr std::uint32_t kFlagWindow = 1u << 5;
 // On a reply, every chunk: the run's budget (cluster.budget_samples) is trained; the worker
 // stops once this exchange has landed.
 constexpr std::uint32_t kFlagBudgetMet = 1u << 6;
+// On server 0's snapshot request with kFlagFinal (and its token): the final x~ range arrived
+// whole, so the server that waits for it may leave. Until then it stays: its answer may still be
+// on the link, and a server that left would take it along (its socket does not linger).
+constexpr std::uint32_t kFlagReceived = 1u << 7;
 
 struct Header {
     MessageType type = MessageType::heartbeat;

@@ -84,15 +84,22 @@ TEST_CASE("a run that has not started within join_timeout_ms fails, naming the s
     }
 }
 
-TEST_CASE("a server awaiting the final request leaves once it is answered, or join_timeout_ms after the end") {
+TEST_CASE("a server awaiting the final request leaves once server 0 confirmed its answer arrived, not on the answer alone") {
     RunEndOptions o;
     o.await_final_snapshot = true;
     RunEnd end(o, two_places(), "test");
     const auto t0 = RunEnd::Clock::now();
-    CHECK_FALSE(end.leaves(false, t0));
-    CHECK_FALSE(end.leaves(false, t0 + 500ms));
-    CHECK(end.leaves(true, t0 + 600ms));
-    CHECK(end.leaves(false, t0 + 1100ms));
+    CHECK_FALSE(end.leaves(false, false, t0));
+    CHECK_FALSE(end.leaves(false, false, t0 + 500ms));
+    // Answered late in the wait: the answer has its own join_timeout_ms to arrive.
+    CHECK_FALSE(end.leaves(true, false, t0 + 900ms));
+    CHECK_FALSE(end.leaves(true, false, t0 + 1500ms));
+    CHECK(end.leaves(true, true, t0 + 1600ms));
+    CHECK(end.leaves(true, false, t0 + 2000ms));
+    // Never asked: join_timeout_ms after the run was over.
+    RunEnd unasked(o, two_places(), "test");
+    CHECK_FALSE(unasked.leaves(false, false, t0));
+    CHECK(unasked.leaves(false, false, t0 + 1100ms));
     RunEnd plain(RunEndOptions{}, two_places(), "test");
-    CHECK(plain.leaves(false, t0));
+    CHECK(plain.leaves(false, false, t0));
 }
