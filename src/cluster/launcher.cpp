@@ -103,6 +103,13 @@ bool read_ranks(const Reader& env, Launcher& l) {
         l.local_world_size = l.local_world_size <= 0 ? l.world_size : l.local_world_size;
     }
     if (env.has("SLURM_JOB_ID") && l.job_id.empty()) l.job_id = env.get("SLURM_JOB_ID");
+    // A restarted attempt (torchrun --max-restarts, srun --requeue) is a job of its own: its
+    // ranks must not read the secret file a killed attempt left before the new rank 0 replaced it.
+    for (const char* attempt : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"})
+        if (!l.job_id.empty() && env.has(attempt) && std::string(env.get(attempt)) != "0") {
+            l.job_id += std::string(".attempt-") + env.get(attempt);
+            break;
+        }
     return true;
 }
 
