@@ -19,7 +19,7 @@
 // worker's steps per second between its exchanges and gives it the window
 // max(1, floor(H * v_i / v_max)) with its reply (v_max: the fastest live worker's rate, which
 // keeps H), so that the windows of fast and slow workers end together in wall-clock time.
-// Defaults: communication_window 50, outer "sgd" at outer_learning_rate min(1, 1.6 / N) (0.7 for
+// Defaults: communication_window 50, outer "sgd" at outer_learning_rate min(1, 1 / N) (0.7 for
 // the Nesterov kinds), outer_momentum 0.9, nesterov_delay the number of workers (a milestone averages about
 // one pseudo-gradient per worker, as a synchronous round does), staleness "none",
 // dynamic_windows false. Wire: the update goes out with error feedback, x~ comes back as a
@@ -127,10 +127,11 @@ std::shared_ptr<const Strategy> make_async_diloco(StrategyOptions& options, cons
     const std::string kind = options.choice("outer", "sgd", {"delayed-nesterov", "nesterov", "sgd"});
     outer.kind = kind == "sgd" ? Outer::sgd : kind == "nesterov" ? Outer::nesterov : Outer::delayed_nesterov;
     // SGD's rate scales with how arrivals bunch: N workers' arrivals in the time of one round
-    // move x~ by N lr mean(g), so lr = 1.6 / N moves it 1.6 mean(g) a round whatever N (at most
-    // 1: one worker's pseudo-gradient is taken whole). Chosen with one worker of 4 three times
-    // slower and without, on seeds the results do not reuse (docs/results.md, section 13).
-    const double rate = outer.kind == Outer::sgd ? std::min(1.0, 1.6 / double(std::max(1, context.workers))) : outer.learning_rate;
+    // move x~ by N lr mean(g), so lr = 1 / N moves it mean(g) a round whatever N, as averaging's
+    // round does (at most 1: one worker's pseudo-gradient is taken whole). Chosen with one worker
+    // of 4 three times slower and without, on seeds the results do not reuse (docs/results.md,
+    // section 13): larger rates reach a target sooner in some runs and miss it in others.
+    const double rate = outer.kind == Outer::sgd ? std::min(1.0, 1.0 / double(std::max(1, context.workers))) : outer.learning_rate;
     outer.learning_rate = options.number("outer_learning_rate", rate, 0.0, 100.0, true);
     outer.momentum = options.number("outer_momentum", outer.momentum, 0.0, 0.999999);
     outer.delay = int(options.integer("nesterov_delay", std::max(1, context.workers), 1, 1'000'000));

@@ -14,7 +14,7 @@ const std::vector<BuiltinStrategy>& builtin_strategies() {
         {"adag-staleness", "ADAG with each commit scaled element by element by the drift of x~ since the pull",
          make_adag_staleness},
         {"diloco", "synchronous rounds with an outer Nesterov SGD step on the center (DiLoCo)", make_diloco},
-        {"async-diloco", "DiLoCo's outer step on each pseudo-gradient as it arrives: SGD at 1.6 / N, or (delayed) Nesterov (Liu et al. 2024)",
+        {"async-diloco", "DiLoCo's outer step on each pseudo-gradient as it arrives: SGD at 1 / N, or (delayed) Nesterov (Liu et al. 2024)",
          make_async_diloco},
     };
     return entries;

@@ -5,8 +5,9 @@ and straggler, with the mean ratio's 95% interval (Student's t over the seeds).
 
     experiments/testbed/straggler_report.py DIR [--csv FILE]   (FILE: one row per cell and seed)
 
-DIR holds CELL_sSEED.json files (CELL: ring_0.2, tether_0.2, dn_0.2, ring_0, tether_0), as
-/tmp-style runs of straggler_mlp.py write them with --out DIR/CELL_sSEED.json."""
+DIR holds CELL_sSEED.json files (CELL: ring_0.2, tether_0.2, tether6_0.2, sgd0.4_0.2, and the same with _0), as
+runs of straggler_mlp.py write them with --out DIR/CELL_sSEED.json, or is the testbed's --out
+of specs/straggler.json (cells/CELL,seed=SEED/straggler.json)."""
 
 import csv
 import glob
@@ -35,8 +36,12 @@ def main():
     for path in glob.glob(os.path.join(directory, "*_s*.json")):
         cell, seed = re.match(r"(.+)_s(\d+)\.json$", os.path.basename(path)).groups()
         cells.setdefault(cell, {})[int(seed)] = json.load(open(path))
-    print("| cell | seeds | time to target (s), per seed | ÷ the ring, mean ± 95% | final val. loss | ÷ the ring's loss | reached | longest idle at the end (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+    # The testbed's out directory (specs/straggler.json): cells/CELL,seed=SEED/straggler.json.
+    for path in glob.glob(os.path.join(directory, "cells", "*,seed=*", "straggler.json")):
+        cell, seed = re.match(r"(.+),seed=(\d+)$", os.path.basename(os.path.dirname(path))).groups()
+        cells.setdefault(cell, {})[int(seed)] = json.load(open(path))
+    print("| cell | seeds | time to target (s), per seed | ÷ the ring, mean ± 95% | final val. loss | ÷ the ring's loss | reached | run's length (s), mean | longest idle at the end (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for cell in sorted(cells, key=lambda c: (c.split("_")[1], c.split("_")[0] != "ring", c)):
         ring = cells.get("ring_" + cell.split("_")[1], {})
         runs = cells[cell]
@@ -50,10 +55,11 @@ def main():
         mean, half = interval(ratios) if ratios else (float("nan"), float("nan"))
         lmean, lhalf = interval(loss_ratios) if loss_ratios else (float("nan"), float("nan"))
         reached = sum(t is not None for t in times)
+        length = sum(runs[s]["training_seconds"] for s in seeds) / len(seeds)
         idle = [max(runs[s]["worker_idle_seconds"].values()) for s in seeds if runs[s].get("worker_idle_seconds")]
         print(f"| {cell} | {','.join(map(str, seeds))} | {' / '.join(fmt(t) for t in times)} | "
               f"{mean:.2f} ± {half:.2f} (n={len(ratios)}) | {sum(losses) / len(losses):.4f} | {lmean:.3f} ± {lhalf:.3f} | "
-              f"{reached}/{len(times)} | {f'{max(idle):.2f}' if idle else '—'} |")
+              f"{reached}/{len(times)} | {length:.1f} | {f'{max(idle):.2f}' if idle else '—'} |")
 
 
     if csv_path:

@@ -500,11 +500,11 @@ TEST_CASE_FIXTURE(Fixture, "async-diloco: delayed Nesterov takes momentum only e
     const auto s = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 2}}}});
     CHECK(s->communication_window() == 50);  // the documented defaults
     CHECK(s->describe()["outer"] == "sgd");
-    CHECK(s->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.8));  // 1.6 / N
+    CHECK(s->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.5));  // 1 / N
     CHECK(s->describe()["nesterov_delay"] == 2);  // the number of workers
     CHECK_FALSE(s->dynamic_windows());
     const auto four = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 4}}}});
-    CHECK(four->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.4));
+    CHECK(four->describe()["outer_learning_rate"].get<double>() == doctest::Approx(0.25));
     const auto one = strategy({{"strategy", {{"name", "async-diloco"}}}, {"cluster", {{"workers", 1}}}});
     CHECK(one->describe()["outer_learning_rate"].get<double>() == doctest::Approx(1.0));  // at most 1
     const auto dn = strategy({{"strategy", {{"name", "async-diloco"}, {"outer", "delayed-nesterov"}}}, {"cluster", {{"workers", 2}}}});
