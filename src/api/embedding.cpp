@@ -200,7 +200,12 @@ public:
         std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
-        if (rank_ && options_.rank > 0) return {};  // rank 0's wait() gives x~ and the verdict
+        if (rank_ && options_.rank > 0) {  // rank 0's wait() gives x~ and the verdict
+            // ... unless this rank's range never reached it: then no rank's run succeeded.
+            const std::string missing = group_->final_missing();
+            if (!missing.empty()) throw RunFailedError("the run failed: rank " + std::to_string(options_.rank) + "'s " + missing);
+            return {};
+        }
         if (rank_) rank_->fetch_others(nullptr, /*final=*/true);  // once: the others leave on it
         // The verdict of `tether run` and `tether server` (record/run_verdict.hpp), from the
         // center's counters: a run that lost too many workers did not train what it was asked to.

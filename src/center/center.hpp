@@ -111,6 +111,9 @@ public:
     // `buffers`, b~ taken at the same instant into it (empty: none held).
     CenterState snapshot_now(std::vector<float>* buffers = nullptr) const;
     CenterStats stats_now() const;
+    // Once serve() has returned: why server 0 may lack this server's final range, "" if it has
+    // it or never needed it (center/run_end.hpp).
+    const std::string& final_missing() const { return end_.final_missing(); }
     // Safe from any thread, for progress displays: samples reported so far, and the version.
     std::uint64_t live_samples() const { return live_samples_.load(std::memory_order_relaxed); }
     std::uint64_t live_version() const { return live_version_.load(std::memory_order_relaxed); }

@@ -41,13 +41,13 @@ bool RunEnd::leaves(bool final_answered, bool final_received, Clock::time_point 
     if (final_answered && !answered_at_) answered_at_ = now;
     const Clock::time_point from = answered_at_ ? *answered_at_ : *over_at_;
     if (now <= from + std::chrono::milliseconds(join_timeout_ms_)) return false;
-    if (final_answered)
-        std::fprintf(stderr, "%s: server 0 did not confirm within %d ms (cluster.join_timeout_ms) that the final x~ "
-                     "this server sent arrived; leaving (its range may not have reached server 0)\n", name_.c_str(),
-                     join_timeout_ms_);
-    else
-        std::fprintf(stderr, "%s: no request for the final x~ within %d ms (cluster.join_timeout_ms) of the last "
-                     "worker leaving; is server 0 running?\n", name_.c_str(), join_timeout_ms_);
+    const std::string wait = std::to_string(join_timeout_ms_) + " ms (cluster.join_timeout_ms)";
+    final_missing_ = final_answered
+        ? name_ + ": server 0 did not confirm within " + wait + " that the final x~ this server sent arrived: its "
+          "range may be missing from the run's final model"
+        : name_ + ": no request for the final x~ within " + wait + " of the last worker leaving: the run's final "
+          "model lacks this server's range (is server 0 running?)";
+    std::fprintf(stderr, "%s\n", final_missing_.c_str());
     return true;
 }
 

@@ -36,6 +36,9 @@ public:
     // Once over: whether serve() may leave, the final x~ having been answered (`final_answered`)
     // and its arrival confirmed (`final_received`), or not.
     bool leaves(bool final_answered, bool final_received, Clock::time_point now);
+    // Once serve() left: why server 0 may not hold this server's final range ("" when it
+    // confirmed it, or none was awaited). A run whose x~ lost a range has failed.
+    const std::string& final_missing() const { return final_missing_; }
 
 private:
     RunEndOptions options_;
@@ -45,6 +48,7 @@ private:
     std::optional<Clock::time_point> all_silent_since_;  // the last live worker was lost (not finished)
     std::optional<Clock::time_point> over_at_;            // the run was first seen over
     std::optional<Clock::time_point> answered_at_;        // the final x~ was first seen answered
+    std::string final_missing_;
 };
 
 }  // namespace tether

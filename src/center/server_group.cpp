@@ -100,4 +100,10 @@ CenterStats combine(const std::vector<CenterStats>& servers, bool fragments) {
     return out;
 }
 
+std::string ServerGroup::final_missing() const {
+    for (const auto& m : members_)
+        if (!m.center->final_missing().empty()) return m.center->final_missing();
+    return "";
+}
+
 }  // namespace tether

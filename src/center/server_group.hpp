@@ -56,6 +56,8 @@ public:
     CenterStats stats_now() const;
     // Once serve() has returned.
     CenterStats stats() const;
+    // Once serve() has returned: why server 0 may lack a member's final range ("" for none).
+    std::string final_missing() const;
 
 private:
     std::vector<GroupMember> members_;

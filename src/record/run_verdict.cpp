@@ -53,6 +53,9 @@ void judge_run(nlohmann::json& summary, const ClusterSettings& cluster, const st
                      "), less than cluster.min_trained_share (" + nlohmann::json(cluster.min_trained_share).dump() + ")";
         }
     }
+    // A server of several whose final range server 0 may not hold (center/run_end.hpp): the
+    // run's final model is not whole, whatever this server's own counters say.
+    if (reason.empty() && summary.contains("final_range_missing")) reason = summary["final_range_missing"].get<std::string>();
     // A model that did not learn (record/learning_verdict.hpp, judged when the records were
     // written), where eval.require_learning holds.
     if (reason.empty() && summary.value("learning_required", false) && summary.contains("learning_failure"))

@@ -245,6 +245,8 @@ nlohmann::json CenterRun::serve() {
         extra["server"] = s.plan.first;
         extra["samples"] = stats.total_samples;
         extra["wall_seconds"] = wall;
+        // Server 0 may lack this server's final range: then the run's x~ is incomplete (run_verdict.hpp).
+        if (const std::string missing = s.group->final_missing(); !missing.empty()) extra["final_range_missing"] = missing;
         write_json_file(s.recorder.directory() + "/summary.json", extra);
         return extra;
     }

@@ -3,11 +3,15 @@
 (Worker.from_env(server_placement="ranks")). argv: a strategy block (JSON; rank 0 only, the
 others take its), the exchanges to make, and optionally "seed=N" (the model's seed; 0 by
 default, as every rank should). Each exchange first sets every parameter to rank + 1 + the
-exchange's index, so that averaging gives a closed form. Prints one JSON line: rank, the
-parameters after each exchange, and on rank 0 the center's final state and counters; an error
-is printed as {"error": ...} with exit code 1."""
+exchange's index, so that averaging gives a closed form. "join=MS" sets join_timeout_ms
+(20000); "no-wait" has rank 0 end without worker.center.wait(), 1 s after its finish(), as a
+rank 0 that died there would. Prints one JSON line: rank, the parameters after each exchange,
+and on rank 0 the center's final state and counters; an error is printed as {"error": ...}
+with exit code 1."""
 import json
+import os
 import sys
+import time
 
 import torch
 
@@ -16,12 +20,13 @@ import tether.torch
 
 strategy = json.loads(sys.argv[1]) if sys.argv[1] != "-" else None
 exchanges = int(sys.argv[2])
-seed = int(sys.argv[3].split("=")[1]) if len(sys.argv) > 3 else 0
+more = dict(a.split("=") if "=" in a else (a, "1") for a in sys.argv[3:])
+seed = int(more.get("seed", 0))
 torch.manual_seed(seed)
 model = torch.nn.Linear(3, 2)
 try:
     worker = tether.torch.Worker.from_env(model, strategy=strategy, server_placement="ranks", worker_timeout_ms=4000,
-                                          heartbeat_ms=500, join_timeout_ms=20000)
+                                          heartbeat_ms=500, join_timeout_ms=int(more.get("join", 20000)))
 except (tether.TetherError, ValueError) as e:
     print(json.dumps({"error": str(e)}))
     sys.exit(1)
@@ -35,7 +40,14 @@ for e in range(exchanges):
 during = None
 if worker.center is not None:  # rank 0, mid-run: x~ gathered from every rank's server
     during = sorted({float(v) for t in worker.center.state_dict().values() for v in t.reshape(-1)})
-worker.finish()
+try:
+    worker.finish()
+except tether.TetherError as e:  # a rank's server whose final range rank 0 never took
+    print(json.dumps({"rank": worker.rank, "error": str(e)}))
+    sys.exit(1)
+if worker.center is not None and "no-wait" in more:
+    time.sleep(1)
+    os._exit(0)
 result = {"rank": worker.rank, "after": after, "has_center": worker.center is not None, "during": during}
 if worker.center is not None:
     state = worker.center.wait()

@@ -102,6 +102,19 @@ def a_rank_whose_model_starts_elsewhere_is_refused_naming_both_starting_points()
 
 
 @case
+def a_rank_whose_final_range_rank_0_never_took_fails_instead_of_exiting_0():
+    # Rank 0 ends after its finish() without worker.center.wait(): nobody holds rank 1's range
+    # of the final x~, so rank 1's finish() fails once join_timeout_ms passed, naming why.
+    port = free_ports(2)
+    processes = start([torchrun_env(r, 2, port) for r in range(2)], AVERAGING, 1, "join=3000", "no-wait")
+    code, result, stderr = results(processes[1:], timeout=60)[0]
+    assert processes[0].wait(timeout=30) == 0
+    assert code == 1, (result, stderr[-2000:])
+    assert result["rank"] == 1 and "lacks this server's range" in result["error"], result
+    assert "rank 1's server" in result["error"], result
+
+
+@case
 def workers_other_than_the_ranks_a_rank_that_only_serves_or_replica_groups_are_refused_at_once():
     port = free_ports(2)
     env = torchrun_env(0, 2, port)

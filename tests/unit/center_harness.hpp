@@ -103,6 +103,8 @@ public:
         finish();
         return ended;
     }
+    // Whether serve() has returned by itself, now (stops nothing).
+    bool done() const { return done_.load(); }
     const Center& center() const { return *center_; }
     std::exception_ptr failure() const { return failure_; }
 

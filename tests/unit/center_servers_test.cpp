@@ -41,6 +41,13 @@ Header snapshot_request(std::uint64_t sequence, bool final) {
     return h;
 }
 
+// Server 0's word that the final range of request `sequence` arrived whole.
+Header final_received(std::uint64_t sequence) {
+    Header h = snapshot_request(sequence, true);
+    h.flags |= tether::kFlagReceived;
+    return h;
+}
+
 void send_with_token(Channel& channel, Header h, const std::string& token) {
     h.flags |= tether::kFlagToken;
     h.element_count = token.size();
@@ -176,7 +183,12 @@ TEST_CASE("snapshot requests: answered at once, or with kFlagFinal once every wo
     std::tie(x, version) = receive_snapshot(*monitor, 2);
     check_equal(x, {1.25f, -0.75f, 1.625f});  // after the exchange: e = 0.25 (x_i - x~)
     CHECK(version == 1);
-    REQUIRE(served.wait_until_done(5000));  // answered: the server leaves by itself
+    // Answered, but the answer may still be on the link: the server stays until it is confirmed.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK_FALSE(served.done());
+    send(*monitor, final_received(2), {});
+    REQUIRE(served.wait_until_done(5000));
+    CHECK(served.center().final_missing().empty());
     CHECK(served.center().stats().rejected.at(tether::ErrorCode::too_many_requests) == 1);
 }
 
@@ -192,6 +204,30 @@ TEST_CASE("a server waiting for the final request leaves after join_timeout_ms w
     StderrCapture captured(dir.file("stderr.txt"));
     CHECK(served.wait_until_done(5000));
     CHECK(contains(captured.text(), "no request for the final x~ within 400 ms"));
+    // The run's final model lacks this range: the rank's process must not report success.
+    CHECK(contains(served.center().final_missing(), "lacks this server's range"));
+}
+
+TEST_CASE("a server whose final answer is never confirmed leaves join_timeout_ms after it, saying its range may be missing") {
+    CenterOptions options = options_for(1);
+    options.end.await_final_snapshot = true;
+    options.snapshots.snapshots_for_any_peer = true;
+    options.membership.join_timeout_ms = 400;
+    ServedCenter served(kAeasgd, options);
+    auto lead = served.connect("server-0-snapshots");
+    auto worker = served.connect("worker");
+    join(*worker, 0, kInitial);
+    send(*worker, header(MessageType::bye), {});
+    TempDir dir;
+    StderrCapture captured(dir.file("stderr.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the request comes late: the wait counts from the answer
+    send(*lead, snapshot_request(1, true), {});
+    receive_snapshot(*lead, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    CHECK_FALSE(served.done());  // 550 ms after the run's end, 250 after the answer
+    CHECK(served.wait_until_done(5000));
+    CHECK(contains(captured.text(), "did not confirm within 400 ms"));
+    CHECK(contains(served.center().final_missing(), "may be missing from the run's final model"));
 }
 
 TEST_CASE("a server waiting for the final request leaves on server 0's token, not on a stranger's request") {
@@ -219,8 +255,13 @@ TEST_CASE("a server waiting for the final request leaves on server 0's token, no
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     send_with_token(*lead, snapshot_request(6, true), options.tokens->for_final(6));
     receive_snapshot(*lead, 6);
+    send(*stranger, final_received(6), {});  // a confirmation needs the token too
+    CHECK(starts_with(receive_error(*stranger), "bad token"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK_FALSE(served.done());
+    send_with_token(*lead, final_received(6), options.tokens->for_final(6));
     CHECK(served.wait_until_done(5000));
-    CHECK(served.center().stats().rejected.at(tether::ErrorCode::bad_token) == 3);
+    CHECK(served.center().stats().rejected.at(tether::ErrorCode::bad_token) == 4);
 }
 
 TEST_CASE("server 0's directory of the ranks' servers: complete once all said, then frozen; another x~(0) refused") {
