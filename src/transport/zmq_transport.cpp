@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "transport/transport.hpp"
@@ -162,8 +165,9 @@ bool poll_with_monitor(zmq::socket_t& socket, zmq::socket_t& monitor, int timeou
         if (e.num() != EINTR) throw;
     }
     if (items[1].revents & ZMQ_POLLIN) {
+        // Every event queued since the last call: a worker between two receives may have seen several.
         zmq::message_t event, where;
-        if (monitor.recv(event, zmq::recv_flags::dontwait)) {
+        while (monitor.recv(event, zmq::recv_flags::dontwait)) {
             if (event.more()) (void)monitor.recv(where, zmq::recv_flags::dontwait);
             std::uint16_t id = 0;
             if (event.size() >= 2) std::memcpy(&id, event.data(), 2);
@@ -212,6 +216,7 @@ public:
         if (monitor_) {
             const bool readable = poll_with_monitor(socket_, *monitor_, timeout_ms, [this](std::uint16_t, const std::string&) {
                 failed_handshakes_.fetch_add(1, std::memory_order_relaxed);
+                warn_failed_handshake();
             });
             if (!readable) return false;
             timeout_ms = 0;
@@ -234,6 +239,18 @@ public:
     }
 
 private:
+    // Said at the first failed handshake and then at most every 10 s: a rank given another
+    // secret retries forever, and a stranger on the port must not flood the log.
+    void warn_failed_handshake() {
+        ++failed_here_;
+        const auto now = std::chrono::steady_clock::now();
+        if (warned_at_ && now - *warned_at_ < std::chrono::seconds(10)) return;
+        warned_at_ = now;
+        std::fprintf(stderr, "tether: WARNING: %s: %llu CURVE handshake(s) failed so far: a peer's keys differ from this "
+                     "center's (with TETHER_SECRET, every rank must have the same secret) or it is no tether peer\n",
+                     address_.c_str(), static_cast<unsigned long long>(failed_here_));
+    }
+
     void send_message(const std::string& peer, const std::vector<std::uint8_t>& header, zmq::message_t& body) {
         try {
             if (!socket_.send(zmq::buffer(peer), zmq::send_flags::sndmore) ||
@@ -253,6 +270,8 @@ private:
     std::vector<zmq::message_t> parts_;
     std::atomic<std::uint64_t>& failed_handshakes_;
     std::unique_ptr<zmq::socket_t> monitor_;  // with CURVE: handshakes that fail before ZAP
+    std::uint64_t failed_here_ = 0;
+    std::optional<std::chrono::steady_clock::time_point> warned_at_;
 };
 
 class ZmqChannel final : public Channel {
@@ -266,7 +285,10 @@ public:
         socket_.set(zmq::sockopt::routing_id, identity);
         apply_curve(socket_, address, o, false);
         if (!o.curve_server_public.empty() && address.rfind("inproc://", 0) != 0)
-            monitor_ = monitor_handshakes(socket_, context, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
+            monitor_ = monitor_handshakes(socket_, context,
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                              ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                                              ZMQ_EVENT_DISCONNECTED);
         try {
             socket_.connect(address);
         } catch (const zmq::error_t& e) {
@@ -294,7 +316,13 @@ public:
 
     bool receive(Frames& frames, int timeout_ms) override {
         if (monitor_) {
-            if (!poll_with_monitor(socket_, *monitor_, timeout_ms, check_handshake_event)) return false;
+            // An event is no message: wait on until data or the deadline (false means timed out).
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+            const auto on_event = [this](std::uint16_t id, const std::string& where) { check_handshake_event(id, where); };
+            while (!poll_with_monitor(socket_, *monitor_, timeout_ms, on_event)) {
+                timeout_ms = int(std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+                if (timeout_ms <= 0) return false;
+            }
             timeout_ms = 0;
         }
         std::size_t bytes = 0, dropped = 0;
@@ -305,7 +333,22 @@ public:
 
 private:
     // A refused CURVE handshake, as the worker's monitor saw it: the error names the center.
-    static void check_handshake_event(std::uint16_t id, const std::string& where) {
+    void check_handshake_event(std::uint16_t id, const std::string& where) {
+        // A center that cannot read our HELLO (it was encrypted to another public key) drops the
+        // connection without a word; only a run of such drops, never a completed handshake
+        // between them, tells differing keys from a center that went away after its welcome.
+        // Whatever this channel queued cannot reach that center: closing it must not linger for it.
+        if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+            (id == ZMQ_EVENT_DISCONNECTED && !handshake_done_ && dropped_handshakes_ + 1 >= kDroppedHandshakes))
+            abandon();
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) dropped_handshakes_ = 0;
+        if (id == ZMQ_EVENT_DISCONNECTED && !handshake_done_ && ++dropped_handshakes_ >= kDroppedHandshakes)
+            throw DeliveryError("the CURVE keys differ: the center at " + where + " closed the connection " +
+                                std::to_string(dropped_handshakes_) + " times during the CURVE handshake. "
+                                "security.center_public_key must be that center's public key; with TETHER_SECRET, "
+                                "every rank must have the same secret (and no rank a stale ~/.tether/run-*/secret)");
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) handshake_done_ = true;
+        if (id == ZMQ_EVENT_DISCONNECTED) handshake_done_ = false;
         if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
             throw DeliveryError("the center at " + where +
                                 " refused this worker's CURVE key: it is not in the center's security.authorized_workers");
@@ -330,6 +373,9 @@ private:
     zmq::socket_t socket_;
     std::unique_ptr<zmq::socket_t> monitor_;  // CURVE only: handshake failures
     std::vector<zmq::message_t> parts_;
+    static constexpr int kDroppedHandshakes = 3;  // ZMQ reconnects after 100-200 ms: about 0.4 s
+    bool handshake_done_ = false;                  // the current connection completed its handshake
+    int dropped_handshakes_ = 0;                   // connections dropped mid-handshake since the last completed one
 };
 
 class ZmqTransport final : public Transport, public std::enable_shared_from_this<ZmqTransport> {

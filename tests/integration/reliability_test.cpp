@@ -239,6 +239,18 @@ TEST_CASE("CURVE: a secured local run trains; a worker whose key is not allowed 
     REQUIRE(stranger_exit.has_value());
     CHECK(*stranger_exit == 1);
     CHECK(contains(stranger.err(), "refused this worker's CURVE key"));
+    // A worker that holds another center's public key (a rank given another TETHER_SECRET, or a
+    // stale one): the center cannot read its handshake and drops it; both sides say why, at
+    // once, instead of the worker waiting out cluster.join_timeout_ms.
+    Process other({"worker", "--config", one, "--connect", address, "--set",
+                   "security.center_public_key=" + dir.file("stranger.pub")},
+                  dir.file("o.out"), dir.file("o.err"));
+    const auto other_exit = other.wait(15000);
+    CAPTURE(other.err());
+    REQUIRE(other_exit.has_value());
+    CHECK(*other_exit == 1);
+    CHECK(contains(other.err(), "the CURVE keys differ: the center at " + address));
+    CHECK(contains(server.err(), "CURVE handshake(s) failed so far: a peer's keys differ"));
     Process worker({"worker", "--config", one, "--connect", address}, dir.file("w.out"), dir.file("w.err"));
     CHECK(worker.wait(60000) == std::optional<int>(0));
     CHECK(server.wait(30000) == std::optional<int>(0));
