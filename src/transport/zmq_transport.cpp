@@ -337,18 +337,25 @@ private:
         // A center that cannot read our HELLO (it was encrypted to another public key) drops the
         // connection without a word; only a run of such drops, never a completed handshake
         // between them, tells differing keys from a center that went away after its welcome.
-        // Whatever this channel queued cannot reach that center: closing it must not linger for it.
-        if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
-            (id == ZMQ_EVENT_DISCONNECTED && !handshake_done_ && dropped_handshakes_ + 1 >= kDroppedHandshakes))
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            handshake_done_ = true;
+            dropped_handshakes_ = 0;
+            return;
+        }
+        if (id == ZMQ_EVENT_DISCONNECTED) {
+            const bool mid_handshake = !handshake_done_;
+            handshake_done_ = false;
+            if (!mid_handshake || ++dropped_handshakes_ < kDroppedHandshakes) return;
+        }
+        // A failure from here on: what this channel queued cannot reach that center, so closing
+        // it must not linger for it.
+        if (id == ZMQ_EVENT_DISCONNECTED || id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
             abandon();
-        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) dropped_handshakes_ = 0;
-        if (id == ZMQ_EVENT_DISCONNECTED && !handshake_done_ && ++dropped_handshakes_ >= kDroppedHandshakes)
+        if (id == ZMQ_EVENT_DISCONNECTED)
             throw DeliveryError("the CURVE keys differ: the center at " + where + " closed the connection " +
                                 std::to_string(dropped_handshakes_) + " times during the CURVE handshake. "
                                 "security.center_public_key must be that center's public key; with TETHER_SECRET, "
                                 "every rank must have the same secret (and no rank a stale ~/.tether/run-*/secret)");
-        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) handshake_done_ = true;
-        if (id == ZMQ_EVENT_DISCONNECTED) handshake_done_ = false;
         if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
             throw DeliveryError("the center at " + where +
                                 " refused this worker's CURVE key: it is not in the center's security.authorized_workers");
