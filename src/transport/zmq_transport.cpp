@@ -188,9 +188,11 @@ public:
         socket_.set(zmq::sockopt::router_mandatory, 1);
         socket_.set(zmq::sockopt::maxmsgsize, std::int64_t(o.max_message_bytes));
         apply_curve(socket_, address, o, true);
+        // A peer whose keys or mechanism differ fails with a protocol error; one that closes before
+        // the handshake ends (a launcher's port probe, tcp_probe.cpp) fails with no detail, and
+        // is not counted: every launched rank probes rank 0's port before it joins.
         if (!o.curve_server_secret.empty() && address.rfind("inproc://", 0) != 0)
-            monitor_ = monitor_handshakes(socket_, context,
-                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+            monitor_ = monitor_handshakes(socket_, context, ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
         try {
             socket_.bind(address);
         } catch (const zmq::error_t& e) {

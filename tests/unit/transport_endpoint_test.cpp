@@ -2,7 +2,7 @@
 // on every rank, the rank's own worker reaches its server in-process, with no socket and no CURVE
 // handshake, while the endpoint's tcp:// address still admits only CURVE peers (a rank's exchange with its own range stays in its
 // process). And a plaintext peer at the tcp address counts as a refused handshake (ZAP never
-// sees it, so the endpoint counts it).
+// sees it, so the endpoint counts it); a port probe that closes before the greeting does not.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/curve_keys.hpp"
+#include "transport/tcp_probe.hpp"
 #include "transport/transport.hpp"
 
 namespace {
@@ -29,7 +30,7 @@ bool reaches(tether::Channel& channel, tether::Endpoint& endpoint) {
 
 }  // namespace
 
-TEST_CASE("a CURVE endpoint's inproc alias is reached in-process without keys; its tcp address wants them, and counts a plaintext peer as refused") {
+TEST_CASE("a CURVE endpoint's inproc alias is reached in-process without keys; its tcp address wants them, and counts a plaintext peer as refused, a port probe not") {
     auto transport = tether::make_zmq_transport();
     const tether::CurveKeyPair server = tether::generate_curve_key_pair(), client = tether::generate_curve_key_pair();
     transport->require_authentication({client.public_key});
@@ -48,6 +49,15 @@ TEST_CASE("a CURVE endpoint's inproc alias is reached in-process without keys; i
     keyed.curve_client_secret = client.secret_key;
     const auto remote = transport->connect(endpoint->address(), "remote", keyed);
     CHECK(reaches(*remote, *endpoint));
+
+    // A launcher's port probe (each rank's, before it joins) connects and closes before any
+    // greeting: no handshake was refused, and the center must not warn about keys.
+    std::string why;
+    CHECK(tether::tcp_listening(endpoint->address(), 2000, why));
+    std::string peer;
+    Frames frames;
+    CHECK_FALSE(endpoint->receive(peer, frames, 500));
+    CHECK(transport->refused_handshakes() == 0);
 
     const std::uint64_t refused = transport->refused_handshakes();
     const auto plaintext = transport->connect(endpoint->address(), "plaintext", TransportOptions{});
