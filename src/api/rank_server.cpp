@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "record/server_records.hpp"
 #include "util/errors.hpp"
 #include "worker/directory_request.hpp"
 
@@ -73,6 +74,7 @@ void RankServer::fetch_others(float* x, bool final) {
     if (final && final_.empty()) {  // once: the other servers leave on it
         std::vector<float> all(identities_.back().range.first + identities_.back().range.count);
         others_->fetch(all.data(), true);
+        if (!options_.run_dir.empty()) write_final_ranges(options_.run_dir, *others_, all.data());
         final_ = std::move(all);
     }
     if (final_.empty()) return others_->fetch(x, false);

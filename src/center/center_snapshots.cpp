@@ -145,6 +145,7 @@ void Center::answer_snapshot(const std::string& peer, const Header& request) {
     h.type = MessageType::snapshot;
     h.sequence = request.sequence;
     h.samples = stats_.total_samples;
+    h.center_version = updates_.state().version;  // server 0 keeps it beside a final range (record/server_records.hpp)
     const std::vector<float>& x = updates_.state().x;
     Payload copy = Payload::allocate(x.size() * sizeof(float));
     std::memcpy(copy.data(), x.data(), copy.size());

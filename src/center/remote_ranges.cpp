@@ -17,6 +17,7 @@ RemoteRanges::RemoteRanges(Transport& transport, std::vector<RemoteServer> serve
       tokens_(std::move(tokens)), timeout_ms_(timeout_ms) {
     for (const auto& s : servers_)
         answers_.emplace_back(ChunkFormat{s.range.count, chunk_elements}, "snapshot", "", /*refuse_non_finite=*/false);
+    answered_.resize(servers_.size());
     if (!addresses_) connect();
 }
 
@@ -92,7 +93,10 @@ void RemoteRanges::receive(std::size_t i, float* x, int timeout_ms) {
         const ChunkAssembler::Result result = answer.add(*h, frames.payload);
         if (result == ChunkAssembler::Result::refused)
             throw std::runtime_error(who + ": inconsistent snapshot chunk: " + to_string(answer.refusal().code) + ": " + answer.refusal().detail);
-        if (result == ChunkAssembler::Result::complete) break;
+        if (result == ChunkAssembler::Result::complete) {
+            answered_[i] = {h->center_version, h->samples};
+            break;
+        }
     }
     const Payload range = answer.take();
     std::memcpy(x + s.range.first, range.data(), range.size());

@@ -20,6 +20,12 @@ namespace tether {
 
 class ServerTokens;  // center/server_tokens.hpp
 
+// What a server's last answer said besides its range.
+struct RangeAnswer {
+    std::uint64_t version = 0;  // that server's version of its range
+    std::uint64_t samples = 0;  // the samples its workers had trained
+};
+
 struct RemoteServer {
     std::size_t index = 0;  // server k of S
     ServerRange range;
@@ -45,6 +51,10 @@ public:
     // its workers are done. Throws naming the server and its address when one does not answer
     // within the timeout, or answers what it should not.
     void fetch(float* x, bool final);
+    // The servers (addresses known after the first fetch) and, by the same index, what each
+    // said in the last fetch's answer.
+    const std::vector<RemoteServer>& servers() const { return servers_; }
+    const std::vector<RangeAnswer>& answered() const { return answered_; }
 
 private:
     void connect();
@@ -59,6 +69,7 @@ private:
     std::shared_ptr<const ServerTokens> tokens_;
     std::vector<std::unique_ptr<Channel>> channels_;
     std::vector<ChunkAssembler> answers_;  // one per server
+    std::vector<RangeAnswer> answered_;    // one per server
     int timeout_ms_;
     std::uint64_t sequence_ = 0;
     bool confirmed_ = false;  // the final ranges' receipt was sent: the channels linger for it

@@ -27,6 +27,26 @@ std::string checkpoint_path(const std::string& directory, std::size_t servers, s
     return directory + (servers == 1 ? "/checkpoint.bin" : "/checkpoint-server-" + std::to_string(server) + ".bin");
 }
 
+std::string final_range_path(const std::string& directory, std::size_t server) {
+    return directory + "/final-server-" + std::to_string(server) + ".bin";
+}
+
+void write_final_ranges(const std::string& directory, const RemoteRanges& ranges, const float* x) {
+    for (std::size_t i = 0; i < ranges.servers().size(); ++i) {
+        const RemoteServer& s = ranges.servers()[i];
+        Checkpoint c;
+        c.fingerprint = s.fingerprint;
+        c.version = ranges.answered()[i].version;
+        c.total_samples = ranges.answered()[i].samples;
+        c.x.assign(x + s.range.first, x + s.range.first + s.range.count);
+        try {
+            write_checkpoint(final_range_path(directory, s.index), c);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "server 0: server %zu's final range not kept: %s\n", s.index, e.what());
+        }
+    }
+}
+
 ServerRecords::ServerRecords(ServerGroup& group, const std::vector<ServerIdentity>& identities, const std::string& directory,
                              bool resume, const std::string& how_to_resume) {
     const std::size_t servers = identities.size();

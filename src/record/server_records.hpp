@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "center/remote_ranges.hpp"
 #include "center/server_group.hpp"
 #include "cluster/agreed_settings.hpp"
 
@@ -19,6 +20,14 @@ namespace tether {
 
 // `directory`/checkpoint.bin with one server, else `directory`/checkpoint-server-K.bin.
 std::string checkpoint_path(const std::string& directory, std::size_t servers, std::size_t server);
+// Where server 0 keeps server K's final range as it received it: `directory`/final-server-K.bin.
+std::string final_range_path(const std::string& directory, std::size_t server);
+// Server 0's copies of the other servers' final ranges (`x`: x~'s full size, as the final fetch
+// of `ranges` left it), so that the run directory of the process that ends the run holds the
+// whole model where the servers ran on hosts of their own (tether::load_checkpoint reads them;
+// a resume reads each server's own checkpoint only). A file that cannot be written is said on
+// stderr: the run's verdict does not depend on it.
+void write_final_ranges(const std::string& directory, const RemoteRanges& ranges, const float* x);
 
 class ServerRecords {
 public:

@@ -225,6 +225,8 @@ nlohmann::json CenterRun::serve() {
         if (!failure) s.evaluator->push(std::move(last));
         try {
             final_x = s.evaluator->finish();
+            if (const RemoteRanges* remote = s.evaluator->remote(); remote && !failure)
+                write_final_ranges(s.recorder.directory(), *remote, final_x.data());
         } catch (...) {
             if (!failure) failure = std::current_exception();
         }

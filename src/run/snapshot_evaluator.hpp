@@ -50,6 +50,8 @@ public:
     void push(PendingSnapshot snapshot);
     // Snapshots replaced by a newer one before they were scored.
     std::uint64_t skipped() const;
+    // The ranges served elsewhere, as the last fetch left them (null: none).
+    const RemoteRanges* remote() const { return remote_ && !remote_->empty() ? remote_.get() : nullptr; }
     // Waits until every snapshot pushed has been scored; returns the final x~ (the last
     // snapshot pushed, marked final). Rethrows a failure to fetch the final remote ranges.
     std::vector<float> finish();

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <tether/tether.hpp>
 
 #include <csignal>
 #include <chrono>
@@ -128,6 +129,20 @@ TEST_CASE("three tether workers under torchrun's variables, a server on every ra
         const json server = read_summary(run + "/server-" + std::to_string(k));
         CHECK(server["workers_lost"] == 0);
         CHECK(server["run_failed"] == false);
+    }
+    // The run's model is whole in rank 0's directory alone (the other ranks' directories on
+    // hosts of their own): rank 0 kept the final ranges it took beside its own.
+    const tether::CenterSnapshot whole = tether::load_checkpoint(run);
+    CHECK(whole.x.size() == summary["parameters"].get<std::size_t>());
+    for (int k : {1, 2}) std::filesystem::remove_all(run + "/server-" + std::to_string(k));
+    CHECK(tether::load_checkpoint(run).x == whole.x);
+    std::filesystem::remove(run + "/final-server-1.bin");
+    try {
+        tether::load_checkpoint(run);
+        FAIL("a run directory without server 1's range loaded");
+    } catch (const std::exception& e) {
+        CHECK(contains(e.what(), "no checkpoint of server 1 of 3"));
+        CHECK(contains(e.what(), "rank 1 writes " + run + "/server-1/checkpoint-server-1.bin on its own host"));
     }
 }
 

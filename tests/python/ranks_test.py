@@ -4,7 +4,8 @@ three ranks as three processes under torchrun's variables (set here), CURVE keys
 TETHER_SECRET; rank k hosts server k at the center's port + k and trains beside it. Averaging
 gives x~ in closed form after each round, on every rank and in rank 0's final state; a rank
 whose model starts from another seed is refused naming both starting points; a placement whose
-servers differ from the ranks is refused at once naming both. Run by meson test with
+servers differ from the ranks is refused at once naming both; a run directory per rank (or one
+shared) loads into the model whole from rank 0's alone. Run by meson test with
 PYTHONPATH=build/python."""
 import json
 import math
@@ -64,6 +65,34 @@ def three_ranks_each_a_server_average_in_closed_form():
     assert by_rank[0]["center"] == [3.0], by_rank[0]
     stats = by_rank[0]["stats"]
     assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, stats
+
+
+@case
+def a_ranks_run_directory_loads_into_the_model_whole_with_a_directory_per_rank_or_one_shared():
+    import tempfile
+    import tether
+    for layout in ("rank{rank}", "shared"):  # hosts of their own, or one host (or a shared disk)
+        with tempfile.TemporaryDirectory() as directory:
+            port = free_ports(3)
+            ranks = results(start([torchrun_env(r, 3, port) for r in range(3)], AVERAGING, 2,
+                                  f"run={directory}/{layout}"))
+            for code, result, stderr in ranks:
+                assert code == 0, (layout, result, stderr[-3000:])
+                assert "CURVE handshake(s) failed" not in stderr, (layout, stderr[-3000:])
+            rank0 = next(result for _, result, _ in ranks if result["rank"] == 0)
+            # tether.torch.load_checkpoint on rank 0's directory: every range of the final x~
+            # (the last round's mean, 3), where rank 0 has only its own checkpoint.
+            assert rank0["loaded"] == rank0["center"] == [3.0], (layout, rank0)
+            run = f"{directory}/{layout.format(rank=0)}"
+            assert len(tether.load_checkpoint(run).x) == 8, layout
+            if layout == "shared":
+                continue
+            Path(run, "final-server-2.bin").unlink()
+            try:
+                tether.load_checkpoint(run)
+                raise AssertionError("loaded without server 2's range")
+            except Exception as e:  # names the range and where its rank wrote it
+                assert "no checkpoint of server 2 of 3" in str(e) and "rank 2 writes" in str(e), e
 
 
 @case
