@@ -76,6 +76,12 @@ struct ParameterSpan {
 // there snapshot() and wait() gather every range (wait() lets the other servers leave, so call
 // it soon after the workers finish: they wait join_timeout_ms); on another rank wait() returns
 // an empty vector once its server is done, and snapshot() throws.
+//
+// `rank` is also a worker's: a WorkerClient with rank r > 0 asks for place (worker id) r mod
+// workers, as a launched `tether worker` does, so that under a launcher a worker's id is its
+// rank among the workers whatever order they join in (the center's messages name it so) and a
+// restarted rank takes its own place back. Python's Worker.from_env sets it (the launcher's
+// rank, less one where rank 0 hosts the center only; a replica group's index).
 struct ServiceOptions : ClusterOptions, CurveKeys {
     CurveKeys& curve_keys() { return *this; }
     const CurveKeys& curve_keys() const { return *this; }
@@ -88,7 +94,7 @@ struct ServiceOptions : ClusterOptions, CurveKeys {
     // Flush denormal floats to zero on the center's thread (tether's own). The callers'
     // threads, where step() runs, are never changed; see set_flush_denormals() below.
     bool flush_denormals = true;
-    int rank = 0;  // with server_placement "ranks" (above)
+    int rank = 0;  // a launcher's rank (above): the server it hosts, the place its worker asks for
     std::string server0_address;
     std::string rank_address;
     // The center's run directory, as `tether run` writes one (docs/embedding.md, "Run

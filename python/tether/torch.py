@@ -141,11 +141,12 @@ class _Job:
         return options, derived
 
 
-def _join_center(model, job, strategy, count, options, center_trains):
+def _join_center(model, job, strategy, count, options, center_trains, place):
     """This rank's part in a job with one center of ``count`` workers: on rank 0 the center
     (bound where the launcher says, or private without one) and, when it trains, its worker; on
-    another rank the worker, once rank 0 listens. Returns (the worker's ModelState, its client,
-    the center or None)."""
+    another rank the worker, once rank 0 listens, asking for worker id ``place`` (its index
+    among the workers: the center's messages then name it by it). Returns (the worker's
+    ModelState, its client, the center or None)."""
     if job.rank == 0 and strategy is None:
         raise ValueError("Worker.from_env: rank 0 hosts the center and needs strategy= (e.g. \"adag\"); the other "
                          "ranks take the center's")
@@ -155,7 +156,7 @@ def _join_center(model, job, strategy, count, options, center_trains):
         address = job.launcher.center_address(servers)
         job.launcher.wait_for_center(address)
         state = ModelState(model)
-        return state, Client(state, address, strategy=strategy, workers=count, **options), None
+        return state, Client(state, address, strategy=strategy, workers=count, rank=place, **options), None
     center = CenterService(model, strategy=strategy, workers=count,
                            address=job.launcher.bind_address(servers) if job.launcher else "", **options)
     if derived:
@@ -307,7 +308,7 @@ class Worker:
             state, host = _host_rank_server(model, job, strategy, count, options, center_trains)
             return cls.__new__(cls)._compose(job, state, host.client, role=host, server=host.server,
                                              center=host.server if job.rank == 0 else None, shard=shard, trains=trains)
-        state, client, center = _join_center(model, job, strategy, count, options, center_trains)
+        state, client, center = _join_center(model, job, strategy, count, options, center_trains, shard[0])
         return cls.__new__(cls)._compose(job, state, client, center=center, shard=shard, trains=trains)
 
     @classmethod
@@ -331,7 +332,7 @@ class Worker:
         if rank == leader:
             # A leader is a worker of a center of `groups` workers; the launcher's own check
             # (workers = world size) does not apply.
-            state, client, center = _join_center(model, job, strategy, groups, options, center_trains)
+            state, client, center = _join_center(model, job, strategy, groups, options, center_trains, rank // size)
         else:
             state, client, center = ModelState(model), NoClient(
                 f"rank {rank} is in the replica group that rank {leader} leads",

@@ -68,6 +68,8 @@ public:
         WorkerOptions options = worker_options(settings);
         options.buffer_count = buffer_count;
         node_ = std::make_unique<WorkerNode>(std::move(links), options, count);
+        // A launched rank's place follows its rank (run/worker_run.cpp does the same for `tether worker`).
+        if (o.rank > 0) node_->ask_for_place(std::uint32_t(std::size_t(o.rank) % std::size_t(settings.workers)));
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
         window_ = settings.strategy->communication_window();

@@ -33,7 +33,7 @@ for x, y in torch.utils.data.DataLoader(shard, batch_size=5):
     optimizer.zero_grad()
     worker.step(len(x))
 worker.finish()
-result = {"rank": worker.rank, "world_size": worker.world_size, "local_rank": worker.local_rank,
+result = {"rank": worker.rank, "id": worker.id, "world_size": worker.world_size, "local_rank": worker.local_rank,
           "launcher": worker.launcher.name, "indices": list(shard.indices), "has_center": worker.center is not None, "trains": worker.trains}
 if worker.center is not None:
     model.load_state_dict(worker.center.wait(), strict=True)

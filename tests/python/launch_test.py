@@ -78,6 +78,25 @@ def three_ranks_under_torchrun_variables_rank_0_hosts_the_center_and_trains():
 
 
 @case
+def worker_ids_are_the_ranks_whatever_order_they_join_in():
+    # Rank 2 joins before rank 1: each still gets its rank as its worker id (the place it asks
+    # for), so the center's messages ("worker 1 lost") name the rank; without rank 0 training,
+    # rank r is worker r - 1.
+    for more, ids in (((), [0, 1, 2]), (("center-only",), [-1, 0, 1])):
+        port = free_port()
+        envs = [torchrun_env(r, 3, port) for r in range(3)]
+        processes = start_ranks(envs[:1], "adag", "-", *more)
+        time.sleep(1)
+        processes += start_ranks(envs[2:], "-", "-", *more)
+        time.sleep(1.5)
+        processes.insert(1, start_ranks(envs[1:2], "-", "-", *more)[0])
+        ranks = results(processes)
+        for code, result, stderr in ranks:
+            assert code == 0, (more, result, stderr[-2000:])
+        assert [result["id"] for _, result, _ in sorted(ranks, key=lambda r: r[1]["rank"])] == ids, (more, ranks)
+
+
+@case
 def rank_0_hosting_the_center_only_leaves_the_data_to_the_others():
     port = free_port()
     ranks = results(start_ranks([torchrun_env(r, 3, port) for r in range(3)], "adag", "-", "center-only"))
