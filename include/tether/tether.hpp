@@ -285,6 +285,10 @@ public:
 // run of several servers; `path` may also name one checkpoint file. Throws naming the file
 // that is missing, truncated or not a checkpoint.
 CenterSnapshot load_checkpoint(const std::string& path);
+// Whether options.run_dir holds every checkpoint that a CenterService with these options and
+// resume = true reads (each of its servers'; with a server on every rank, this rank's server's),
+// as a restarted launcher attempt decides whether to resume or start from x~(0).
+bool has_checkpoint(const ServiceOptions& options);
 
 // Where this process stands in a launcher's job, read from its environment by read_launcher():
 // torchrun, srun (Slurm), mpirun (Open MPI) or an MPI launcher of PMI/PMIx (MPICH, Intel MPI).
@@ -300,6 +304,9 @@ struct Launcher {
     std::string center_host;    // rank 0's host; "" where nothing names it (Open MPI: set TETHER_CENTER)
     int port = 0;               // the center's port (server k of several: port + k)
     std::string job_id;         // the job's id (SLURM_JOB_ID, ...), "" where the launcher gives none
+    // The launcher's restart of the job this process belongs to (TORCHELASTIC_RESTART_COUNT,
+    // SLURM_RESTART_COUNT): 0 for the first attempt. job_id then ends ".attempt-N".
+    int attempt = 0;
     // This rank's host as the others reach it (TETHER_HOST); "": the address this host has
     // toward rank 0's (the route's source address). Used only with a server on every rank.
     std::string host;

@@ -198,6 +198,7 @@ PYBIND11_MODULE(_tether, m) {
         .def_readonly("center_host", &tether::Launcher::center_host)
         .def_readonly("port", &tether::Launcher::port)
         .def_readonly("job_id", &tether::Launcher::job_id)
+        .def_readonly("attempt", &tether::Launcher::attempt)
         .def_readonly("variables", &tether::Launcher::variables)
         .def_readonly("center_variables", &tether::Launcher::center_variables)
         .def_readwrite("connect_timeout_ms", &tether::Launcher::connect_timeout_ms)
@@ -328,6 +329,10 @@ PYBIND11_MODULE(_tether, m) {
             return py::make_tuple(to_numpy(c.x), c.version, to_numpy(c.buffers));
         },
         py::arg("path"));
+    m.def(
+        "has_checkpoint",
+        [](const py::kwargs& options) { return tether::has_checkpoint(options_from(std::nullopt, std::nullopt, "", options)); },
+        "Whether run_dir holds every checkpoint a CenterService with these options and resume=True reads.");
 
     m.def("struct_fields", &struct_fields);
 

@@ -43,12 +43,14 @@ reassigned buffers after ``Worker(...)``). A model may also be given as
 """
 import dataclasses
 import os
+import sys
 
 import torch
 
 import tether
 from tether._leases import LeasedBatches
 from tether._model_state import ModelState
+from tether._rank_state import RankState
 from tether._roles import Client, NoClient, RankServer, ReplicaMember
 
 
@@ -141,6 +143,20 @@ class _Job:
         return options, derived
 
 
+def _resume_restarted(job, options):
+    """The options of this rank's center or server: on a launcher's restarted attempt
+    (launcher.attempt > 0) with ``run_dir`` and no ``resume`` given, resume=True where run_dir
+    holds the checkpoint it would resume from, else a fresh start from x~(0), said on stderr."""
+    if "resume" in options or job.launcher is None or job.launcher.attempt == 0 or not options.get("run_dir"):
+        return options
+    options = {**options, "run_dir": str(options["run_dir"])}
+    if tether._tether.has_checkpoint(**options):
+        return {**options, "resume": True}
+    print(f"tether: rank {job.rank}, attempt {job.launcher.attempt} of job {job.launcher.job_id}: no checkpoint in "
+          f"{options['run_dir']} yet; starting from x~(0)", file=sys.stderr)
+    return options
+
+
 def _join_center(model, job, strategy, count, options, center_trains, place):
     """This rank's part in a job with one center of ``count`` workers: on rank 0 the center
     (bound where the launcher says, or private without one) and, when it trains, its worker; on
@@ -158,7 +174,8 @@ def _join_center(model, job, strategy, count, options, center_trains, place):
         state = ModelState(model)
         return state, Client(state, address, strategy=strategy, workers=count, rank=place, **options), None
     center = CenterService(model, strategy=strategy, workers=count,
-                           address=job.launcher.bind_address(servers) if job.launcher else "", **options)
+                           address=job.launcher.bind_address(servers) if job.launcher else "",
+                           **_resume_restarted(job, options))
     if derived:
         center.launcher_secret = (job.rank, job.launcher.job_id)
     if not center_trains:
@@ -186,7 +203,7 @@ def _host_rank_server(model, job, strategy, count, options, center_trains):
     options = {**options, "servers": count, "rank": job.rank, "server0_address": server0,
                "rank_address": launcher.rank_server_address()}
     server = CenterService(model, strategy=strategy if strategy is not None else "", workers=count,
-                           address=launcher.rank_server_bind_address(), **options)
+                           address=launcher.rank_server_bind_address(), **_resume_restarted(job, options))
     if derived and job.rank == 0:
         server.launcher_secret = (job.rank, launcher.job_id)
     state = ModelState(model)
@@ -251,11 +268,33 @@ class Worker:
             (replica.group, replica.size, replica.leader) if replica else (None, 1, None))
         self.shard_index, self.shards = shard
         self.trains = trains
+        # The rank's own state across restarts (from_env(state=...)), and its steps: start_step
+        # is where a restarted rank goes on from (0 on a first attempt).
+        self._kept, self.start_step, self.steps = None, 0, 0
+        return self
+
+    def _keep(self, objects, job, options):
+        """from_env(state=objects): kept in run_dir/rank-K.pt, given back on a restarted attempt
+        (or with resume=True)."""
+        run_dir = options.get("run_dir")
+        if not run_dir:
+            raise ValueError("Worker.from_env(state=...): give run_dir= too; each rank keeps its state in "
+                             "run_dir/rank-K.pt (on its own host) for the rank's next attempt")
+        seconds = float(tether.option(options, "checkpoint_seconds"))
+        self._kept = RankState(objects, os.path.join(str(run_dir), f"rank-{job.rank}.pt"), seconds)
+        restarted = job.launcher is not None and job.launcher.attempt > 0
+        if restarted or options.get("resume"):
+            step = self._kept.restore()
+            if step is not None:
+                self.start_step = self.steps = step
+            else:
+                print(f"tether: rank {job.rank}: no kept state at {self._kept.path}; its state= starts afresh",
+                      file=sys.stderr)
         return self
 
     @classmethod
     def from_env(cls, model, strategy=None, workers=None, center_trains=None, connect_timeout_ms=None, replica_size=1,
-                 **options):
+                 state=None, **options):
         """This process's worker in a launcher's job (torchrun, srun, mpirun: read by
         tether.read_launcher(), the C++ reader the ``tether`` command uses). Rank 0 hosts the
         center (``worker.center``, a tether.torch.CenterService on its own thread, bound to
@@ -282,7 +321,18 @@ class Worker:
 
         ``server_placement="ranks"``: rank k hosts server k of x~'s ranges (at the center's port
         + k on its own host) and trains beside it; ``worker.server`` is this rank's server,
-        ``worker.center`` rank 0's (docs/python.md, "A server on every rank")."""
+        ``worker.center`` rank 0's (docs/python.md, "A server on every rank").
+
+        Restarts (docs/python.md, "Restarts"): on a launcher's restarted attempt
+        (``launcher.attempt`` > 0: TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT) with
+        ``run_dir``, rank 0's center (each rank's server with servers on the ranks) resumes by
+        itself from the checkpoint there, or starts from x~(0) where there is none yet (``resume``
+        given decides instead). ``state={"optimizer": optimizer, ...}`` (objects with
+        state_dict() and load_state_dict()) is the rank's own state, kept in
+        ``run_dir/rank-K.pt`` right after an exchange at most every ``checkpoint_seconds`` and at
+        finish(), and loaded back on a restarted attempt; ``worker.start_step`` is then the step
+        the rank goes on from (``worker.steps`` counts on from it)."""
+        kept = state  # `state` below is the model's
         if center_trains is None:
             center_trains = tether._tether.default_center_trains
         size = int(replica_size)
@@ -292,7 +342,8 @@ class Worker:
                              "leaders workers. Use one or the other")
         job = _Job.read(connect_timeout_ms)
         if size > 1:
-            return cls._replica_from_env(model, job, strategy, workers, center_trains, size, options)
+            worker = cls._replica_from_env(model, job, strategy, workers, center_trains, size, options)
+            return worker._keep(kept, job, options) if kept is not None else worker
         if job.launcher is None:
             if not center_trains:
                 raise ValueError("Worker.from_env(center_trains=False): outside a launcher this process is the only "
@@ -306,10 +357,12 @@ class Worker:
         shard, trains = (job.rank - (0 if center_trains else 1), count), job.rank > 0 or bool(center_trains)
         if job.launcher is not None and options.get("server_placement") == "ranks":
             state, host = _host_rank_server(model, job, strategy, count, options, center_trains)
-            return cls.__new__(cls)._compose(job, state, host.client, role=host, server=host.server,
-                                             center=host.server if job.rank == 0 else None, shard=shard, trains=trains)
-        state, client, center = _join_center(model, job, strategy, count, options, center_trains, shard[0])
-        return cls.__new__(cls)._compose(job, state, client, center=center, shard=shard, trains=trains)
+            worker = cls.__new__(cls)._compose(job, state, host.client, role=host, server=host.server,
+                                               center=host.server if job.rank == 0 else None, shard=shard, trains=trains)
+        else:
+            state, client, center = _join_center(model, job, strategy, count, options, center_trains, shard[0])
+            worker = cls.__new__(cls)._compose(job, state, client, center=center, shard=shard, trains=trains)
+        return worker._keep(kept, job, options) if kept is not None else worker
 
     @classmethod
     def _replica_from_env(cls, model, job, strategy, workers, center_trains, size, options):
@@ -391,13 +444,19 @@ class Worker:
         """After each optimizer step, with the samples it trained; returns True when the
         parameters may have changed: this rank's worker (or its replica group's leader)
         exchanged, or a reply that landed late (the strategy's overlap_steps) changed them."""
-        return self._role.step(samples)
+        exchanged = self._role.step(samples)
+        self.steps += 1
+        if exchanged and self._kept is not None:  # the parameters are x~'s: a moment to keep the rest
+            self._kept.save_if_due(self.steps)
+        return exchanged
 
     def finish(self):
         """The final exchange and goodbye; returns the worker's counters (tether.WorkerClient's
         finish(); None on a rank 0 that only hosts the center). In a replica group the leader's
         final state then goes to the whole group; a rank's server (other than rank 0's) is done
         when it returns."""
+        if self._kept is not None:
+            self._kept.save(self.steps)
         return self._role.finish()
 
     def log(self, **scalars):

@@ -153,7 +153,7 @@ public:
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
         if (!initial_buffers.empty() && first == 0) group_->center(0).hold_buffers(std::move(initial_buffers));
         ServiceOptions record_options = o;
-        if (first > 0 && !o.run_dir.empty()) record_options.run_dir = o.run_dir + "/server-" + std::to_string(first);
+        record_options.run_dir = record_directory(o);
         if (!o.run_dir.empty())  // resumes from its checkpoint: after the buffers are held
             record_ = std::make_unique<ServiceRecord>(record_options, std::move(blocks_), identities.front().agreed.at("model"),
                                                       settings, *group_, identities);

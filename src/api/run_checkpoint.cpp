@@ -2,6 +2,7 @@
 // who wants the model of a run (tether.torch turns it into a state_dict).
 #include <tether/tether.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/service_record.hpp"
 #include "center/checkpoint.hpp"
 #include "record/server_records.hpp"
 
@@ -69,6 +71,16 @@ CenterSnapshot load_checkpoint(const std::string& path) {
         }
     }
     return whole;
+}
+
+bool has_checkpoint(const ServiceOptions& o) {
+    if (o.run_dir.empty()) return false;
+    const std::size_t servers = std::size_t(std::max<std::int64_t>(1, o.servers));
+    const bool ranks = o.server_placement == "ranks";
+    const std::size_t first = ranks ? std::size_t(o.rank) : 0, last = ranks ? first + 1 : servers;
+    for (std::size_t k = first; k < last; ++k)
+        if (!std::filesystem::exists(checkpoint_path(record_directory(o), servers, k))) return false;
+    return true;
 }
 
 }  // namespace tether

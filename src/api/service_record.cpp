@@ -23,6 +23,11 @@ std::string name_of(const std::string& run_dir) {
 
 }  // namespace
 
+std::string record_directory(const ServiceOptions& o) {
+    if (o.server_placement == "ranks" && o.rank > 0) return o.run_dir + "/server-" + std::to_string(o.rank);
+    return o.run_dir;
+}
+
 ServiceRecord::ServiceRecord(const ServiceOptions& o, nlohmann::json blocks, const nlohmann::json& model,
                              const ClusterSettings& settings, ServerGroup& group, const std::vector<ServerIdentity>& identities)
     : settings_(settings), group_(group), fingerprint_(identities.front().fingerprint), model_(model) {

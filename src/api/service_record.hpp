@@ -25,6 +25,10 @@
 
 namespace tether {
 
+// Where a CenterService with `options` keeps its records: run_dir, or with a server on every
+// rank, rank k > 0's run_dir/server-k.
+std::string record_directory(const ServiceOptions& options);
+
 class ServiceRecord {
 public:
     // Reads the run-directory options of `options` (a ConfigError names ServiceOptions.KEY),

@@ -106,8 +106,14 @@ bool read_ranks(const Reader& env, Launcher& l) {
     // A restarted attempt (torchrun --max-restarts, srun --requeue) is a job of its own: its
     // ranks must not read the secret file a killed attempt left before the new rank 0 replaced it.
     for (const char* attempt : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"})
-        if (!l.job_id.empty() && env.has(attempt) && std::string(env.get(attempt)) != "0") {
-            l.job_id += std::string(".attempt-") + env.get(attempt);
+        if (env.has(attempt) && std::string(env.get(attempt)) != "0") {
+            const std::string count = env.get(attempt);
+            char* end = nullptr;
+            const long n = std::strtol(count.c_str(), &end, 10);
+            if (count.empty() || *end != '\0' || n < 0 || n > 1'000'000)
+                throw ConfigError(std::string(attempt) + "=\"" + count + "\": expected the launcher's restart count, 0 or more");
+            l.attempt = int(n);
+            if (!l.job_id.empty()) l.job_id += ".attempt-" + count;
             break;
         }
     return true;

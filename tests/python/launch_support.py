@@ -7,7 +7,8 @@ import socket
 
 LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                       "TETHER_PORT", "TETHER_CENTER", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-                      "TETHER_SECRET", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
+                      "TETHER_SECRET", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "TORCHELASTIC_RESTART_COUNT",
+                      "SLURM_RESTART_COUNT")
 # As a job script exports it: TETHER_SECRET=$(tether keygen --secret) (64 hexadecimal digits).
 SECRET = "5e" * 32
 
@@ -16,6 +17,24 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(count):
+    """A port whose next count - 1 are free too (rank k's server listens at port + k)."""
+    while True:
+        port = free_port()
+        try:
+            sockets = []
+            for k in range(count + 1):  # and the one before: torchrun's store, MASTER_PORT
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port - 1 + k))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
 
 
 def torchrun_env(rank, world, port, local_world=None, secret=SECRET, **more):

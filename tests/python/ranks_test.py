@@ -14,29 +14,10 @@ import sys
 from pathlib import Path
 
 from harness import case, main
-from launch_support import free_port, results, torchrun_env
+from launch_support import free_ports, results, torchrun_env
 
 RANK_SCRIPT = str(Path(__file__).with_name("ranks_rank.py"))
 AVERAGING = json.dumps({"name": "averaging", "communication_window": 1})
-
-
-def free_ports(count):
-    """A port whose next count - 1 are free too (rank k's server listens at port + k)."""
-    import socket
-    while True:
-        port = free_port()
-        try:
-            sockets = []
-            for k in range(count + 1):  # and the one before: torchrun's store, MASTER_PORT
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", port - 1 + k))
-            return port
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
 
 
 def start(envs, strategy, exchanges, *more):

@@ -49,6 +49,7 @@ TEST_CASE("each launcher's variables") {
         const char* host;
         int port;
         const char* job;
+        int attempt = 0;
     };
     const Row rows[] = {
         {"torchrun",
@@ -57,13 +58,15 @@ TEST_CASE("each launcher's variables") {
          "torchrun", 5, 8, 1, 4, "node0", 29501, "abc"},
         {"torchrun's second attempt (--max-restarts): a job id of its own, so no rank reads the last one's secret",
          {{"RANK", "1"}, {"WORLD_SIZE", "3"}, {"TORCHELASTIC_RUN_ID", "abc"}, {"TORCHELASTIC_RESTART_COUNT", "1"}},
-         "torchrun", 1, 3, 1, 3, "", 29501, "abc.attempt-1"},
+         "torchrun", 1, 3, 1, 3, "", 29501, "abc.attempt-1", 1},
         {"torchrun's first attempt says restart 0: the plain job id",
          {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "abc"}, {"TORCHELASTIC_RESTART_COUNT", "0"}},
          "torchrun", 0, 2, 0, 2, "", 29501, "abc"},
         {"srun --requeue's second run", {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "991"},
                                          {"SLURM_RESTART_COUNT", "2"}},
-         "slurm", 0, 2, 0, 2, "", 29501, "991.attempt-2"},
+         "slurm", 0, 2, 0, 2, "", 29501, "991.attempt-2", 2},
+        {"a restarted attempt without a job id is still counted (it resumes by itself)",
+         {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "3"}}, "torchrun", 0, 2, 0, 2, "", 29501, "", 3},
         {"Open MPI (no host: TETHER_CENTER names it)",
          {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "6"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
           {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}, {"OMPI_MCA_ess_base_jobid", "123"}},
@@ -95,6 +98,7 @@ TEST_CASE("each launcher's variables") {
         CHECK(l->center_host == row.host);
         CHECK(l->port == row.port);
         CHECK(l->job_id == row.job);
+        CHECK(l->attempt == row.attempt);
     }
 }
 
@@ -170,6 +174,8 @@ TEST_CASE("unusable values are refused by name") {
               .find("TETHER_CENTER=\"h:99999\"") != std::string::npos);
     CHECK(error_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "node[01-04"}})
               .find("SLURM_JOB_NODELIST=\"node[01-04\": '[' without ']'") != std::string::npos);
+    CHECK(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "two"}})
+              .find("TORCHELASTIC_RESTART_COUNT=\"two\": expected the launcher's restart count") != std::string::npos);
 }
 
 TEST_CASE("Slurm's compressed node lists and tasks per node") {

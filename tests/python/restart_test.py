@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""A launcher's restart, as torchrun --max-restarts does it: every rank of a job killed with
+SIGKILL mid-run, and the same script started again with TORCHELASTIC_RESTART_COUNT=1. With
+run_dir, rank 0's center resumes by itself from its checkpoint, and each rank gets back the
+optimizer and scheduler it registered (Worker.from_env(state=...)) and the step it had reached;
+killed before the first checkpoint, the next attempt starts from x~(0), saying so. Run by meson
+test with PYTHONPATH=build/python."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import case, main
+from launch_support import free_port, free_ports, torchrun_env
+
+RANK_SCRIPT = str(Path(__file__).with_name("restart_rank.py"))
+STRATEGY = json.dumps({"name": "adag", "communication_window": 5})
+STEPS = 900  # about 6 s of training a rank
+
+
+def start(run, port, attempt, placement="center"):
+    processes = []
+    for r in range(2):
+        env = torchrun_env(r, 2, port, TORCHELASTIC_RUN_ID="restart-job", TORCHELASTIC_RESTART_COUNT=str(attempt))
+        processes.append(subprocess.Popen([sys.executable, RANK_SCRIPT, run, str(STEPS), placement] + ([STRATEGY] if r == 0 else []),
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return processes
+
+
+def kill_when(processes, ready, seconds=30):
+    """SIGKILL every rank once ready() holds (or after `seconds`, failing)."""
+    deadline = time.monotonic() + seconds
+    while not ready() and time.monotonic() < deadline:
+        assert all(p.poll() is None for p in processes), "a rank ended before it was killed"
+        time.sleep(0.05)
+    for p in processes:
+        p.send_signal(signal.SIGKILL)
+    for p in processes:
+        p.communicate()
+    assert ready(), f"not ready within {seconds} s"
+
+
+def lines(stdout):
+    return [json.loads(line) for line in stdout.strip().splitlines() if line.startswith("{")]
+
+
+@case
+def a_restarted_attempt_resumes_the_center_and_gives_each_rank_its_state_and_step_back():
+    for placement in ("center", "ranks"):
+        restart_both_ranks(placement)
+
+
+def restart_both_ranks(placement):
+    with tempfile.TemporaryDirectory() as run:
+        port = free_ports(2) if placement == "ranks" else free_port()
+        # The center's checkpoint (with a server on every rank, each rank's server's) and each rank's state.
+        kept = ([Path(run, "checkpoint-server-0.bin"), Path(run, "server-1", "checkpoint-server-1.bin")]
+                if placement == "ranks" else [Path(run, "checkpoint.bin")]) + [Path(run, "rank-0.pt"), Path(run, "rank-1.pt")]
+        kill_when(start(run, port, 0, placement), lambda: all(p.exists() for p in kept))
+        again = start(run, port, 1, placement)
+        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in again]
+        for stdout, stderr, code in outputs:
+            assert code == 0, (placement, stdout, stderr[-3000:])
+        for r, (stdout, stderr, _) in enumerate(outputs):
+            first, last = lines(stdout)[0], lines(stdout)[-1]
+            # Where it had got to: its step, its optimizer's moments and its scheduler's count.
+            assert 0 < first["start_step"] < STEPS, (r, first)
+            assert first["adam_steps"] and all(s == first["start_step"] for s in first["adam_steps"]), (r, first)
+            assert first["scheduler_epoch"] == first["start_step"], (r, first)
+            assert last["steps"] == STEPS, (r, last)
+        summary = json.loads(Path(run, "summary.json").read_text())
+        assert summary["run_failed"] is False, summary
+        assert summary["resumed_at_version"] > 0, summary  # the center went on from its checkpoint
+        if placement == "ranks":  # and rank 1's server from its own
+            assert json.loads(Path(run, "server-1", "summary.json").read_text())["resumed_at_version"] > 0
+        stats = lines(outputs[0][0])[-1]["stats"]
+        assert stats["workers_finished"] == 2 and stats["workers_lost"] == 0, stats
+
+
+@case
+def killed_before_its_first_checkpoint_the_next_attempt_starts_from_the_initial_state():
+    with tempfile.TemporaryDirectory() as run:
+        port = free_port()
+        processes = start(run, port, 0)
+        kill_when(processes, lambda: Path(run, "config.json").exists())
+        assert not Path(run, "checkpoint.bin").exists()
+        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in start(run, port, 1)]
+        for r, (stdout, stderr, code) in enumerate(outputs):
+            assert code == 0, (stdout, stderr[-3000:])
+            assert lines(stdout)[0]["start_step"] == 0, stdout
+            assert "its state= starts afresh" in stderr, stderr[-3000:]
+        assert "no checkpoint in " + run + " yet; starting from x~(0)" in outputs[0][1], outputs[0][1][-3000:]
+
+
+if __name__ == "__main__":
+    main()
