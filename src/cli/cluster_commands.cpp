@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "config/config.hpp"
 #include "data/load.hpp"
 #include "record/run_recorder.hpp"
+#include "record/server_records.hpp"
 #include "record/run_verdict.hpp"
 #include "run/center_run.hpp"
 #include "run/run.hpp"
@@ -195,6 +197,22 @@ std::string rank_server_addresses(const RunConfig& config, Transport& transport,
                           int(config.cluster.join_timeout_ms));
 }
 
+// Whether a launcher's restarted attempt (torchrun --max-restarts, srun --requeue) resumes its
+// servers: where `directory` (the rank's --out) holds every checkpoint they go on from. Said
+// either way, as the Python ranks say it.
+bool resumes_attempt(const Launcher* launcher, const Common& c, const ServerPlan& plan, const std::string& directory,
+                     std::size_t servers) {
+    if (!c.resume.empty() || !launcher || launcher->attempt == 0 || c.out.empty()) return false;
+    for (std::size_t k = plan.first; k < plan.first + plan.bind.size(); ++k)
+        if (!std::filesystem::exists(checkpoint_path(directory, servers, k))) {
+            std::printf("rank %d, attempt %d: no checkpoint in %s yet; starting from x~(0)\n", launcher->rank,
+                        launcher->attempt, directory.c_str());
+            return false;
+        }
+    std::printf("rank %d, attempt %d: resuming from %s\n", launcher->rank, launcher->attempt, directory.c_str());
+    return true;
+}
+
 // The servers of the plan (`given`, else from the command line); with a rank of a `launcher`
 // that trains (rank 0 with cluster.center_trains, every rank with servers on the ranks), also a
 // worker on a thread of its own, joining over the loopback (its own server, on the ranks, in-process).
@@ -220,7 +238,8 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
         const std::string server = "server-" + std::to_string(plan.first);
         directory = c.out.empty() ? default_run_directory(config.name + "-" + server) : c.out + "/" + server;
     }
-    CenterRun center(config, data, *transport, plan, directory, !c.resume.empty());
+    const bool resume = !c.resume.empty() || resumes_attempt(launcher, c, plan, directory, std::size_t(config.cluster.servers));
+    CenterRun center(config, data, *transport, plan, directory, resume);
     if (plan.on_ranks)
         std::printf("server %zu of %lld listening at %s, waiting for %lld workers\n", plan.first,
                     static_cast<long long>(config.cluster.servers), center.address().c_str(),

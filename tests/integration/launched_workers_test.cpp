@@ -182,6 +182,54 @@ TEST_CASE("a server on every rank: a rank killed with SIGKILL and restarted with
     CHECK(server2["center_version"].get<std::uint64_t>() > saved);  // it went on from its checkpoint
 }
 
+TEST_CASE("torchrun --max-restarts' next attempt: every rank killed, the same command again; the servers resume by themselves") {
+    for (const std::string placement : {"center", "ranks"}) {
+        CAPTURE(placement);
+        TempDir dir;
+        json document = placement == "ranks" ? ranks_config("restarted", "averaging") : cluster_config("restarted", "adag", 3);
+        document["cluster"].erase("workers");
+        document["training"]["epochs"] = 20;
+        document["cluster"]["step_delay_ms"] = {10, 10, 10};  // about 8 s of training: the kill lands mid-run
+        document["cluster"]["checkpoint_seconds"] = 1;
+        const std::string config = write_config(dir, "config.json", document), run = dir.file("run");
+        const int port = free_ports(3);
+        const auto start_job = [&](int attempt) {
+            std::vector<std::unique_ptr<Process>> ranks;
+            for (int r = 0; r < 3; ++r) {
+                std::vector<std::string> environment = torchrun_environment(r, 3, port);
+                environment.push_back("TORCHELASTIC_RESTART_COUNT=" + std::to_string(attempt));
+                const std::string name = "a" + std::to_string(attempt) + "r" + std::to_string(r);
+                ranks.push_back(std::make_unique<Process>(std::vector<std::string>{"worker", "--config", config, "--out", run},
+                                                          dir.file(name + ".out"), dir.file(name + ".err"), environment));
+            }
+            return ranks;
+        };
+        const std::vector<std::string> checkpoints =
+            placement == "ranks" ? std::vector<std::string>{run + "/checkpoint-server-0.bin", run + "/server-1/checkpoint-server-1.bin",
+                                                            run + "/server-2/checkpoint-server-2.bin"}
+                                 : std::vector<std::string>{run + "/checkpoint.bin"};
+        const auto checkpointed = [&] {
+            for (const std::string& path : checkpoints)
+                if (!std::filesystem::exists(path) || checkpoint_version(path) == 0) return false;
+            return true;
+        };
+        std::vector<std::unique_ptr<Process>> first = start_job(0);
+        const auto until = Clock::now() + std::chrono::seconds(30);
+        while (!checkpointed() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        REQUIRE_MESSAGE(checkpointed(), "no checkpoint of every server within 30 s");
+        for (auto& rank : first) REQUIRE(::kill(rank->pid(), SIGKILL) == 0);
+        for (auto& rank : first) REQUIRE(rank->wait(5000).has_value());
+        std::vector<std::unique_ptr<Process>> again = start_job(1);
+        expect_all_exit_zero(again);
+        CHECK(contains(again[0]->out(), "rank 0, attempt 1: resuming from " + run));
+        const json summary = read_summary(run);
+        CAPTURE(summary.dump(2));
+        CHECK(summary["run_failed"] == false);
+        CHECK(summary["resumed_at_version"].get<std::uint64_t>() > 0);
+        if (placement == "ranks") CHECK(contains(again[2]->out(), "rank 2, attempt 1: resuming from " + run + "/server-2"));
+    }
+}
+
 TEST_CASE("tether run in local mode with a server on every rank starts the ranks itself and judges the run") {
     TempDir dir;
     json document = cluster_config("local-ranks", "diloco", 3);
