@@ -226,6 +226,10 @@ public:
     // The strategy's communication window, in local steps: a lease of that many minibatches
     // is trained between two exchanges.
     virtual int communication_window() const = 0;
+    // The samples this worker's place (its worker id) had trained when the center welcomed it:
+    // 0 for a new place; more for a process that took its place back (a restarted rank) or a
+    // lost worker's place over, which may go on from there instead of from the start.
+    virtual std::uint64_t place_samples() const = 0;
 };
 
 // x~ and the number of updates applied to it, taken at one instant, and b~ (the averaged model

@@ -186,6 +186,12 @@ class WorkerClient:
         """The strategy's window, in local steps between two exchanges."""
         return self._client.communication_window
 
+    @property
+    def place_samples(self):
+        """The samples this worker's place (its id) had trained when the center welcomed it: 0
+        for a new place, more for a restarted rank that took its place back."""
+        return self._client.place_samples
+
     def lease(self, samples, total=0):
         """The next block of the data to train, ``(start, count)``
         positions of the run's stream (count at most ``samples``; 0: no work is left), from the

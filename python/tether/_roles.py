@@ -45,6 +45,7 @@ class NoClient:
 
     id = -1
     running = False  # it has nothing to train
+    place_samples = 0
 
     def __init__(self, who, instead):
         self.who, self.instead = who, instead

@@ -262,7 +262,8 @@ PYBIND11_MODULE(_tether, m) {
             py::arg("samples"), py::arg("total") = 0)
         .def("ask_lease", [](Worker& w, std::uint64_t samples, std::uint64_t total) { w.client->ask_lease(samples, total); },
              py::arg("samples"), py::arg("total") = 0)
-        .def_property_readonly("communication_window", [](const Worker& w) { return w.client->communication_window(); });
+        .def_property_readonly("communication_window", [](const Worker& w) { return w.client->communication_window(); })
+        .def_property_readonly("place_samples", [](const Worker& w) { return w.client->place_samples(); });
 
     m.def(
         "connect_spans",

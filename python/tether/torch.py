@@ -282,8 +282,10 @@ class Worker:
                              "run_dir/rank-K.pt (on its own host) for the rank's next attempt")
         seconds = float(tether.option(options, "checkpoint_seconds"))
         self._kept = RankState(objects, os.path.join(str(run_dir), f"rank-{job.rank}.pt"), seconds)
+        # A launcher's next attempt, a resume, or a rank restarted alone (by a supervisor) whose
+        # place the center says has trained before: the rank goes on where it was kept.
         restarted = job.launcher is not None and job.launcher.attempt > 0
-        if restarted or options.get("resume"):
+        if restarted or options.get("resume") or self.client.place_samples > 0:
             step = self._kept.restore()
             if step is not None:
                 self.start_step = self.steps = step

@@ -72,9 +72,13 @@ public:
         if (o.rank > 0) node_->ask_for_place(std::uint32_t(std::size_t(o.rank) % std::size_t(settings.workers)));
         const Welcome welcome = node_->join();
         id_ = welcome.worker_id;
+        place_samples_ = welcome.trained;
         window_ = settings.strategy->communication_window();
         node_->start(*backend_, std::move(parameters), settings.strategy->make_worker_rule({int(settings.workers), count}),
                      welcome, std::move(buffers));
+        // A place that trained before (a restarted rank's, a lost worker's): its claims count on
+        // from the place's record, as the center's do, so what this process trains counts.
+        if (welcome.trained > 0) node_->count_from(welcome.trained);
     }
     bool step(std::size_t samples) override {
         if (finished_) throw std::runtime_error(after_finish("step()"));
@@ -99,6 +103,7 @@ public:
         node_->ask_lease(samples, total);
     }
     int communication_window() const override { return window_; }
+    std::uint64_t place_samples() const override { return place_samples_; }
 
 private:
     std::string after_finish(const char* call) const {
@@ -112,6 +117,7 @@ private:
     std::unique_ptr<Backend> backend_;  // before node_: the rule's buffers live in its memory
     std::unique_ptr<WorkerNode> node_;
     unsigned id_ = 0;
+    std::uint64_t place_samples_ = 0;
     int window_ = 1;
 };
 

@@ -266,10 +266,19 @@ ServerReply ServerSession::receive_reply() {
     } catch (const ServerForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the server at %s does not know this worker any more (restarted?); joining again\n",
                      unsigned(worker_id_), options_.server_address.c_str());
+        const std::uint64_t pulled = pull_version_;
         rejoining_ = true;
         outcome.rejoined = join_locked();
         rejoining_ = false;
         ++rejoins_;
+        // A server back at version 0 started from its initial x~, not from its checkpoint:
+        // going on would throw away what the run trained, without a word.
+        if (outcome.rejoined->version == 0 && pulled > 0)
+            throw std::runtime_error("the server at " + options_.server_address + " came back at version 0, without the "
+                                     "run's state (this worker had pulled version " + std::to_string(pulled) +
+                                     "): it was started again from its initial x~, not resumed. Start it with resume "
+                                     "(tether server --resume RUN_DIR; Python: run_dir= and resume=True, which a "
+                                     "launcher's restarted attempt sets by itself)");
     }
     return outcome;
 }

@@ -169,8 +169,7 @@ WorkerResult WorkerNode::train(LocalTrainer& trainer, std::unique_ptr<WorkerRule
     // With leases the data come from the center, not the place's shard: a worker that takes a
     // place over counts on from what the place trained, as the center does, and skips nothing.
     if (stream) {
-        result_.samples = std::size_t(welcome.trained);
-        publish_progress();
+        count_from(welcome.trained);
     } else if (welcome.trained > 0) {  // a place trained that far before (a restart, a lost worker's place): the rest of it
         result_.samples = trainer.skip(std::size_t(welcome.trained));
         result_.steps = trainer.steps_taken();

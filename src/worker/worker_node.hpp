@@ -73,6 +73,12 @@ public:
     // Before join(): the place (worker id) to ask for, e.g. a launcher rank's, so that a restarted
     // rank takes its own place (and shard) back, with what that place trained (Welcome::trained).
     void ask_for_place(std::uint32_t id) { session_.ask_for(id); }
+    // Counts this worker's samples on from `samples` (the place's record in its welcome), as
+    // the center counts them: a process that took its place back claims only what it trains.
+    void count_from(std::uint64_t samples) {
+        result_.samples = std::size_t(samples);
+        publish_progress();
+    }
     // Binds the worker's parameters (backend memory: one buffer, or several that the rule sees
     // as one vector, in order) and its rule, and sets the parameters to x~. `buffers`: the model
     // buffers the center averages (options.buffer_count elements in all, backend memory, never

@@ -22,9 +22,9 @@ STRATEGY = json.dumps({"name": "adag", "communication_window": 5})
 STEPS = 900  # about 6 s of training a rank
 
 
-def start(run, port, attempt, placement="center"):
+def start(run, port, attempt, placement="center", ranks=(0, 1)):
     processes = []
-    for r in range(2):
+    for r in ranks:
         env = torchrun_env(r, 2, port, TORCHELASTIC_RUN_ID="restart-job", TORCHELASTIC_RESTART_COUNT=str(attempt))
         processes.append(subprocess.Popen([sys.executable, RANK_SCRIPT, run, str(STEPS), placement] + ([STRATEGY] if r == 0 else []),
                                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -79,6 +79,43 @@ def restart_both_ranks(placement):
             assert json.loads(Path(run, "server-1", "summary.json").read_text())["resumed_at_version"] > 0
         stats = lines(outputs[0][0])[-1]["stats"]
         assert stats["workers_finished"] == 2 and stats["workers_lost"] == 0, stats
+
+
+@case
+def a_rank_restarted_alone_takes_its_place_and_its_state_back_and_a_center_restarted_without_resume_is_refused():
+    with tempfile.TemporaryDirectory() as run:
+        port = free_port()
+        processes = start(run, port, 0)
+        kept = Path(run, "rank-1.pt")
+        # Rank 1 killed and started again by a supervisor (the same command, no restart count):
+        # the center says its place has trained, and the rank goes on from its kept state.
+        deadline = time.monotonic() + 30
+        while not kept.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        processes[1].send_signal(signal.SIGKILL)
+        processes[1].communicate()
+        again = start(run, port, 0, ranks=(1,))[0]
+        stdout, stderr = again.communicate(timeout=120)
+        assert again.returncode == 0, (stdout, stderr[-3000:])
+        assert 0 < lines(stdout)[0]["start_step"] < STEPS, stdout
+        assert lines(stdout)[-1]["steps"] == STEPS, stdout
+        stdout0, stderr0 = processes[0].communicate(timeout=120)
+        assert processes[0].returncode == 0, (stdout0, stderr0[-3000:])
+    with tempfile.TemporaryDirectory() as run:
+        port = free_port()
+        processes = start(run, port, 0)
+        while not Path(run, "checkpoint.bin").exists() and time.monotonic() < deadline + 30:
+            time.sleep(0.05)
+        # Rank 0 killed and started again alone, without resume: its center starts from x~(0).
+        # Rank 1 must not go on training from there as if nothing had happened.
+        processes[0].send_signal(signal.SIGKILL)
+        processes[0].communicate()
+        rank0 = start(run, port, 0, ranks=(0,))[0]
+        stdout, stderr = processes[1].communicate(timeout=120)
+        rank0.kill()
+        rank0.communicate()
+        assert processes[1].returncode == 1, (stdout, stderr[-3000:])
+        assert "came back at version 0, without the run's state" in stderr, stderr[-3000:]
 
 
 @case
