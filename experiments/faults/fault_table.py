@@ -2,7 +2,7 @@
 """What a fault costs a PyTorch job of 4 ranks on this host (127.0.0.1), as a user meets it:
 fault_rank.py's loop under torchrun's variables (set here), with run_dir and its optimizer
 registered. Each cell kills one rank (or every rank) with SIGKILL 3 s into training and maybe
-starts it again, as a supervisor (one rank, the same command; "resume" for a rank that hosts a
+starts it again, as a supervisor (one rank, the same command; resume=True for a rank that hosts a
 server) or torchrun --max-restarts (every rank, TORCHELASTIC_RESTART_COUNT=1) would. Prints,
 per cell: whether the job finished (every process that was left exited 0), each process's exit
 code, the longest stall of the survivors (the longest time between two of their progress lines
@@ -114,7 +114,7 @@ def run_cell(name):
     if restart:
         time.sleep(delay)
         again = [Rank(k.rank, run, port, placement, 1 if restart == "job" else 0,
-                      resume=restart == "rank" and placement == "ranks") for k in killed]
+                      resume=restart == "rank" and (placement == "ranks" or k.rank == 0)) for k in killed]
         processes += again
     deadline = time.time() + 180
     exits = {}
