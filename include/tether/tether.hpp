@@ -97,6 +97,12 @@ struct ServiceOptions : ClusterOptions, CurveKeys {
     int rank = 0;  // a launcher's rank (above): the server it hosts, the place its worker asks for
     std::string server0_address;
     std::string rank_address;
+    // A standby center (class Standby below): a worker whose center is lost (silent for
+    // worker_timeout_ms) fails over to the center at standby_address and joins it again; a
+    // Standby copies x~ from its center every standby_seconds and, once that center is lost,
+    // binds there and goes on from its copy. One server only (servers = 1). "": none.
+    std::string standby_address;
+    double standby_seconds = 5;
     // The center's run directory, as `tether run` writes one (docs/embedding.md, "Run
     // records"): config.json (these options as resolved and the model's sizes), metrics.jsonl
     // (the center's exchange statistics every metrics_seconds and/or metrics_samples, and the
@@ -125,6 +131,8 @@ void for_each_service_option(Options& o, Visit&& visit) {
     visit(OptionName("rank"), o.rank, integers(0, 255));
     visit(OptionName("server0_address"), o.server0_address, any_text());
     visit(OptionName("rank_address"), o.rank_address, any_text());
+    visit(OptionName("standby_address"), o.standby_address, any_text());
+    visit(OptionName("standby_seconds"), o.standby_seconds, numbers(0.1, 86'400.0));
     visit(OptionName("run_dir"), o.run_dir, any_text());
     visit(OptionName("resume"), o.resume, true_or_false());
     visit(OptionName("metrics_seconds"), o.metrics_seconds, numbers(0.0, 86'400.0 * 365));
@@ -282,6 +290,29 @@ public:
     // The center's statistics as JSON (updates, staleness, bytes, rejected messages, losses),
     // as they are now.
     virtual std::string stats_json() const = 0;
+};
+
+// A center in waiting for the center at `center` (one server): it asks that center for x~
+// every options.standby_seconds (a snapshot request: a model's bytes on that center's link),
+// and when the center has been silent for worker_timeout_ms it takes over: it writes its copy
+// as the checkpoint of options.run_dir (unless the checkpoint there is newer), starts a
+// CenterService resumed from it, bound at options.address, and the workers that fail over to
+// options.standby_address join it again. What x~ gained after the copy is lost (at most
+// standby_seconds and the timeout of training). `initial` and `initial_buffers` only give the
+// sizes (and so the agreed settings), as for CenterService::start. Needs run_dir.
+class Standby {
+public:
+    static std::unique_ptr<Standby> start(std::vector<float> initial, const ServiceOptions& options, const std::string& center,
+                                          std::vector<float> initial_buffers = {});
+    virtual ~Standby() = default;
+    // Whether it took over; then center() is the center it started (else null).
+    virtual bool took_over() const = 0;
+    virtual CenterService* center() = 0;
+    // The run ends as planned (this process's worker finished): stop copying and never take
+    // over. Returns took_over() as it stands (a center already started goes on).
+    virtual bool stand_down() = 0;
+    // The copies taken so far.
+    virtual std::uint64_t copies() const = 0;
 };
 
 // The checkpoint of a run directory (ServiceOptions::run_dir, or `tether run`'s): x~, its

@@ -269,6 +269,14 @@ class CenterService:
                                              workers=None if workers is None else int(workers), address=address,
                                              options=_options(**options), initial_buffers=buffers)
 
+    @classmethod
+    def _taken_over(cls, standby):
+        """The center a Standby (``_tether.start_standby``) started when it took over; the
+        standby owns it and is kept with it."""
+        center = cls.__new__(cls)
+        center._service, center._standby = standby.center, standby
+        return center
+
     @property
     def address(self):
         return self._service.address

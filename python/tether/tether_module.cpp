@@ -359,6 +359,25 @@ PYBIND11_MODULE(_tether, m) {
         py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("options"),
         py::arg("initial_buffers") = FloatArray(0));
 
+    // <tether/tether.hpp>'s Standby: a center in waiting; `center` once it took over (owned by it).
+    py::class_<tether::Standby>(m, "Standby")
+        .def_property_readonly("took_over", &tether::Standby::took_over)
+        .def_property_readonly("copies", &tether::Standby::copies)
+        .def_property_readonly("center", &tether::Standby::center, py::return_value_policy::reference_internal)
+        .def("stand_down", &tether::Standby::stand_down, py::call_guard<py::gil_scoped_release>());
+    m.def(
+        "start_standby",
+        [](FloatArray initial, const std::optional<std::string>& strategy, std::optional<int> workers,
+           const std::string& address, const std::string& center, const py::dict& service_options,
+           FloatArray initial_buffers) {
+            std::vector<float> x(initial.data(), initial.data() + initial.size());
+            std::vector<float> b(initial_buffers.data(), initial_buffers.data() + initial_buffers.size());
+            return tether::Standby::start(std::move(x), options_from(strategy, workers, address, service_options), center,
+                                          std::move(b));
+        },
+        py::arg("initial"), py::arg("strategy"), py::arg("workers"), py::arg("address"), py::arg("center"),
+        py::arg("options"), py::arg("initial_buffers") = FloatArray(0));
+
     // <tether/schedule.hpp>: a training.optimizer.schedule block (a dict or its JSON text) over a
     // loop's planned steps, for an optimizer the caller owns (docs/python.md: with LambdaLR, which
     // calls it and saves its __dict__ in state_dict(): hence __call__ and dynamic_attr).

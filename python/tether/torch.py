@@ -63,6 +63,9 @@ class CenterService:
 
     def __init__(self, model, strategy=None, workers=None, address="", **options):
         self.launcher_secret = None  # (rank, job id) of the secret from_env's rank 0 wrote, removed by wait()
+        if isinstance(model, _TakenOver):  # the center a standby started (_Standby)
+            self.model_state, self.service = model.state, model.service
+            return
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
                                             address=address, buffers=self.model_state.buffer_vector(), **options)
@@ -94,6 +97,34 @@ class CenterService:
                 tether.remove_launcher_secret(*self.launcher_secret)
                 self.launcher_secret = None
         return self.state_dict()
+
+
+@dataclasses.dataclass
+class _TakenOver:
+    state: ModelState
+    service: object
+
+
+class _Standby:
+    """Rank 1's standby center (``standby_address``, docs/python.md "A standby center"): it
+    copies x~ from rank 0's center every ``standby_seconds``, and when rank 0 has been silent
+    for ``worker_timeout_ms`` it becomes the center at ``standby_address``, where every worker
+    fails over. ``end()`` after the rank's finish(): the center it took over as (a
+    tether.torch.CenterService), or None, standing down."""
+
+    def __init__(self, state, center_address, options):
+        import numpy
+        address = options["standby_address"]
+        bind = "tcp://*:" + address.rsplit(":", 1)[1]
+        self.state = state
+        self.standby = tether._tether.start_standby(
+            numpy.asarray(state.parameter_vector(), dtype=numpy.float32), "", 0, bind, center_address,
+            tether._options(**options), numpy.asarray(state.buffer_vector(), dtype=numpy.float32))
+
+    def end(self):
+        if not self.standby.stand_down():
+            return None
+        return CenterService(_TakenOver(self.state, tether.CenterService._taken_over(self.standby)))
 
 
 def load_checkpoint(model, path):
@@ -271,6 +302,7 @@ class Worker:
         # The rank's own state across restarts (from_env(state=...)), and its steps: start_step
         # is where a restarted rank goes on from (0 on a first attempt).
         self._kept, self.start_step, self.steps = None, 0, 0
+        self._standby = None  # rank 1's, with standby_address (_Standby)
         return self
 
     def _keep(self, objects, job, options):
@@ -364,6 +396,8 @@ class Worker:
         else:
             state, client, center = _join_center(model, job, strategy, count, options, center_trains, shard[0])
             worker = cls.__new__(cls)._compose(job, state, client, center=center, shard=shard, trains=trains)
+            if job.rank == 1 and options.get("standby_address"):
+                worker._standby = _Standby(state, job.launcher.center_address(1), job.with_keys(options)[0])
         return worker._keep(kept, job, options) if kept is not None else worker
 
     @classmethod
@@ -459,7 +493,10 @@ class Worker:
         when it returns."""
         if self._kept is not None:
             self._kept.save(self.steps)
-        return self._role.finish()
+        report = self._role.finish()
+        if self._standby is not None:  # the center now, if rank 0's was lost: this rank waits on it
+            self.center = self._standby.end() or self.center
+        return report
 
     def log(self, **scalars):
         """This worker's own scalars into the center's run directory (tether.WorkerClient.log)."""

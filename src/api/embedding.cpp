@@ -20,20 +20,7 @@
 #include "worker/worker_settings.hpp"
 
 namespace tether {
-namespace {
 
-std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& parameters) {
-    std::vector<ParameterSegment> segments;
-    for (const auto& p : parameters) segments.push_back({p.data, p.count});
-    return segments;
-}
-
-// What the API knows of a model besides its parameter count, agreed with every worker: the
-// elements of its buffers (b~), so a worker with other buffers is refused naming them.
-nlohmann::json model_of(std::size_t buffer_count) { return {{"buffers", buffer_count}}; }
-
-// A worker given no strategy (or no workers) takes the center's: asked of server 0 before
-// joining, so that the hello carries the agreed settings the center expects.
 ServiceOptions with_center_settings(Transport& transport, const std::string& address, ServiceOptions o,
                                     std::size_t count) {
     if (!o.strategy.empty() && o.workers > 0) return o;
@@ -51,6 +38,14 @@ ServiceOptions with_center_settings(Transport& transport, const std::string& add
     return o;
 }
 
+namespace {
+
+std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& parameters) {
+    std::vector<ParameterSegment> segments;
+    for (const auto& p : parameters) segments.push_back({p.data, p.count});
+    return segments;
+}
+
 class Worker final : public WorkerClient {
 public:
     Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& given,
@@ -61,9 +56,20 @@ public:
         const std::size_t buffer_count = check_buffer_segments(parameters, buffers);
         const ServiceOptions o = with_center_settings(*transport_, address, given, count);
         const ClusterSettings settings = cluster_settings(o, count);
+        const std::string identity = unique_peer_identity("api-worker");
         std::vector<ServerLink> links = connect_servers(settings, *transport_, address, "WorkerClient::connect address",
-                                                         unique_peer_identity("api-worker"),
-                                                         settings.server_identities(count, model_of(buffer_count)));
+                                                         identity, settings.server_identities(count, api_model(buffer_count)));
+        if (!o.standby_address.empty()) {
+            if (links.size() != 1)
+                throw ConfigError("ServiceOptions.standby_address: \"" + o.standby_address + "\" with " +
+                                  std::to_string(links.size()) + " servers; a standby stands in for a center of one server");
+            // The same identity: the standby knows this worker by its id, as a restarted center does.
+            links[0].standby = [transport = transport_, to = o.standby_address, identity,
+                                options = settings.worker_transport(o.standby_address)] {
+                return transport->connect(to, identity, options);
+            };
+            links[0].standby_address = o.standby_address;
+        }
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
         WorkerOptions options = worker_options(settings);
         options.buffer_count = buffer_count;
@@ -140,7 +146,7 @@ public:
         static std::atomic<unsigned> counter{0};
         const ServiceOptions& o = options_;
         const ClusterSettings& settings = settings_;
-        const nlohmann::json model = model_of(initial_buffers.size());
+        const nlohmann::json model = api_model(initial_buffers.size());
         const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
         if (settings.servers_on_ranks()) rank_ = std::make_unique<RankServer>(o, settings, identities, initial);
         const std::size_t first = rank_ ? std::size_t(o.rank) : 0;

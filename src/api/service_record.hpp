@@ -25,6 +25,14 @@
 
 namespace tether {
 
+// What the API knows of a model besides its parameter count, agreed with every worker: the
+// elements of its buffers (b~), so a worker with other buffers is refused naming them.
+inline nlohmann::json api_model(std::size_t buffer_count) { return {{"buffers", buffer_count}}; }
+
+// A worker (or a standby) given no strategy (or no workers) takes the center's: asked of server
+// 0 at `address` before joining, so that its hello carries the agreed settings the center expects.
+ServiceOptions with_center_settings(Transport& transport, const std::string& address, ServiceOptions o, std::size_t count);
+
 // Where a CenterService with `options` keeps its records: run_dir, or with a server on every
 // rank, rank k > 0's run_dir/server-k.
 std::string record_directory(const ServiceOptions& options);

@@ -103,6 +103,10 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         if (left <= 0 || !receive(frames, slice)) {
             const auto now = Clock::now();
             const auto silent = silence();
+            if (outage_.lost(silent) && options_.standby && !failed_over_) {
+                fail_over(silent);
+                continue;
+            }
             if (outage_.give_up(silent))
                 throw std::runtime_error("the server at " + options_.server_address + " has been silent for " +
                                          std::to_string(outage_.give_up_after().count()) +
@@ -281,6 +285,19 @@ ServerReply ServerSession::receive_reply() {
                                      "launcher's restarted attempt sets by itself)");
     }
     return outcome;
+}
+
+void ServerSession::fail_over(std::chrono::milliseconds silent) {
+    std::fprintf(stderr, "worker %u: the center at %s has been silent for %lld ms (cluster.worker_timeout_ms); failing "
+                 "over to the standby at %s\n", unsigned(worker_id_), options_.server_address.c_str(),
+                 static_cast<long long>(silent.count()), options_.standby_address.c_str());
+    channel_->abandon();
+    channel_ = options_.standby();
+    options_.server_address = options_.standby_address;
+    failed_over_ = true;
+    stash_.clear();
+    heard();  // the standby's own silence counts from now: it takes over about when this worker gives up on the center
+    last_send_ = Clock::time_point();  // the next slice heartbeats at once: its answer (unknown worker) has it join again
 }
 
 void ServerSession::heartbeat_locked() {

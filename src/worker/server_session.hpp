@@ -57,6 +57,10 @@ struct SessionOptions {
     // Server 0 of several: it sends a `token` after each welcome (and b~), which the worker shows
     // in its hellos to the other servers (center/server_tokens.hpp).
     bool token_follows_welcome = false;
+    // A standby center (tether::Standby) to fail over to once this server is lost: a channel to
+    // it, made then, and its address. None: the worker waits for this server to come back.
+    std::function<std::unique_ptr<Channel>()> standby;
+    std::string standby_address;
 };
 
 // What the center (or one server of it) told a worker on joining.
@@ -167,6 +171,8 @@ private:
     void send(const Header& header, const Payload& payload);  // without copying
     bool receive(Frames& frames, int timeout_ms);           // the stash first
     void heartbeat_locked();
+    // Swaps the channel for one to the standby (SessionOptions::standby), once.
+    void fail_over(std::chrono::milliseconds silent);
     void flush_logs_locked();  // session_log.cpp: the queued logs, in order, then a lease ask
     // Whether `frames` answer a lease ask: then kept for take_lease, and true.
     bool kept_lease_answer(const Header& h, const Frames& frames);
@@ -189,6 +195,7 @@ private:
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;
+    bool failed_over_ = false;  // talks to the standby now (SessionOptions::standby)
     // Whether this session has said hello: until then its server does not know the worker, and
     // a heartbeat (another session's wait sends them) would be refused as an unknown worker.
     bool said_hello_ = false;

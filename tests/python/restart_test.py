@@ -22,11 +22,13 @@ STRATEGY = json.dumps({"name": "adag", "communication_window": 5})
 STEPS = 900  # about 6 s of training a rank
 
 
-def start(run, port, attempt, placement="center", ranks=(0, 1)):
+def start(run, port, attempt, placement="center", ranks=(0, 1), world=2, *more, steps=STEPS):
     processes = []
     for r in ranks:
-        env = torchrun_env(r, 2, port, TORCHELASTIC_RUN_ID="restart-job", TORCHELASTIC_RESTART_COUNT=str(attempt))
-        processes.append(subprocess.Popen([sys.executable, RANK_SCRIPT, run, str(STEPS), placement] + ([STRATEGY] if r == 0 else []),
+        env = torchrun_env(r, world, port, TORCHELASTIC_RUN_ID="restart-job", TORCHELASTIC_RESTART_COUNT=str(attempt),
+                           TETHER_CONNECT_TIMEOUT_MS="30000")  # rank 0 may be slow to start on a busy host
+        processes.append(subprocess.Popen([sys.executable, RANK_SCRIPT, run, str(steps), placement, *more] +
+                                          ([STRATEGY] if r == 0 else []),
                                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     return processes
 
@@ -116,6 +118,42 @@ def a_rank_restarted_alone_takes_its_place_and_its_state_back_and_a_center_resta
         rank0.communicate()
         assert processes[1].returncode == 1, (stdout, stderr[-3000:])
         assert "came back at version 0, without the run's state" in stderr, stderr[-3000:]
+
+
+@case
+def rank_0_killed_with_a_standby_on_rank_1_the_others_fail_over_and_rank_1_ends_the_run():
+    # Rank 1 takes over from the center's checkpoint in the run directory they share (newer
+    # than its copy), or from its own copy where the center wrote none yet.
+    for checkpoint, source in ((1, "checkpoint.bin at version"), (60, "from its copy at version")):
+        fail_over_to_the_standby(checkpoint, source)
+
+
+def fail_over_to_the_standby(checkpoint_seconds, source):
+    with tempfile.TemporaryDirectory() as run:
+        port, standby = free_ports(3), free_port()
+        processes = start(run, port, 0, "center", (0, 1, 2), 3, f"standby=tcp://127.0.0.1:{standby}",
+                          f"checkpoint={checkpoint_seconds}", steps=3 * STEPS)  # about 15 s: the kill lands mid-run
+        deadline = time.monotonic() + 30
+        while not Path(run, "config.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(6)  # training, and a second copy of x~ on rank 1 (every standby_seconds, 5)
+        processes[0].send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        processes[0].communicate()
+        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in processes[1:]]
+        for stdout, stderr, code in outputs:
+            assert code == 0, (stdout, stderr[-3000:])
+            assert "failing over to the standby at tcp://127.0.0.1:" in stderr, (stdout, stderr[-3000:])
+            assert lines(stdout)[-1]["steps"] == 3 * STEPS, stdout
+        # Rank 1 is the center now: its worker.center.wait() gave the final model (loaded
+        # strictly), and summary.json is its verdict.
+        rank1 = lines(outputs[0][0])[-1]
+        assert rank1["has_center"] is True, rank1
+        assert "taking over at tcp://*:" in outputs[0][1] and source in outputs[0][1], outputs[0][1][-3000:]
+        assert rank1["stats"]["workers_finished"] == 2 and rank1["stats"]["resumed_at_version"] > 0, rank1
+        summary = json.loads(Path(run, "summary.json").read_text())
+        assert summary["run_failed"] is False and summary["workers_finished"] == 2, summary
+        assert time.monotonic() - killed < 60, "the survivors took as long as a lost run"
 
 
 @case
