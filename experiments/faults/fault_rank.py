@@ -3,7 +3,8 @@
 regression, Adam, batch 16) under torchrun's variables, its optimizer and scheduler registered
 with Worker.from_env(state=...), going on from worker.start_step. argv: the run directory, the
 steps of the whole run, the placement ("center" or "ranks"), the strategy (JSON; "-" on ranks
-other than 0) and optionally "resume" (a rank restarted alone by a supervisor: resume=True).
+other than 0) and optionally "resume" (a rank restarted alone by a supervisor: resume=True) and
+"standby=ADDRESS" (standby_address: rank 1 a standby center).
 Prints a JSON line every 10 steps ({"step", "t"}: time.time()) and one at the end ({"done"},
 on rank 0 with the center's counters)."""
 import json
@@ -18,6 +19,7 @@ import tether.torch
 run_dir, steps, placement = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 strategy = None if sys.argv[4] == "-" else json.loads(sys.argv[4])
 extra = {"resume": True} if "resume" in sys.argv[5:] else {}
+extra.update({"standby_address": a.split("=", 1)[1] for a in sys.argv[5:] if a.startswith("standby=")})
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -41,5 +43,7 @@ worker.finish()
 result = {"done": worker.steps, "t": time.time()}
 if worker.center is not None:
     model.load_state_dict(worker.center.wait(), strict=True)
-    result["samples"] = worker.center.stats().get("worker_samples")
+    stats = worker.center.stats()
+    result.update(samples=stats.get("worker_samples"), bytes_sent=stats.get("bytes_sent"),
+                  bytes_received=stats.get("bytes_received"))
 print(json.dumps(result), flush=True)

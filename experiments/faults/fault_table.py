@@ -28,8 +28,11 @@ RANK = str(Path(__file__).with_name("fault_rank.py"))
 WORLD, STEPS, BATCH, KILL_AT = 4, 1200, 16, 3.0
 STRATEGIES = {"center": {"name": "adag", "communication_window": 5},
               "ranks": {"name": "diloco", "communication_window": 10}}
-# name: (placement, rank killed ("all": every rank), restart: None, "rank" or "job", seconds before it)
+# name: (placement, rank killed ("all": every rank), restart: None, "rank" or "job", seconds
+# before it[, "standby": rank 1 a standby center])
 CELLS = {
+    "center_none_standby": ("center", None, None, 0, "standby"),
+    "center_rank0_standby": ("center", 0, None, 0, "standby"),
     "center_none": ("center", None, None, 0),
     "center_rank2": ("center", 2, None, 0),
     "center_rank2_back": ("center", 2, "rank", 2),
@@ -64,7 +67,7 @@ def free_ports(count):
 class Rank:
     """One process of a rank, its progress lines read as they come."""
 
-    def __init__(self, rank, run, port, placement, attempt, resume=False):
+    def __init__(self, rank, run, port, placement, attempt, resume=False, standby=None):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHELASTIC", "SLURM", "OMPI", "PMI"))}
         env.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(WORLD),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port - 1), TETHER_SECRET="7a" * 32,
@@ -72,7 +75,8 @@ class Rank:
         strategy = json.dumps(STRATEGIES[placement]) if rank == 0 else "-"
         self.rank, self.lines, self.stderr = rank, [], ""
         self.process = subprocess.Popen([sys.executable, RANK, run, str(STEPS), placement, strategy] +
-                                        (["resume"] if resume else []), env=env, stdout=subprocess.PIPE,
+                                        (["resume"] if resume else []) + ([f"standby={standby}"] if standby else []),
+                                        env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -95,11 +99,12 @@ class Rank:
 
 
 def run_cell(name):
-    placement, victim, restart, delay = CELLS[name]
+    placement, victim, restart, delay, *more = CELLS[name]
     run = tempfile.mkdtemp(prefix=f"tether-fault-{name}-")
     port = free_ports(WORLD)
+    standby = f"tcp://127.0.0.1:{free_ports(1)}" if "standby" in more else None
     started = time.time()
-    ranks = [Rank(r, run, port, placement, 0) for r in range(WORLD)]
+    ranks = [Rank(r, run, port, placement, 0, standby=standby) for r in range(WORLD)]
     # 3 s after rank 0 began training, the fault.
     while not any("step" in l for l in ranks[0].lines) and time.time() - started < 60:
         time.sleep(0.02)
@@ -114,7 +119,7 @@ def run_cell(name):
     if restart:
         time.sleep(delay)
         again = [Rank(k.rank, run, port, placement, 1 if restart == "job" else 0,
-                      resume=restart == "rank" and (placement == "ranks" or k.rank == 0)) for k in killed]
+                      resume=restart == "rank" and (placement == "ranks" or k.rank == 0), standby=standby) for k in killed]
         processes += again
     deadline = time.time() + 180
     exits = {}
@@ -141,7 +146,9 @@ def run_cell(name):
     summary_path = Path(run, "summary.json")
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     counted = summary.get("samples")
-    row = {"cell": name, "placement": placement, "killed": "none" if victim is None else victim,
+    ended_run = [l for p in processes for l in p.lines if "bytes_sent" in l]  # the rank whose center ended the run
+    row = {"cell": name, "placement": placement + (" + standby" if standby else ""),
+           "center_bytes_sent": ended_run[0]["bytes_sent"] if ended_run else None, "killed": "none" if victim is None else victim,
            "restart": f"{restart} after {delay} s" if restart else "none",
            "finished": all(c == 0 for c in codes.values()) and bool(summary) and not summary.get("run_failed", True),
            "exit_codes": " ".join(f"{r}:{c}" for r, c in sorted(codes.items())),
@@ -165,7 +172,7 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     keys = ["cell", "placement", "killed", "restart", "finished", "exit_codes", "longest_stall_s", "trained_samples",
-            "center_samples", "lost_samples", "wall_s"]
+            "center_samples", "lost_samples", "wall_s", "center_bytes_sent"]
     print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
     for r in rows:
         print("| " + " | ".join(str(r[k]) for k in keys) + " |")
