@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 RANK = str(Path(__file__).with_name("fault_rank.py"))
-WORLD, STEPS, BATCH, KILL_AT = 4, 1200, 16, 3.0
+WORLD, STEPS, BATCH, KILL_AT = 4, 2000, 16, 3.0
 STRATEGIES = {"center": {"name": "adag", "communication_window": 5},
               "ranks": {"name": "diloco", "communication_window": 10}}
 # name: (placement, rank killed ("all": every rank), restart: None, "rank" or "job", seconds
