@@ -365,7 +365,12 @@ class Worker:
         state_dict() and load_state_dict()) is the rank's own state, kept in
         ``run_dir/rank-K.pt`` right after an exchange at most every ``checkpoint_seconds`` and at
         finish(), and loaded back on a restarted attempt; ``worker.start_step`` is then the step
-        the rank goes on from (``worker.steps`` counts on from it)."""
+        the rank goes on from (``worker.steps`` counts on from it).
+
+        ``standby_address="tcp://HOST:PORT"`` (center on rank 0): rank 1 is a standby center
+        that takes over when rank 0 dies, every worker fails over to it, and after its
+        finish() rank 1's ``worker.center`` is the run's center (docs/python.md, "A standby
+        center")."""
         kept = state  # `state` below is the model's
         if center_trains is None:
             center_trains = tether._tether.default_center_trains
@@ -374,6 +379,9 @@ class Worker:
             raise ValueError(f"Worker.from_env(replica_size={replica_size}, server_placement=\"ranks\"): a server on "
                              "every rank needs every rank to be a tether worker; replica groups make only their "
                              "leaders workers. Use one or the other")
+        if options.get("standby_address") and (size > 1 or options.get("server_placement") == "ranks"):
+            raise ValueError("Worker.from_env(standby_address=...): a standby stands in for one center on rank 0; with "
+                             "replica groups or servers on the ranks there is none (give one or the other)")
         job = _Job.read(connect_timeout_ms)
         if size > 1:
             worker = cls._replica_from_env(model, job, strategy, workers, center_trains, size, options)

@@ -129,7 +129,8 @@ def workers_other_than_the_ranks_a_rank_that_only_serves_or_replica_groups_are_r
     port = free_ports(2)
     env = torchrun_env(0, 2, port)
     script = ("import torch, tether, tether.torch\n"
-              "for extra in ({'workers': 3}, {'center_trains': False}, {'replica_size': 2}):\n"
+              "for extra in ({'workers': 3}, {'center_trains': False}, {'replica_size': 2},\n"
+              "              {'standby_address': 'tcp://127.0.0.1:9'}):\n"
               "    try:\n"
               "        tether.torch.Worker.from_env(torch.nn.Linear(2, 1), strategy='averaging', server_placement='ranks',"
               " **extra)\n"
@@ -139,6 +140,7 @@ def workers_other_than_the_ranks_a_rank_that_only_serves_or_replica_groups_are_r
     assert "3, but the world size is 2 (torchrun: RANK, WORLD_SIZE)" in out.stdout, (out.stdout, out.stderr)
     assert "server_placement=\"ranks\", center_trains=False" in out.stdout, (out.stdout, out.stderr)
     assert "replica_size=2, server_placement=\"ranks\"" in out.stdout, (out.stdout, out.stderr)
+    assert "a standby stands in for one center on rank 0" in out.stdout, (out.stdout, out.stderr)
 
 
 if __name__ == "__main__":
