@@ -322,7 +322,8 @@ public:
 CenterSnapshot load_checkpoint(const std::string& path);
 // Whether options.run_dir holds every checkpoint that a CenterService with these options and
 // resume = true reads (each of its servers'; with a server on every rank, this rank's server's),
-// as a restarted launcher attempt decides whether to resume or start from x~(0).
+// none older than a summary.json there (a run that ended is not gone on from), as a restarted
+// launcher attempt decides whether to resume or start from x~(0).
 bool has_checkpoint(const ServiceOptions& options);
 
 // Where this process stands in a launcher's job, read from its environment by read_launcher():

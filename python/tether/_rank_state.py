@@ -31,7 +31,8 @@ class RankState:
         file, the objects untouched)."""
         if not os.path.exists(self.path):
             return None
-        kept = torch.load(self.path, map_location="cpu")
+        # Its own file, written by save(): the objects' state_dicts may hold any picklable value.
+        kept = torch.load(self.path, map_location="cpu", weights_only=False)
         missing = sorted(set(self.objects) - set(kept["objects"]))
         if missing:
             raise ValueError(f"{self.path}: keeps {sorted(kept['objects'])}, not {missing}: the state= of another "
@@ -51,6 +52,10 @@ class RankState:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             torch.save(kept, temporary)
             os.replace(temporary, self.path)
-        except OSError as e:  # a full disk must not end the run: the previous file stays
-            print(f"tether: {self.path}: the rank's state not kept: {e}", file=sys.stderr)
+        except (OSError, RuntimeError) as e:  # a full disk (torch.save raises either) must not end the run
+            print(f"tether: {self.path}: the rank's state not kept: {e}; the previous one stays", file=sys.stderr)
+            try:
+                os.remove(temporary)
+            except OSError:
+                pass
         self.saved_at = time.monotonic()

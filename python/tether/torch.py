@@ -314,10 +314,10 @@ class Worker:
                              "run_dir/rank-K.pt (on its own host) for the rank's next attempt")
         seconds = float(tether.option(options, "checkpoint_seconds"))
         self._kept = RankState(objects, os.path.join(str(run_dir), f"rank-{job.rank}.pt"), seconds)
-        # A launcher's next attempt, a resume, or a rank restarted alone (by a supervisor) whose
-        # place the center says has trained before: the rank goes on where it was kept.
-        restarted = job.launcher is not None and job.launcher.attempt > 0
-        if restarted or options.get("resume") or self.client.place_samples > 0:
+        # The center went on from its checkpoint (a launcher's next attempt, a resume, or a rank
+        # restarted alone by a supervisor) and says this rank's place has trained before: the
+        # rank goes on where it was kept. A center that started afresh gives no state back.
+        if options.get("resume") or self.client.place_samples > 0:
             step = self._kept.restore()
             if step is not None:
                 self.start_step = self.steps = step
@@ -382,10 +382,15 @@ class Worker:
         if options.get("standby_address") and (size > 1 or options.get("server_placement") == "ranks"):
             raise ValueError("Worker.from_env(standby_address=...): a standby stands in for one center on rank 0; with "
                              "replica groups or servers on the ranks there is none (give one or the other)")
+        if options.get("standby_address") and not options.get("run_dir"):
+            raise ValueError("Worker.from_env(standby_address=...): give run_dir= too; rank 1's standby takes over "
+                             "from a checkpoint it keeps there")
         job = _Job.read(connect_timeout_ms)
         if size > 1:
-            worker = cls._replica_from_env(model, job, strategy, workers, center_trains, size, options)
-            return worker._keep(kept, job, options) if kept is not None else worker
+            if kept is not None:
+                raise ValueError(f"Worker.from_env(state=..., replica_size={size}): a replica group's ranks would "
+                                 "have to agree on where they go on from; keep the state yourself there")
+            return cls._replica_from_env(model, job, strategy, workers, center_trains, size, options)
         if job.launcher is None:
             if not center_trains:
                 raise ValueError("Worker.from_env(center_trains=False): outside a launcher this process is the only "

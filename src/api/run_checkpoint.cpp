@@ -79,7 +79,7 @@ bool has_checkpoint(const ServiceOptions& o) {
     const bool ranks = o.server_placement == "ranks";
     const std::size_t first = ranks ? std::size_t(o.rank) : 0, last = ranks ? first + 1 : servers;
     for (std::size_t k = first; k < last; ++k)
-        if (!std::filesystem::exists(checkpoint_path(record_directory(o), servers, k))) return false;
+        if (!resumable_checkpoint(record_directory(o), servers, k)) return false;
     return true;
 }
 

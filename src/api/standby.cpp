@@ -68,21 +68,27 @@ private:
         const auto every = std::chrono::duration<double>(options_.standby_seconds);
         while (true) {
             std::vector<float> x(initial_.size());
-            bool answered = true;
+            bool answered = false, silent = false;
             try {
                 copies_ranges_->fetch(x.data(), /*final=*/false);
-            } catch (const std::exception&) {
-                answered = false;  // silent for worker_timeout_ms, or gone
+                answered = true;
+            } catch (const RangeSilent&) {
+                silent = true;  // no answer for worker_timeout_ms: lost, once it has answered before
+            } catch (const std::exception& e) {
+                // It answered, with a refusal: alive. Said, and asked again at the next copy.
+                std::fprintf(stderr, "standby: the center at %s refused a copy of x~: %s\n", center_address_.c_str(), e.what());
             }
             std::unique_lock<std::mutex> lock(mutex_);
             if (stopped_) return;
-            if (!answered && copies_ > 0) break;
-            if (!answered) continue;  // the center is not up yet: it is no center lost
-            copy_.x = std::move(x);
-            copy_.version = copies_ranges_->answered().front().version;
-            copy_.total_samples = copies_ranges_->answered().front().samples;
-            ++copies_;
-            if (wake_.wait_for(lock, every, [this] { return stopped_; })) return;
+            if (silent && copies_ > 0) break;
+            if (answered) {
+                copy_.x = std::move(x);
+                copy_.version = copies_ranges_->answered().front().version;
+                copy_.total_samples = copies_ranges_->answered().front().samples;
+                ++copies_;
+            }
+            // A silence before the first copy is a center not up yet, no center lost.
+            if (!silent && wake_.wait_for(lock, every, [this] { return stopped_; })) return;
         }
         try {
             take_over();
@@ -95,10 +101,12 @@ private:
         // The newest of its copy and a checkpoint the center left in a run directory both can see.
         const std::string path = checkpoint_path(options_.run_dir, 1, 0);
         bool own_copy = true;
-        if (std::filesystem::exists(path)) {
+        std::uint64_t version = copy_.version;
+        if (resumable_checkpoint(options_.run_dir, 1, 0)) {
             try {
                 const Checkpoint there = read_checkpoint(path);
                 own_copy = there.fingerprint != fingerprint_ || there.version < copy_.version;
+                if (!own_copy) version = there.version;
             } catch (const std::exception&) {
             }
         }
@@ -110,8 +118,7 @@ private:
         }
         std::fprintf(stderr, "standby: the center at %s has been silent for %lld ms (worker_timeout_ms); taking over at %s "
                      "from %s at version %llu\n", center_address_.c_str(), static_cast<long long>(options_.worker_timeout_ms),
-                     options_.address.c_str(), own_copy ? "its copy" : path.c_str(),
-                     static_cast<unsigned long long>(own_copy ? copy_.version : read_checkpoint(path).version));
+                     options_.address.c_str(), own_copy ? "its copy" : path.c_str(), static_cast<unsigned long long>(version));
         ServiceOptions o = options_;
         o.resume = true;
         o.standby_address.clear();  // this is the center now

@@ -82,7 +82,7 @@ void RemoteRanges::receive(std::size_t i, float* x, int timeout_ms) {
     while (true) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
         if (left <= 0 || !channels_[i]->receive(frames, int(left)))
-            throw std::runtime_error(who + " sent no x~ range within " + std::to_string(timeout_ms) +
+            throw RangeSilent(who + " sent no x~ range within " + std::to_string(timeout_ms) +
                                      " ms (cluster.join_timeout_ms); is it running, with the same config?");
         tether::ErrorCode reason = tether::ErrorCode::none;
         const auto h = decode(frames.header.data(), frames.header.size(), reason);

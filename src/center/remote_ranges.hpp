@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct RemoteServer {
     ServerRange range;
     std::string address;
     std::uint64_t fingerprint = 0;  // that server's (its agreed settings name its index)
+};
+
+// Thrown by a fetch when a server sent no answer within the timeout (other failures: std::runtime_error).
+struct RangeSilent : std::runtime_error {
+    using std::runtime_error::runtime_error;
 };
 
 class RemoteRanges {

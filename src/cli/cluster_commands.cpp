@@ -3,7 +3,6 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -204,7 +203,7 @@ bool resumes_attempt(const Launcher* launcher, const Common& c, const ServerPlan
                      std::size_t servers) {
     if (!c.resume.empty() || !launcher || launcher->attempt == 0 || c.out.empty()) return false;
     for (std::size_t k = plan.first; k < plan.first + plan.bind.size(); ++k)
-        if (!std::filesystem::exists(checkpoint_path(directory, servers, k))) {
+        if (!resumable_checkpoint(directory, servers, k)) {
             std::printf("rank %d, attempt %d: no checkpoint in %s yet; starting from x~(0)\n", launcher->rank,
                         launcher->attempt, directory.c_str());
             return false;

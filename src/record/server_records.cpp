@@ -27,6 +27,14 @@ std::string checkpoint_path(const std::string& directory, std::size_t servers, s
     return directory + (servers == 1 ? "/checkpoint.bin" : "/checkpoint-server-" + std::to_string(server) + ".bin");
 }
 
+bool resumable_checkpoint(const std::string& directory, std::size_t servers, std::size_t server) {
+    std::error_code error;
+    const auto checkpoint = std::filesystem::last_write_time(checkpoint_path(directory, servers, server), error);
+    if (error) return false;
+    const auto summary = std::filesystem::last_write_time(directory + "/summary.json", error);
+    return error || checkpoint > summary;
+}
+
 std::string final_range_path(const std::string& directory, std::size_t server) {
     return directory + "/final-server-" + std::to_string(server) + ".bin";
 }

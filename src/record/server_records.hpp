@@ -20,6 +20,10 @@ namespace tether {
 
 // `directory`/checkpoint.bin with one server, else `directory`/checkpoint-server-K.bin.
 std::string checkpoint_path(const std::string& directory, std::size_t servers, std::size_t server);
+// Whether server K's checkpoint in `directory` is there to go on from: it exists, and no run
+// ended there after it was written (a summary.json newer than it: that run is over, and a
+// restarted attempt or a standby must not take its state for this run's).
+bool resumable_checkpoint(const std::string& directory, std::size_t servers, std::size_t server);
 // Where server 0 keeps server K's final range as it received it: `directory`/final-server-K.bin.
 std::string final_range_path(const std::string& directory, std::size_t server);
 // Server 0's copies of the other servers' final ranges (`x`: x~'s full size, as the final fetch

@@ -61,7 +61,7 @@ void ServerSession::send(const Header& header, const void* payload, std::size_t 
     try {
         channel_->send(encoded, payload, bytes);
     } catch (const DeliveryError& e) {
-        throw DeliveryError("the server at " + options_.server_address + ": " + e.what());
+        throw DeliveryError("the server at " + address() + ": " + e.what());
     }
     bytes_sent_ += encoded.size() + bytes;
     last_send_ = Clock::now();
@@ -72,7 +72,7 @@ void ServerSession::send(const Header& header, const Payload& payload) {
     try {
         channel_->send(encoded, payload);
     } catch (const DeliveryError& e) {
-        throw DeliveryError("the server at " + options_.server_address + ": " + e.what());
+        throw DeliveryError("the server at " + address() + ": " + e.what());
     }
     bytes_sent_ += encoded.size() + payload.size();
     last_send_ = Clock::now();
@@ -103,12 +103,12 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         if (left <= 0 || !receive(frames, slice)) {
             const auto now = Clock::now();
             const auto silent = silence();
-            if (outage_.lost(silent) && options_.standby && !failed_over_) {
+            if (outage_.lost(silent) && options_.standby && !failed_over_ && type != MessageType::welcome) {
                 fail_over(silent);
                 continue;
             }
             if (outage_.give_up(silent))
-                throw std::runtime_error("the server at " + options_.server_address + " has been silent for " +
+                throw std::runtime_error("the server at " + address() + " has been silent for " +
                                          std::to_string(outage_.give_up_after().count()) +
                                          " ms (cluster.worker_timeout_ms, then cluster.center_restart_ms) while this worker "
                                          "waited for a " + to_string(type) + ": it is gone or stalled");
@@ -117,12 +117,12 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
                              "worker %u: the server at %s has been silent for %lld ms (cluster.worker_timeout_ms %d); "
                              "waiting up to %lld ms in all (cluster.center_restart_ms) for it to come back "
                              "(tether server --resume)\n",
-                             unsigned(worker_id_), options_.server_address.c_str(), static_cast<long long>(silent.count()),
+                             unsigned(worker_id_), address().c_str(), static_cast<long long>(silent.count()),
                              options_.center_timeout_ms, static_cast<long long>(outage_.give_up_after().count()));
             if (left > 0) {
                 if (type == MessageType::welcome && now - last_note > std::chrono::seconds(5)) {
                     std::fprintf(stderr, "worker: still waiting for the server at %s to welcome us%s...\n",
-                                 options_.server_address.c_str(),
+                                 address().c_str(),
                                  held ? " (worker 0 trains alone first: cluster.warmstart_samples)" : "");
                     last_note = now;
                 }
@@ -131,7 +131,7 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
                 continue;
             }
             throw std::runtime_error(std::string("no ") + to_string(type) + " from the server at " +
-                                     options_.server_address + " within " + std::to_string(timeout_ms) +
+                                     address() + " within " + std::to_string(timeout_ms) +
                                      " ms; is the server running (and all cluster.workers started)?");
         }
         heard();
@@ -269,7 +269,7 @@ ServerReply ServerSession::receive_reply() {
         pull_version_ = outcome.version;
     } catch (const ServerForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the server at %s does not know this worker any more (restarted?); joining again\n",
-                     unsigned(worker_id_), options_.server_address.c_str());
+                     unsigned(worker_id_), address().c_str());
         const std::uint64_t pulled = pull_version_;
         rejoining_ = true;
         outcome.rejoined = join_locked();
@@ -278,13 +278,18 @@ ServerReply ServerSession::receive_reply() {
         // A server back at version 0 started from its initial x~, not from its checkpoint:
         // going on would throw away what the run trained, without a word.
         if (outcome.rejoined->version == 0 && pulled > 0)
-            throw std::runtime_error("the server at " + options_.server_address + " came back at version 0, without the "
+            throw std::runtime_error("the server at " + address() + " came back at version 0, without the "
                                      "run's state (this worker had pulled version " + std::to_string(pulled) +
-                                     "): it was started again from its initial x~, not resumed. Start it with resume "
+                                     "): it started again from its initial x~ (not resumed, or from nothing to resume). Start it with resume "
                                      "(tether server --resume RUN_DIR; Python: run_dir= and resume=True, which a "
                                      "launcher's restarted attempt sets by itself)");
     }
     return outcome;
+}
+
+std::string ServerSession::address() const {
+    if (!failed_over_) return options_.server_address;
+    return options_.standby_address + " (the standby of the center at " + options_.server_address + ")";
 }
 
 void ServerSession::fail_over(std::chrono::milliseconds silent) {
@@ -293,7 +298,6 @@ void ServerSession::fail_over(std::chrono::milliseconds silent) {
                  static_cast<long long>(silent.count()), options_.standby_address.c_str());
     channel_->abandon();
     channel_ = options_.standby();
-    options_.server_address = options_.standby_address;
     failed_over_ = true;
     stash_.clear();
     heard();  // the standby's own silence counts from now: it takes over about when this worker gives up on the center

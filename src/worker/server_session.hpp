@@ -171,6 +171,8 @@ private:
     void send(const Header& header, const Payload& payload);  // without copying
     bool receive(Frames& frames, int timeout_ms);           // the stash first
     void heartbeat_locked();
+    // The server's address for messages: the standby's, once failed over (any thread may ask).
+    std::string address() const;
     // Swaps the channel for one to the standby (SessionOptions::standby), once.
     void fail_over(std::chrono::milliseconds silent);
     void flush_logs_locked();  // session_log.cpp: the queued logs, in order, then a lease ask
@@ -195,7 +197,7 @@ private:
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;
-    bool failed_over_ = false;  // talks to the standby now (SessionOptions::standby)
+    std::atomic<bool> failed_over_{false};  // talks to the standby now (SessionOptions::standby)
     // Whether this session has said hello: until then its server does not know the worker, and
     // a heartbeat (another session's wait sends them) would be refused as an unknown worker.
     bool said_hello_ = false;

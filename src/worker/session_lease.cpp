@@ -28,7 +28,7 @@ bool ServerSession::kept_lease_answer(const Header& h, const Frames& frames) {
     const auto answer = nlohmann::json::parse(frames.payload.begin(), frames.payload.end(), nullptr, false);
     if (h.fingerprint != options_.fingerprint || !answer.is_object() || !answer.contains("start") ||
         !answer["start"].is_number_unsigned() || !answer.contains("count") || !answer["count"].is_number_unsigned())
-        throw std::runtime_error("malformed lease from the server at " + options_.server_address);
+        throw std::runtime_error("malformed lease from the server at " + address());
     std::lock_guard<std::mutex> lock(logs_mutex_);
     lease_answer_ = LeaseAnswer{{answer["start"].get<std::uint64_t>(), answer["count"].get<std::uint64_t>()},
                                 (h.flags & kFlagBudgetMet) != 0};
@@ -53,7 +53,7 @@ LeaseAnswer ServerSession::take_lease(std::uint64_t want, std::uint64_t total) {
         if (!asked) ask_lease(want, total);  // the worker joined again meanwhile: ask its new server
         if (closed_) throw SessionClosed{};
         if (Clock::now() > deadline)
-            throw std::runtime_error("no lease from the server at " + options_.server_address + " within " +
+            throw std::runtime_error("no lease from the server at " + address() + " within " +
                                      std::to_string(options_.reply_timeout_ms) + " ms (cluster.reply_timeout_ms)");
         std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
         if (!lock.owns_lock()) {  // the worker's own thread reads the channel, and keeps the answer
@@ -73,7 +73,7 @@ LeaseAnswer ServerSession::take_lease(std::uint64_t want, std::uint64_t total) {
         if (!h) throw std::runtime_error(std::string("malformed message from the server: ") + to_string(reason));
         if (kept_lease_answer(*h, frames) || h->type == MessageType::heartbeat) continue;
         if (h->type == MessageType::error && (h->error_code == ErrorCode::malformed_lease || h->error_code == ErrorCode::unexpected_type))
-            throw std::runtime_error("the server at " + options_.server_address + " refused a lease: " +
+            throw std::runtime_error("the server at " + address() + " refused a lease: " +
                                      std::string(frames.payload.begin(), frames.payload.end()));
         stash_.push_back(std::move(frames));  // an answer to something else: its own wait meets it
     }
