@@ -63,12 +63,17 @@ class CenterService:
 
     def __init__(self, model, strategy=None, workers=None, address="", **options):
         self.launcher_secret = None  # (rank, job id) of the secret from_env's rank 0 wrote, removed by wait()
-        if isinstance(model, _TakenOver):  # the center a standby started (_Standby)
-            self.model_state, self.service = model.state, model.service
-            return
         self.model_state = ModelState(model)
         self.service = tether.CenterService(self.model_state.parameter_vector(), strategy=strategy, workers=workers,
                                             address=address, buffers=self.model_state.buffer_vector(), **options)
+
+    @classmethod
+    def _around(cls, model_state, service):
+        """The center of an existing tether.CenterService over ``model_state``'s model (the one
+        a standby started when it took over)."""
+        center = cls.__new__(cls)
+        center.launcher_secret, center.model_state, center.service = None, model_state, service
+        return center
 
     @property
     def address(self):
@@ -99,12 +104,6 @@ class CenterService:
         return self.state_dict()
 
 
-@dataclasses.dataclass
-class _TakenOver:
-    state: ModelState
-    service: object
-
-
 class _Standby:
     """Rank 1's standby center (``standby_address``, docs/python.md "A standby center"): it
     copies x~ from rank 0's center every ``standby_seconds``, and when rank 0 has been silent
@@ -124,7 +123,7 @@ class _Standby:
     def end(self):
         if not self.standby.stand_down():
             return None
-        return CenterService(_TakenOver(self.state, tether.CenterService._taken_over(self.standby)))
+        return CenterService._around(self.state, tether.CenterService._taken_over(self.standby))
 
 
 def load_checkpoint(model, path):
@@ -306,8 +305,8 @@ class Worker:
         return self
 
     def _keep(self, objects, job, options):
-        """from_env(state=objects): kept in run_dir/rank-K.pt, given back on a restarted attempt
-        (or with resume=True)."""
+        """from_env(state=objects): kept in run_dir/rank-K.pt, given back when the center went on
+        from its checkpoint and says this rank's place trained before (or with resume=True)."""
         run_dir = options.get("run_dir")
         if not run_dir:
             raise ValueError("Worker.from_env(state=...): give run_dir= too; each rank keeps its state in "
@@ -364,8 +363,9 @@ class Worker:
         given decides instead). ``state={"optimizer": optimizer, ...}`` (objects with
         state_dict() and load_state_dict()) is the rank's own state, kept in
         ``run_dir/rank-K.pt`` right after an exchange at most every ``checkpoint_seconds`` and at
-        finish(), and loaded back on a restarted attempt; ``worker.start_step`` is then the step
-        the rank goes on from (``worker.steps`` counts on from it).
+        finish(), and loaded back when the center went on from its checkpoint and says this
+        rank's place trained before (or with ``resume=True``); ``worker.start_step`` is then the
+        step the rank goes on from (``worker.steps`` counts on from it).
 
         ``standby_address="tcp://HOST:PORT"`` (center on rank 0): rank 1 is a standby center
         that takes over when rank 0 dies, every worker fails over to it, and after its

@@ -25,16 +25,18 @@ std::size_t servers_of(const std::string& directory) {
     std::ifstream in(directory + "/config.json");
     if (!in) return 0;
     const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    const nlohmann::json* servers = config.is_object() && config.contains("cluster") ? &config["cluster"] : nullptr;
-    return servers && servers->is_object() && servers->value("servers", 0) > 0 ? std::size_t(servers->value("servers", 0)) : 0;
+    const auto servers = "/cluster/servers"_json_pointer;
+    return config.is_object() && config.contains(servers) && config[servers].is_number_unsigned()
+               ? config[servers].get<std::size_t>()
+               : 0;
 }
 
 // Server k's range: the newest (highest version) of its own checkpoint in the directory, the one
 // its rank wrote in `server-k/` (servers on the ranks, sharing the directory), and server 0's
 // copy of its final range.
 Checkpoint range_of(const std::string& directory, std::size_t servers, std::size_t k) {
-    const std::string own = checkpoint_path(directory, servers, k);
-    const std::vector<std::string> places = {own, checkpoint_path(directory + "/server-" + std::to_string(k), servers, k),
+    const std::vector<std::string> places = {checkpoint_path(directory, servers, k),
+                                             checkpoint_path(rank_server_directory(directory, k), servers, k),
                                              final_range_path(directory, k)};
     std::optional<Checkpoint> newest;
     for (const std::string& path : places) {

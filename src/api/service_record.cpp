@@ -24,7 +24,7 @@ std::string name_of(const std::string& run_dir) {
 }  // namespace
 
 std::string record_directory(const ServiceOptions& o) {
-    if (o.server_placement == "ranks" && o.rank > 0) return o.run_dir + "/server-" + std::to_string(o.rank);
+    if (o.server_placement == "ranks" && o.rank > 0) return rank_server_directory(o.run_dir, std::size_t(o.rank));
     return o.run_dir;
 }
 

@@ -234,8 +234,8 @@ int serve(const Common& c, const RunConfig& config, const Launcher* launcher = n
     auto transport = make_zmq_transport();
     std::string directory = c.out.empty() ? default_run_directory(config.name) : c.out;
     if (plan.on_ranks && plan.first > 0) {  // server K's records, inside rank 0's run directory where they share one
-        const std::string server = "server-" + std::to_string(plan.first);
-        directory = c.out.empty() ? default_run_directory(config.name + "-" + server) : c.out + "/" + server;
+        directory = c.out.empty() ? default_run_directory(config.name + "-server-" + std::to_string(plan.first))
+                                  : rank_server_directory(c.out, plan.first);
     }
     const bool resume = !c.resume.empty() || resumes_attempt(launcher, c, plan, directory, std::size_t(config.cluster.servers));
     CenterRun center(config, data, *transport, plan, directory, resume);

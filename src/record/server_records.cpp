@@ -35,6 +35,10 @@ bool resumable_checkpoint(const std::string& directory, std::size_t servers, std
     return error || checkpoint > summary;
 }
 
+std::string rank_server_directory(const std::string& run_dir, std::size_t server) {
+    return run_dir + "/server-" + std::to_string(server);
+}
+
 std::string final_range_path(const std::string& directory, std::size_t server) {
     return directory + "/final-server-" + std::to_string(server) + ".bin";
 }

@@ -24,6 +24,9 @@ std::string checkpoint_path(const std::string& directory, std::size_t servers, s
 // ended there after it was written (a summary.json newer than it: that run is over, and a
 // restarted attempt or a standby must not take its state for this run's).
 bool resumable_checkpoint(const std::string& directory, std::size_t servers, std::size_t server);
+// Where server K > 0 of a server on every rank keeps its records inside the run directory the
+// ranks share (or the same path on its own host): `run_dir`/server-K.
+std::string rank_server_directory(const std::string& run_dir, std::size_t server);
 // Where server 0 keeps server K's final range as it received it: `directory`/final-server-K.bin.
 std::string final_range_path(const std::string& directory, std::size_t server);
 // Server 0's copies of the other servers' final ranges (`x`: x~'s full size, as the final fetch
