@@ -42,6 +42,7 @@ CELLS = {
     "ranks_none": ("ranks", None, None, 0),
     "ranks_rank2": ("ranks", 2, None, 0),
     "ranks_rank2_back": ("ranks", 2, "rank", 2),
+    "ranks_rank2_back_late": ("ranks", 2, "rank", 8),
     "ranks_job_back": ("ranks", "all", "job", 1),
 }
 

@@ -48,8 +48,11 @@ std::vector<ParameterSegment> segments_of(const std::vector<ParameterSpan>& para
 
 class Worker final : public WorkerClient {
 public:
+    // `rank`: this rank's part of a run with a server on every rank, whose lost ranges it finds
+    // served on elsewhere (api/rank_server.hpp); null otherwise.
     Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& given,
-           std::vector<ParameterSegment> parameters, Memory memory, std::vector<ParameterSegment> buffers = {})
+           std::vector<ParameterSegment> parameters, Memory memory, std::vector<ParameterSegment> buffers = {},
+           std::shared_ptr<RankServer> rank = nullptr)
         : transport_(std::move(transport)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
@@ -64,11 +67,20 @@ public:
                 throw ConfigError("ServiceOptions.standby_address: \"" + o.standby_address + "\" with " +
                                   std::to_string(links.size()) + " servers; a standby stands in for a center of one server");
             // The same identity: the standby knows this worker by its id, as a restarted center does.
-            links[0].standby = [transport = transport_, to = o.standby_address, identity,
-                                options = settings.worker_transport(o.standby_address)] {
-                return transport->connect(to, identity, options);
+            links[0].successor = [transport = transport_, to = o.standby_address, identity,
+                                  options = settings.worker_transport(o.standby_address)](const PulledRange&) {
+                return Successor{transport->connect(to, identity, options), "the standby", to};
             };
-            links[0].standby_address = o.standby_address;
+        }
+        for (std::size_t k = 1; rank && k < links.size(); ++k) {
+            links[k].keep_pulled = rank->keeps_pulled();
+            links[k].successor = [rank, k, lost = links[k].address, transport = transport_, identity,
+                                  options = settings.worker_transport("tcp://")](const PulledRange& pulled) {
+                const std::string to = rank->successor(k, lost, pulled);
+                if (to.empty()) return Successor{};
+                return Successor{transport->connect(to, identity, options),
+                                 "rank 0, serving server " + std::to_string(k) + "'s range", to};
+            };
         }
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
         WorkerOptions options = worker_options(settings);
@@ -148,7 +160,7 @@ public:
         const ClusterSettings& settings = settings_;
         const nlohmann::json model = api_model(initial_buffers.size());
         const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
-        if (settings.servers_on_ranks()) rank_ = std::make_unique<RankServer>(o, settings, identities, initial);
+        if (settings.servers_on_ranks()) rank_ = std::make_shared<RankServer>(transport_, o, settings, identities, initial);
         const std::size_t first = rank_ ? std::size_t(o.rank) : 0;
         // This rank's worker reaches its own server in-process (no socket, no handshake).
         if (rank_) own_ = "inproc://tether-rank-" + std::to_string(counter++);
@@ -161,7 +173,7 @@ public:
             c.end.center_restart_ms = 0;
             if (rank_) rank_->adjust(c, index);
         }, own_);
-        if (rank_) rank_->attach(*transport_, *group_);
+        if (rank_) rank_->attach(*group_);
         // The model buffers live on server 0 alone (b~ is small; its workers send it theirs).
         if (!initial_buffers.empty() && first == 0) group_->center(0).hold_buffers(std::move(initial_buffers));
         ServiceOptions record_options = o;
@@ -199,8 +211,12 @@ public:
                                                  std::vector<ParameterSpan> buffers) override {
         // With a server on every rank: every server, once all ranks said where (this rank's own
         // in-process).
-        const std::string servers = rank_ ? rank_->addresses(*transport_, own_) : address();
-        return std::make_unique<Worker>(transport_, servers, options_, segments_of(parameters), memory, segments_of(buffers));
+        const std::string servers = rank_ ? rank_->addresses(own_) : address();
+        // This rank was lost and came back after a survivor took its range over: its worker
+        // trains on, its server has nothing to serve.
+        if (rank_ && rank_->moved()) group_->stop();
+        return std::make_unique<Worker>(transport_, servers, options_, segments_of(parameters), memory, segments_of(buffers),
+                                        rank_);
     }
     CenterSnapshot snapshot() const override {
         // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
@@ -215,6 +231,7 @@ public:
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
         if (rank_ && options_.rank > 0) {  // rank 0's wait() gives x~ and the verdict
+            if (rank_->moved()) return {};     // its range is served elsewhere
             // ... unless this rank's range never reached it: then no rank's run succeeded.
             const std::string missing = group_->final_missing();
             if (!missing.empty()) throw RunFailedError("the run failed: rank " + std::to_string(options_.rank) + "'s " + missing);
@@ -245,7 +262,7 @@ private:
     nlohmann::json blocks_;  // the settings as resolved, for a run directory's config.json (before settings_)
     ClusterSettings settings_;
     std::unique_ptr<ServerGroup> group_;
-    std::unique_ptr<RankServer> rank_;      // with a server on every rank: this rank's part
+    std::shared_ptr<RankServer> rank_;      // with a server on every rank: this rank's part (its worker's too)
     std::string own_;                       // and where its worker reaches it (inproc://)
     std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;

@@ -10,9 +10,9 @@
 
 namespace tether {
 
-RankServer::RankServer(const ServiceOptions& o, const ClusterSettings& settings, const std::vector<ServerIdentity>& identities,
-                       const std::vector<float>& initial)
-    : options_(o), settings_(settings), identities_(identities),
+RankServer::RankServer(std::shared_ptr<Transport> transport, const ServiceOptions& o, const ClusterSettings& settings,
+                       const std::vector<ServerIdentity>& identities, const std::vector<float>& initial)
+    : transport_(std::move(transport)), options_(o), settings_(settings), identities_(identities),
       initial_hash_(initial_vector_hash(initial.data(), initial.size())) {
     const std::string ranks = "with ServiceOptions.server_placement \"ranks\"";
     if (o.rank < 0 || o.rank >= o.servers)
@@ -43,25 +43,31 @@ void RankServer::adjust(CenterOptions& center, std::size_t index) const {
     center.end.await_final_snapshot = index > 0;  // server 0, in rank 0's process, fetches it
 }
 
-void RankServer::attach(Transport& transport, ServerGroup& group) {
+void RankServer::attach(ServerGroup& group) {
     if (!directory_ || identities_.size() < 2) return;
+    tokens_ = group.center(0).tokens();
+    others_ = make_others();
+}
+
+std::unique_ptr<RemoteRanges> RankServer::make_others() {
     std::vector<RemoteServer> remote;
     for (std::size_t i = 1; i < identities_.size(); ++i)
         remote.push_back({identities_[i].index, identities_[i].range, "", identities_[i].fingerprint});
     const std::shared_ptr<ServerDirectory> directory = directory_;
     const auto timeout = std::chrono::milliseconds(settings_.join_timeout_ms);
-    others_ = std::make_unique<RemoteRanges>(
-        transport, std::move(remote), settings_.worker_transport("tcp://"), std::size_t(settings_.chunk_elements),
-        int(settings_.join_timeout_ms), group.center(0).tokens(), [directory, timeout] { return directory->others(timeout); });
+    return std::make_unique<RemoteRanges>(*transport_, std::move(remote), settings_.worker_transport("tcp://"),
+                                          std::size_t(settings_.chunk_elements), int(settings_.join_timeout_ms), tokens_,
+                                          [directory, timeout] { return directory->others(timeout); });
 }
 
-std::string RankServer::addresses(Transport& transport, const std::string& own) {
+std::string RankServer::addresses(const std::string& own) {
     std::lock_guard<std::mutex> lock(addresses_mutex_);
     if (!addresses_.empty()) return addresses_;
     const std::string& server0 = options_.server0_address;
-    addresses_ = join_directory(transport, server0, settings_.worker_transport(server0), identities_.front().fingerprint,
+    addresses_ = join_directory(*transport_, server0, settings_.worker_transport(server0), identities_.front().fingerprint,
                                 {std::size_t(options_.rank), options_.rank_address, initial_hash_}, own,
                                 int(settings_.join_timeout_ms));
+    moved_ = addresses_.find(own) == std::string::npos;
     return addresses_;
 }
 
@@ -71,6 +77,7 @@ void RankServer::fetch_others(float* x, bool final) {
         throw std::runtime_error("CenterService of rank " + std::to_string(options_.rank) + ": this rank serves its own range "
                                  "of x~ only (server_placement \"ranks\"); x~ is rank 0's snapshot()");
     if (!others_) return;
+    if (others_moved_.exchange(false)) others_ = make_others();  // a range served elsewhere now
     if (final && final_.empty()) {  // once: the other servers leave on it
         std::vector<float> all(identities_.back().range.first + identities_.back().range.count);
         others_->fetch(all.data(), true);

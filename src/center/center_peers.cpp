@@ -85,7 +85,8 @@ void Center::answer_directory(const std::string& peer, const Header& request, co
     try {
         const DirectoryRequest r =
             parse_directory_request(std::string(frames.payload.begin(), frames.payload.end()), options_.directory->size());
-        answer = options_.directory->enter(r.server, r.address, r.initial_hash);
+        answer = r.lost ? options_.directory->where(r.server, r.address)
+                        : options_.directory->enter(r.server, r.address, r.initial_hash);
     } catch (const std::exception& e) {
         return reject(peer, request.worker_id, ErrorCode::malformed_servers_request, e.what());
     }

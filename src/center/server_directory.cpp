@@ -20,7 +20,7 @@ std::string hex(std::uint64_t value) {
 }  // namespace
 
 ServerDirectory::ServerDirectory(std::size_t servers, std::uint64_t initial_hash)
-    : initial_hash_(initial_hash), addresses_(servers) {}
+    : initial_hash_(initial_hash), addresses_(servers), moved_(servers, false) {}
 
 std::vector<std::size_t> ServerDirectory::missing_locked() const {
     std::vector<std::size_t> missing;
@@ -44,6 +44,10 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
         return answer;
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    if (moved_[server]) {  // a survivor serves its range: the restarted rank is a worker now
+        answer.addresses = addresses_;
+        return answer;
+    }
     // Once every server is known the workers and server 0 hold the list: a server may say
     // again where it is (its rank restarted on the same host), but not move.
     if (missing_locked().empty() && addresses_[server] != address) {
@@ -59,6 +63,22 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
         complete_.notify_all();
     }
     return answer;
+}
+
+ServerDirectory::Answer ServerDirectory::where(std::size_t server, const std::string& lost) const {
+    Answer answer;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (server >= addresses_.size() || !moved_[server] || addresses_[server] == lost)
+        answer.missing = {server};
+    else
+        answer.addresses = addresses_;
+    return answer;
+}
+
+void ServerDirectory::move(std::size_t server, const std::string& address) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    addresses_.at(server) = address;
+    moved_.at(server) = true;
 }
 
 std::vector<std::string> ServerDirectory::addresses(std::chrono::milliseconds timeout) const {
@@ -79,8 +99,10 @@ std::uint64_t initial_vector_hash(const float* x, std::size_t count) {
     return h;
 }
 
-std::string directory_request(std::size_t server, const std::string& address, std::uint64_t initial_hash) {
-    return nlohmann::json{{"server", server}, {"address", address}, {"initial", hex(initial_hash)}}.dump();
+std::string directory_request(std::size_t server, const std::string& address, std::uint64_t initial_hash, bool lost) {
+    nlohmann::json j{{"server", server}, {"address", address}, {"initial", hex(initial_hash)}};
+    if (lost) j["lost"] = true;
+    return j.dump();
 }
 
 DirectoryRequest parse_directory_request(const std::string& text, std::size_t servers) {
@@ -101,6 +123,8 @@ DirectoryRequest parse_directory_request(const std::string& text, std::size_t se
     char* end = nullptr;
     r.initial_hash = std::strtoull(digits.c_str(), &end, 16);
     if (end != digits.c_str() + digits.size()) throw bad("\"initial\" must be 16 hex digits");
+    if (j.contains("lost") && !j["lost"].is_boolean()) throw bad("\"lost\" must be true or false");
+    r.lost = j.value("lost", false);
     return r;
 }
 

@@ -34,6 +34,13 @@ public:
     // register again (its rank restarted); until every server is known its newest address
     // holds, and after that only the same address is taken (the ranks hold the list).
     Answer enter(std::size_t server, const std::string& address, std::uint64_t initial_hash);
+    // A worker lost server k at `lost`: every server's address once k's range has moved from
+    // there (a survivor took it over: moved()), else missing = {k}: ask again.
+    Answer where(std::size_t server, const std::string& lost) const;
+    // Server k's range is served at `address` now (its rank was lost; rank 0 took it over).
+    // A restarted rank k entering again is answered with the list as it is: it rejoins as a
+    // worker, and its own server has no range to serve.
+    void move(std::size_t server, const std::string& address);
     // Every server's address; waits for the last to register up to `timeout`, then throws
     // std::runtime_error naming the servers still missing.
     std::vector<std::string> addresses(std::chrono::milliseconds timeout) const;
@@ -51,6 +58,7 @@ private:
     mutable std::mutex mutex_;
     mutable std::condition_variable complete_;
     std::vector<std::string> addresses_;  // "" until server k registers
+    std::vector<bool> moved_;             // server k's range taken over (move())
 };
 
 // A hash of x~(0) that every rank computes alike from the same floats (FNV-1a over the bytes).
@@ -58,13 +66,16 @@ std::uint64_t initial_vector_hash(const float* x, std::size_t count);
 
 // The request a rank sends and the answer it gets (UTF-8 JSON payloads of `servers` messages):
 // {"server": k, "address": "tcp://HOST:PORT", "initial": "<hash, 16 hex digits>"} and
-// {"addresses": [...]} or {"missing": [k, ...]}. Parsing throws std::runtime_error naming what
-// is wrong.
-std::string directory_request(std::size_t server, const std::string& address, std::uint64_t initial_hash);
+// {"addresses": [...]} or {"missing": [k, ...]}; a worker asking where a lost server's range
+// went adds "lost": true (its address is the one lost). Parsing throws std::runtime_error
+// naming what is wrong.
+std::string directory_request(std::size_t server, const std::string& address, std::uint64_t initial_hash,
+                              bool lost = false);
 struct DirectoryRequest {
     std::size_t server = 0;
     std::string address;
     std::uint64_t initial_hash = 0;
+    bool lost = false;
 };
 DirectoryRequest parse_directory_request(const std::string& text, std::size_t servers);
 std::string directory_answer(const ServerDirectory::Answer& answer);

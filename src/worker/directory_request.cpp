@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -14,49 +15,58 @@ namespace tether {
 
 namespace {
 
+// One ask: every server's address as server 0 answers, or none within 100 ms or while some are
+// missing (then `missing` names them). Throws on a refusal, naming `what` was asked.
+std::optional<std::vector<std::string>> ask_once(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
+                                                 const std::string& request, std::uint64_t sequence, std::size_t server,
+                                                 const std::string& what, std::string& missing) {
+    using Clock = std::chrono::steady_clock;
+    Header h;
+    h.type = MessageType::servers;
+    h.sequence = sequence;
+    h.dtype = Dtype::utf8;
+    h.element_count = request.size();
+    h.fingerprint = fingerprint;
+    channel.send(encode(h), request.data(), request.size());
+    // The answer to this request, or none within 100 ms (then ask again: a dropped answer
+    // costs a retry, not the run).
+    const auto asked = Clock::now();
+    Frames frames;
+    while (Clock::now() - asked < std::chrono::milliseconds(100)) {
+        if (!channel.receive(frames, 100)) break;
+        tether::ErrorCode reason = tether::ErrorCode::none;
+        const auto a = decode(frames.header.data(), frames.header.size(), reason);
+        if (!a) throw std::runtime_error("malformed answer from server 0 at " + server0 + ": " + to_string(reason));
+        const std::string text(frames.payload.begin(), frames.payload.end());
+        if (a->type == MessageType::error) throw std::runtime_error("server 0 at " + server0 + " refused " + what + ": " + text);
+        if (a->type != MessageType::servers || a->sequence != sequence) continue;  // an earlier request's answer
+        const auto answer = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (answer.is_object() && answer.contains("addresses") && answer["addresses"].is_array()) {
+            std::vector<std::string> addresses;
+            for (const auto& address : answer["addresses"])
+                if (address.is_string()) addresses.push_back(address.get<std::string>());
+            if (addresses.size() == answer["addresses"].size() && addresses.size() > server) return addresses;
+        }
+        if (!answer.is_object() || !answer.contains("missing") || !answer["missing"].is_array())
+            throw std::runtime_error("server 0 at " + server0 + " answered where the servers are with: " + text);
+        missing.clear();
+        for (const auto& k : answer["missing"]) missing += (missing.empty() ? "" : ", ") + k.dump();
+        break;
+    }
+    return std::nullopt;
+}
+
 // Every server's address as server 0 lists them, asking again every 100 ms until it knows all.
 std::vector<std::string> enter_directory(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
                                          const DirectoryEntry& entry, int timeout_ms) {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     const std::string request = directory_request(entry.server, entry.address, entry.initial_hash);
+    const std::string what = "where server " + std::to_string(entry.server) + " listens (" + entry.address + ")";
     std::uint64_t sequence = 0;
     std::string missing = "every other";
     while (true) {
-        Header h;
-        h.type = MessageType::servers;
-        h.sequence = ++sequence;
-        h.dtype = Dtype::utf8;
-        h.element_count = request.size();
-        h.fingerprint = fingerprint;
-        channel.send(encode(h), request.data(), request.size());
-        // The answer to this request, or none within 100 ms (then ask again: a dropped answer
-        // costs a retry, not the run).
-        const auto asked = Clock::now();
-        Frames frames;
-        while (Clock::now() - asked < std::chrono::milliseconds(100)) {
-            if (!channel.receive(frames, 100)) break;
-            tether::ErrorCode reason = tether::ErrorCode::none;
-            const auto a = decode(frames.header.data(), frames.header.size(), reason);
-            if (!a) throw std::runtime_error("malformed answer from server 0 at " + server0 + ": " + to_string(reason));
-            const std::string text(frames.payload.begin(), frames.payload.end());
-            if (a->type == MessageType::error)
-                throw std::runtime_error("server 0 at " + server0 + " refused where server " + std::to_string(entry.server) +
-                                         " listens (" + entry.address + "): " + text);
-            if (a->type != MessageType::servers || a->sequence != sequence) continue;  // an earlier request's answer
-            const auto answer = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-            if (answer.is_object() && answer.contains("addresses") && answer["addresses"].is_array()) {
-                std::vector<std::string> addresses;
-                for (const auto& address : answer["addresses"])
-                    if (address.is_string()) addresses.push_back(address.get<std::string>());
-                if (addresses.size() == answer["addresses"].size() && addresses.size() > entry.server) return addresses;
-            }
-            if (!answer.is_object() || !answer.contains("missing") || !answer["missing"].is_array())
-                throw std::runtime_error("server 0 at " + server0 + " answered where the servers are with: " + text);
-            missing.clear();
-            for (const auto& k : answer["missing"]) missing += (missing.empty() ? "" : ", ") + k.dump();
-            break;
-        }
+        if (auto all = ask_once(channel, server0, fingerprint, request, ++sequence, entry.server, what, missing)) return *all;
         if (Clock::now() >= deadline)
             throw std::runtime_error("server 0 at " + server0 + " did not learn where every server listens within " +
                                      std::to_string(timeout_ms) + " ms (cluster.join_timeout_ms); still missing: the "
@@ -73,11 +83,24 @@ std::string join_directory(Transport& transport, const std::string& server0, con
     auto channel = transport.connect(server0, unique_peer_identity("directory"), options);
     std::vector<std::string> all = enter_directory(*channel, server0, fingerprint, entry, timeout_ms);
     channel->abandon();
-    all[entry.server] = own;
+    // A survivor serves this rank's range (it was lost and restarted): the list says where.
+    if (all[entry.server] == entry.address) all[entry.server] = own;
     if (entry.server != 0) all[0] = server0;
     std::string joined;
     for (const std::string& a : all) joined += (joined.empty() ? "" : ",") + a;
     return joined;
+}
+
+}  // namespace tether
+
+namespace tether {
+
+std::string moved_server(Channel& channel, const std::string& server0, std::uint64_t fingerprint, std::size_t server,
+                         const std::string& lost, std::uint64_t initial_hash, std::uint64_t sequence) {
+    std::string missing;
+    const auto all = ask_once(channel, server0, fingerprint, directory_request(server, lost, initial_hash, /*lost=*/true),
+                              sequence, server, "where server " + std::to_string(server) + "'s range went", missing);
+    return all ? (*all)[server] : std::string();
 }
 
 }  // namespace tether

@@ -22,8 +22,15 @@ struct DirectoryEntry {
 // worker connects to them, once server 0 has heard from all: this rank's own as `own` (as bound:
 // tcp://* is reached over the loopback), server 0 as `server0` (where this rank reached it).
 // Throws std::runtime_error naming the servers still missing after `timeout_ms`, or server 0's
-// refusal (another x~(0), no directory).
+// refusal (another x~(0), no directory). When a survivor serves this rank's range (it was lost
+// and is back), the list holds the survivor's address there instead of `own`.
 std::string join_directory(Transport& transport, const std::string& server0, const TransportOptions& options,
                            std::uint64_t fingerprint, const DirectoryEntry& entry, const std::string& own, int timeout_ms);
+
+// A worker lost server k at `lost`: asks server 0 once where its range went (a survivor took it
+// over, center/server_directory.hpp) and returns the new address, or "" when it has not moved
+// yet or no answer came within 100 ms (ask again). `sequence`: one more than the last asked.
+std::string moved_server(Channel& channel, const std::string& server0, std::uint64_t fingerprint, std::size_t server,
+                         const std::string& lost, std::uint64_t initial_hash, std::uint64_t sequence);
 
 }  // namespace tether

@@ -103,10 +103,9 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         if (left <= 0 || !receive(frames, slice)) {
             const auto now = Clock::now();
             const auto silent = silence();
-            if (outage_.lost(silent) && options_.standby && !failed_over_ && type != MessageType::welcome) {
-                fail_over(silent);
+            if (outage_.lost(silent) && options_.successor && !failed_over_ && type != MessageType::welcome &&
+                fail_over(silent))
                 continue;
-            }
             if (outage_.give_up(silent))
                 throw std::runtime_error("the server at " + address() + " has been silent for " +
                                          std::to_string(outage_.give_up_after().count()) +
@@ -207,6 +206,7 @@ Welcome ServerSession::join_locked() {
     }
     worker_id_ = h.worker_id;
     pull_version_ = h.center_version;
+    keep_pulled(welcome.center.data(), h.center_version);
     {
         std::lock_guard<std::mutex> asks(logs_mutex_);
         lease_out_ = false;  // a server that welcomed this worker again answers no ask made before
@@ -267,6 +267,7 @@ ServerReply ServerSession::receive_reply() {
         if ((h.flags & kFlagWindow) && h.local_step > 0 && h.local_step <= 1'000'000) outcome.window = int(h.local_step);
         outcome.budget_met = (h.flags & kFlagBudgetMet) != 0;
         pull_version_ = outcome.version;
+        keep_pulled(outcome.reply.floats(), outcome.version);
     } catch (const ServerForgotThisWorker&) {
         std::fprintf(stderr, "worker %u: the server at %s does not know this worker any more (restarted?); joining again\n",
                      unsigned(worker_id_), address().c_str());
@@ -289,19 +290,33 @@ ServerReply ServerSession::receive_reply() {
 
 std::string ServerSession::address() const {
     if (!failed_over_) return options_.server_address;
-    return options_.standby_address + " (the standby of the center at " + options_.server_address + ")";
+    return successor_ + " (which took over from the server at " + options_.server_address + ")";
 }
 
-void ServerSession::fail_over(std::chrono::milliseconds silent) {
-    std::fprintf(stderr, "worker %u: the center at %s has been silent for %lld ms (cluster.worker_timeout_ms); failing "
-                 "over to the standby at %s\n", unsigned(worker_id_), options_.server_address.c_str(),
-                 static_cast<long long>(silent.count()), options_.standby_address.c_str());
+void ServerSession::keep_pulled(const float* x, std::uint64_t version) {
+    if (!options_.keep_pulled) return;
+    pulled_.x.assign(x, x + num_parameters_);
+    pulled_.version = version;
+}
+
+bool ServerSession::fail_over(std::chrono::milliseconds silent) {
+    if (!asked_successor_)
+        std::fprintf(stderr, "worker %u: the server at %s has been silent for %lld ms (cluster.worker_timeout_ms); "
+                     "looking for its successor\n", unsigned(worker_id_), options_.server_address.c_str(),
+                     static_cast<long long>(silent.count()));
+    asked_successor_ = true;
+    Successor next = options_.successor(pulled_);
+    if (!next.channel) return false;
+    std::fprintf(stderr, "worker %u: failing over to %s at %s\n", unsigned(worker_id_), next.who.c_str(),
+                 next.address.c_str());
     channel_->abandon();
-    channel_ = options_.standby();
+    channel_ = std::move(next.channel);
+    successor_ = next.who + " at " + next.address;
     failed_over_ = true;
     stash_.clear();
-    heard();  // the standby's own silence counts from now: it takes over about when this worker gives up on the center
+    heard();  // the successor's own silence counts from now
     last_send_ = Clock::time_point();  // the next slice heartbeats at once: its answer (unknown worker) has it join again
+    return true;
 }
 
 void ServerSession::heartbeat_locked() {

@@ -34,6 +34,22 @@
 
 namespace tether {
 
+// What a session last pulled of its server's range: x~ there (as decoded) and its version.
+struct PulledRange {
+    std::vector<float> x;
+    std::uint64_t version = 0;
+};
+
+// Where a lost server's work went: a channel to it, and who and where it is (for messages). No
+// channel: not known yet, asked again at the next heartbeat slice of the wait.
+struct Successor {
+    std::unique_ptr<Channel> channel;
+    std::string who, address;
+};
+// Given what the session last pulled (empty unless SessionOptions::keep_pulled). Called under
+// the session's lock, once per heartbeat slice until it gives a channel: it must not block long.
+using SuccessorSource = std::function<Successor(const PulledRange&)>;
+
 struct SessionOptions {
     std::uint64_t fingerprint = 0;
     std::size_t chunk_elements = std::size_t(ClusterOptions{}.chunk_elements);  // protocol/framing.hpp
@@ -57,10 +73,12 @@ struct SessionOptions {
     // Server 0 of several: it sends a `token` after each welcome (and b~), which the worker shows
     // in its hellos to the other servers (center/server_tokens.hpp).
     bool token_follows_welcome = false;
-    // A standby center (tether::Standby) to fail over to once this server is lost: a channel to
-    // it, made then, and its address. None: the worker waits for this server to come back.
-    std::function<std::unique_ptr<Channel>()> standby;
-    std::string standby_address;
+    // Where this server's work goes once it is lost (silent for center_timeout_ms): a standby
+    // center (tether::Standby), or with servers on the ranks the survivor that takes its range
+    // over. None: the worker waits for this server to come back.
+    SuccessorSource successor;
+    // Keep what was last pulled of this server's range (PulledRange): a successor seeds from it.
+    bool keep_pulled = false;
 };
 
 // What the center (or one server of it) told a worker on joining.
@@ -171,10 +189,12 @@ private:
     void send(const Header& header, const Payload& payload);  // without copying
     bool receive(Frames& frames, int timeout_ms);           // the stash first
     void heartbeat_locked();
-    // The server's address for messages: the standby's, once failed over (any thread may ask).
+    // The server's address for messages: the successor's, once failed over (any thread may ask).
     std::string address() const;
-    // Swaps the channel for one to the standby (SessionOptions::standby), once.
-    void fail_over(std::chrono::milliseconds silent);
+    // Swaps the channel for one to the successor (SessionOptions::successor), once it is known:
+    // whether it is.
+    bool fail_over(std::chrono::milliseconds silent);
+    void keep_pulled(const float* x, std::uint64_t version);
     void flush_logs_locked();  // session_log.cpp: the queued logs, in order, then a lease ask
     // Whether `frames` answer a lease ask: then kept for take_lease, and true.
     bool kept_lease_answer(const Header& h, const Frames& frames);
@@ -197,7 +217,10 @@ private:
     std::uint64_t sequence_ = 0;
     Clock::time_point last_send_;
     bool said_bye_ = false, rejoining_ = false;
-    std::atomic<bool> failed_over_{false};  // talks to the standby now (SessionOptions::standby)
+    std::atomic<bool> failed_over_{false};  // talks to the successor now (SessionOptions::successor)
+    std::string successor_;                 // who and where, for messages: written before failed_over_
+    bool asked_successor_ = false;          // the loss was said, the successor asked for
+    PulledRange pulled_;                    // SessionOptions::keep_pulled
     // Whether this session has said hello: until then its server does not know the worker, and
     // a heartbeat (another session's wait sends them) would be refused as an unknown worker.
     bool said_hello_ = false;

@@ -18,8 +18,8 @@ ServerSessions::ServerSessions(std::vector<ServerLink> links, const SessionOptio
         o.server_address = links[k].address;
         o.buffer_count = k == 0 ? options.buffer_count : 0;
         o.token_follows_welcome = k == 0 && links.size() > 1;
-        o.standby = std::move(links[k].standby);
-        o.standby_address = links[k].standby_address;
+        o.successor = std::move(links[k].successor);
+        o.keep_pulled = links[k].keep_pulled;
         ranges_.push_back(server_range(num_parameters, links.size(), k));
         every_server_.push_back(k);
         addresses_.push_back(links[k].address);

@@ -31,9 +31,9 @@ struct ServerLink {
     std::uint64_t fingerprint = 0;
     std::string agreed_settings;
     std::string address;
-    // Server 0 of one: its standby's channel, made when it is needed, and address (SessionOptions).
-    std::function<std::unique_ptr<Channel>()> standby;
-    std::string standby_address;
+    // Where its work goes once it is lost, and whether to keep what was pulled for it (SessionOptions).
+    SuccessorSource successor;
+    bool keep_pulled = false;
 };
 
 // The servers' answers to one exchange, as one vector.

@@ -15,7 +15,7 @@ namespace {
 
 std::vector<ServerLink> one_server(std::unique_ptr<Channel> channel, const SessionOptions& o) {
     std::vector<ServerLink> links;
-    links.push_back({std::move(channel), o.fingerprint, o.agreed_settings, o.server_address, o.standby, o.standby_address});
+    links.push_back({std::move(channel), o.fingerprint, o.agreed_settings, o.server_address, o.successor, o.keep_pulled});
     return links;
 }
 

@@ -34,7 +34,7 @@ std::vector<ServerLink> connect_servers(const ClusterSettings& k, Transport& tra
     std::vector<ServerLink> links;
     for (std::size_t i = 0; i < addresses.size(); ++i)
         links.push_back({transport.connect(addresses[i], identity, k.worker_transport(addresses[i])), identities[i].fingerprint,
-                         identities[i].agreed.dump(), addresses[i], {}, ""});
+                         identities[i].agreed.dump(), addresses[i], {}, false});
     return links;
 }
 

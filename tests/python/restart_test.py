@@ -22,13 +22,13 @@ STRATEGY = json.dumps({"name": "adag", "communication_window": 5})
 STEPS = 900  # about 6 s of training a rank
 
 
-def start(run, port, attempt, placement="center", ranks=(0, 1), world=2, *more, steps=STEPS):
+def start(run, port, attempt, placement="center", ranks=(0, 1), world=2, *more, steps=STEPS, strategy=STRATEGY):
     processes = []
     for r in ranks:
         env = torchrun_env(r, world, port, TORCHELASTIC_RUN_ID="restart-job", TORCHELASTIC_RESTART_COUNT=str(attempt),
                            TETHER_CONNECT_TIMEOUT_MS="30000")  # rank 0 may be slow to start on a busy host
         processes.append(subprocess.Popen([sys.executable, RANK_SCRIPT, run, str(steps), placement, *more] +
-                                          ([STRATEGY] if r == 0 else []),
+                                          ([strategy] if r == 0 else []),
                                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     return processes
 
@@ -154,6 +154,40 @@ def fail_over_to_the_standby(checkpoint_seconds, source):
         summary = json.loads(Path(run, "summary.json").read_text())
         assert summary["run_failed"] is False and summary["workers_finished"] == 2, summary
         assert time.monotonic() - killed < 60, "the survivors took as long as a lost run"
+
+
+@case
+def a_rank_killed_with_servers_on_the_ranks_rank_0_serves_its_range_on_and_the_run_finishes():
+    # Not restarted: its range of x~ goes on at rank 0 from what rank 0's worker last pulled
+    # there, asynchronous and synchronous rules alike.
+    for strategy in (STRATEGY, json.dumps({"name": "diloco", "communication_window": 10})):
+        lose_a_rank_and_its_server(strategy)
+
+
+def lose_a_rank_and_its_server(strategy):
+    with tempfile.TemporaryDirectory() as run:
+        port = free_ports(3)
+        processes = start(run, port, 0, "ranks", (0, 1, 2), 3, steps=3 * STEPS, strategy=strategy)
+        deadline = time.monotonic() + 30
+        while not Path(run, "config.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(4)  # mid-run
+        processes[1].send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        processes[1].communicate()
+        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in (processes[0], processes[2])]
+        for stdout, stderr, code in outputs:
+            assert code == 0, (strategy, stdout, stderr[-3000:])
+            assert lines(stdout)[-1]["steps"] == 3 * STEPS, stdout
+        assert "serving its range here at tcp://127.0.0.1:" in outputs[0][1], outputs[0][1][-3000:]
+        assert "failing over to rank 0, serving server 1's range at tcp://127.0.0.1:" in outputs[1][1], outputs[1][1][-3000:]
+        # Rank 0's worker.center.wait() gave the whole model, its lost range from rank 0 itself,
+        # and the run's verdict holds one lost worker and no failure.
+        rank0 = lines(outputs[0][0])[-1]
+        assert rank0["stats"]["workers_finished"] == 2 and rank0["stats"]["workers_lost"] == 1, rank0
+        summary = json.loads(Path(run, "summary.json").read_text())
+        assert summary["run_failed"] is False, summary
+        assert time.monotonic() - killed < 40, "the survivors took as long as a lost run"
 
 
 @case

@@ -280,3 +280,24 @@ TEST_CASE("server 0's directory of the ranks' servers: complete once all said, t
           std::string::npos);
     CHECK(directory.enter(2, "tcp://h2:3", tether::initial_vector_hash(x, 3)).error.find("servers 0..1") != std::string::npos);
 }
+
+TEST_CASE("a lost rank's range moved in the directory: asked where with the lost address, a comeback told the list") {
+    const float x[3] = {1, 2, 3};
+    const std::uint64_t hash = tether::initial_vector_hash(x, 3);
+    tether::ServerDirectory directory(2, hash);
+    directory.enter(0, "tcp://h0:1", hash);
+    directory.enter(1, "tcp://h1:2", hash);
+    // Not moved yet: the asker asks again.
+    CHECK(directory.where(1, "tcp://h1:2").missing == std::vector<std::size_t>{1});
+    directory.move(1, "tcp://h0:7");
+    const auto moved = directory.where(1, "tcp://h1:2");
+    CHECK(moved.missing.empty());
+    CHECK(moved.addresses == std::vector<std::string>{"tcp://h0:1", "tcp://h0:7"});
+    // Rank 1 back on its host: no refusal, the list as it is (it rejoins as a worker).
+    const auto back = directory.enter(1, "tcp://h1:2", hash);
+    CHECK(back.error.empty());
+    CHECK(back.addresses == moved.addresses);
+    const auto request = tether::parse_directory_request(tether::directory_request(1, "tcp://h1:2", hash, true), 2);
+    CHECK(request.lost);
+    CHECK_FALSE(tether::parse_directory_request(tether::directory_request(1, "tcp://h1:2", hash), 2).lost);
+}

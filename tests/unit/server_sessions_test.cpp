@@ -32,8 +32,8 @@ std::vector<float> floats_of(const Frames& frames) {
 std::vector<tether::ServerLink> links_to(FakeCenter& zero, FakeCenter& one, std::uint64_t second_fingerprint,
                                          const std::string& first_address, const std::string& second_address) {
     std::vector<tether::ServerLink> links;
-    links.push_back({zero.transport->connect(zero.endpoint->address(), "w", {}), kFingerprint, "{}", first_address, {}, ""});
-    links.push_back({one.transport->connect(one.endpoint->address(), "w", {}), second_fingerprint, "{}", second_address, {}, ""});
+    links.push_back({zero.transport->connect(zero.endpoint->address(), "w", {}), kFingerprint, "{}", first_address, {}, false});
+    links.push_back({one.transport->connect(one.endpoint->address(), "w", {}), second_fingerprint, "{}", second_address, {}, false});
     return links;
 }
 
