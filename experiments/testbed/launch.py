@@ -66,10 +66,11 @@ class Launcher:
                 return p
         return None
 
-    def stop(self, processes=None, grace_s=5.0):
-        """SIGTERM to every still-running process group of ours, SIGKILL after grace_s."""
-        targets = [p for p in (processes or self.processes) if p.popen.poll() is None]
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+    def stop(self, processes=None, grace_s=5.0, signals=(signal.SIGTERM, signal.SIGKILL)):
+        """SIGTERM to every still-running process group of ours, SIGKILL after grace_s (or
+        `signals` in turn, grace_s apart)."""
+        targets = [p for p in (processes if processes is not None else self.processes) if p.popen.poll() is None]
+        for sig in signals:
             for p in targets:
                 if p.popen.poll() is None:
                     p.killed = True

@@ -9,15 +9,18 @@ cells (or one empty cell) by every combination of its axes; an axis is a dotted 
 import copy
 import itertools
 import json
+import random
 import re
 
 from hosts import TestbedError
 
 LINK_KEYS = {"rate_mbit", "delay_ms", "loss_percent"}
 TOP_KEYS = {"name", "hosts", "link", "host_links", "cpu_quota", "timeout_s", "vars", "env", "programs", "collect",
-            "cells", "grid", "description", "outages"}
-CELL_KEYS = {"name", "link", "host_links", "cpu_quota", "timeout_s", "vars", "outages"}
+            "cells", "grid", "description", "outages", "kills", "churn"}
+CELL_KEYS = {"name", "link", "host_links", "cpu_quota", "timeout_s", "vars", "outages", "kills", "churn"}
 OUTAGE_KEYS = {"host", "at_s", "for_s"}
+KILL_KEYS = {"host", "at_s", "back_s"}
+CHURN_KEYS = {"hosts", "every_s", "back_s", "seed"}
 PROGRAM_KEYS = {"name", "hosts", "argv", "env", "wait"}
 NAME = re.compile(r"^[A-Za-z0-9._=+-]+$")
 
@@ -35,6 +38,20 @@ class Cell:
         # [{host, at_s, for_s}]: the host's link drops everything from at_s to at_s + for_s
         # after the programs start (a cable pulled, not a link set down: no end sees an error).
         self.outages = spec.get("outages", [])
+        # [{host, at_s, back_s}]: every program on the host gets SIGKILL at at_s and, unless
+        # back_s is null, is started again back_s later with the same command ({restarts} in it,
+        # and TESTBED_RESTARTS in its environment, count its restarts). `churn` {hosts, every_s,
+        # back_s, seed} adds one such kill every every_s seconds, of a host drawn from `hosts`
+        # (random.Random(seed)), until the cell's timeout.
+        self.kills = list(spec.get("kills", []))
+        self.churn = spec.get("churn")
+        if self.churn:
+            draw = random.Random(self.churn["seed"])
+            at = self.churn["every_s"]
+            while at < self.timeout_s:
+                self.kills.append({"host": draw.choice(self.churn["hosts"]), "at_s": at, "back_s": self.churn["back_s"]})
+                at += self.churn["every_s"]
+        self.kills.sort(key=lambda k: k["at_s"])
         self.links = {}
         for h in self.hosts:
             link = dict(spec.get("link", {}))
@@ -47,6 +64,10 @@ class Cell:
                      "vars": self.vars, "env": self.env, "programs": self.programs, "timeout_s": self.timeout_s}
         if self.outages:  # only where there are some: cells of specs without them stay as they were
             described["outages"] = self.outages
+        if self.churn:
+            described["churn"] = self.churn
+        if self.kills:
+            described["kills"] = self.kills
         return described
 
 
@@ -77,6 +98,34 @@ def _check_outages(path, where, outages, hosts):
                 _fail(path, f"{where}[{k}].{key}", f"{json.dumps(o[key])}; expected seconds, at_s >= 0 and for_s > 0")
 
 
+def _check_kills(path, where, kills, churn, hosts):
+    if not isinstance(kills, list):
+        _fail(path, where + ".kills", f"{json.dumps(kills)}; expected a list of {{host, at_s, back_s}}")
+    for k, o in enumerate(kills):
+        if not isinstance(o, dict) or set(o) != KILL_KEYS:
+            _fail(path, f"{where}.kills[{k}]", f"{json.dumps(o)}; expected exactly the keys {sorted(KILL_KEYS)}")
+        if o["host"] not in hosts:
+            _fail(path, f"{where}.kills[{k}].host", f"{json.dumps(o['host'])}: no such host; hosts are {hosts}")
+        if not isinstance(o["at_s"], (int, float)) or o["at_s"] < 0:
+            _fail(path, f"{where}.kills[{k}].at_s", f"{json.dumps(o['at_s'])}; expected seconds >= 0")
+        if o["back_s"] is not None and (not isinstance(o["back_s"], (int, float)) or o["back_s"] < 0):
+            _fail(path, f"{where}.kills[{k}].back_s", f"{json.dumps(o['back_s'])}; expected seconds >= 0, or null: not restarted")
+    if churn is None:
+        return
+    if not isinstance(churn, dict) or set(churn) != CHURN_KEYS:
+        _fail(path, where + ".churn", f"{json.dumps(churn)}; expected exactly the keys {sorted(CHURN_KEYS)}")
+    if not isinstance(churn["hosts"], list) or not churn["hosts"] or any(h not in hosts for h in churn["hosts"]):
+        _fail(path, where + ".churn.hosts", f"{json.dumps(churn['hosts'])}; expected a non-empty list of hosts of {hosts}")
+    for key in ("every_s", "back_s"):
+        if not isinstance(churn[key], (int, float)) or churn[key] <= 0:
+            _fail(path, f"{where}.churn.{key}", f"{json.dumps(churn[key])}; expected seconds > 0")
+    if churn["back_s"] >= churn["every_s"]:
+        _fail(path, where + ".churn.back_s", f"{churn['back_s']}; expected less than every_s ({churn['every_s']}): "
+              "one host down at a time")
+    if not isinstance(churn["seed"], int):
+        _fail(path, where + ".churn.seed", f"{json.dumps(churn['seed'])}; expected an integer")
+
+
 def _overlay(base, cell):
     merged = copy.deepcopy(base)
     for key in ("link", "vars"):
@@ -85,16 +134,21 @@ def _overlay(base, cell):
     for h, link in cell.get("host_links", {}).items():
         host_links[h] = {**host_links.get(h, {}), **link}
     merged["host_links"] = host_links
-    for key in ("cpu_quota", "timeout_s", "outages"):
+    for key in ("cpu_quota", "timeout_s", "outages", "kills"):
         if key in cell:
             merged[key] = cell[key]
+    # churn merges key by key too (a grid's "churn.seed"); a cell's "churn": null has none.
+    if "churn" in cell and cell["churn"] is None:
+        merged.pop("churn", None)
+    elif "churn" in base or "churn" in cell:
+        merged["churn"] = {**base.get("churn", {}), **cell.get("churn", {})}
     return merged
 
 
 def _set_dotted(cell, dotted, value):
     section, _, key = dotted.partition(".")
-    if section not in ("link", "vars") or not key:
-        raise TestbedError(f"grid: axis {dotted!r}; expected \"link.KEY\" or \"vars.KEY\"")
+    if section not in ("link", "vars", "churn") or not key:
+        raise TestbedError(f"grid: axis {dotted!r}; expected \"link.KEY\", \"vars.KEY\" or \"churn.KEY\"")
     cell.setdefault(section, {})[key] = value
 
 
@@ -170,6 +224,7 @@ def load(path):
             if h not in spec["hosts"]:
                 _fail(path, f"cpu_quota.{h}", f"no such host; hosts are {spec['hosts']}")
         _check_outages(path, f"cells[{c['name']}].outages", merged.get("outages", []), spec["hosts"])
+        _check_kills(path, f"cells[{c['name']}]", merged.get("kills", []), merged.get("churn"), spec["hosts"])
         out.append(Cell(c["name"], merged))
     return spec.get("name", "testbed"), out
 

@@ -97,21 +97,34 @@ def variables(cell, net, cell_dir, tether):
     return v
 
 
+def start_program(launcher, cell, net, quotas, v, p, rank, restarts=0):
+    """Starts rank `rank` of program p; `restarts` > 0: the kill schedule's restart of it, with
+    the same command ({restarts} and TESTBED_RESTARTS say which) and its log of its own."""
+    host_name = p["hosts"][rank]
+    host = net.hosts[host_name]
+    local = dict(v, host=host_name, rank=rank, world=len(p["hosts"]), addr=host.address, restarts=restarts)
+    name = p["name"] if len(p["hosts"]) == 1 else f"{p['name']}{rank}"
+    where = f"programs.{p['name']}"
+    argv = [specs.substitute(a, local, where + ".argv") for a in p["argv"]]
+    env = {"PYTHONPATH": PROGRAM_PYTHONPATH, "TESTBED_RESTARTS": str(restarts)}
+    env.update({k: specs.substitute(e, local, where + ".env") for k, e in {**cell.env, **p.get("env", {})}.items()})
+    process = launcher.start(name + (f".restart{restarts}" if restarts else ""), host.ns, argv, env, quotas.get(host_name))
+    process.host, process.waited = host_name, p.get("wait", True)
+    process.program, process.rank, process.restarts, process.scheduled_kill = p, rank, restarts, False
+    return process
+
+
 def start_programs(launcher, cell, net, quotas, v):
-    started = []
-    for p in cell.programs:
-        for rank, host_name in enumerate(p["hosts"]):
-            host = net.hosts[host_name]
-            local = dict(v, host=host_name, rank=rank, world=len(p["hosts"]), addr=host.address)
-            name = p["name"] if len(p["hosts"]) == 1 else f"{p['name']}{rank}"
-            where = f"programs.{p['name']}"
-            argv = [specs.substitute(a, local, where + ".argv") for a in p["argv"]]
-            env = {"PYTHONPATH": PROGRAM_PYTHONPATH}
-            env.update({k: specs.substitute(e, local, where + ".env") for k, e in {**cell.env, **p.get("env", {})}.items()})
-            process = launcher.start(name, host.ns, argv, env, quotas.get(host_name))
-            process.host, process.waited = host_name, p.get("wait", True)
-            started.append(process)
-    return started
+    return [start_program(launcher, cell, net, quotas, v, p, rank) for p in cell.programs for rank in range(len(p["hosts"]))]
+
+
+def kill_host(launcher, processes, host):
+    """SIGKILL to every running program on `host` (their process groups); returns them."""
+    down = [p for p in processes if p.host == host and not p.scheduled_kill and p.popen.poll() is None]
+    for p in down:
+        p.scheduled_kill = True
+    launcher.stop(down, grace_s=5.0, signals=(signal.SIGKILL,))
+    return down
 
 
 def collect(cell, cell_dir):
@@ -153,17 +166,47 @@ def run_cell(cell, cell_dir, tag, netem, options):
         before = net.counters()
         t0 = time.monotonic()
         processes += start_programs(launcher, cell, net, quotas, v)
-        waited = [p for p in processes if p.waited]
         deadline = t0 + cell.timeout_s
-        # Outages as (time, what, index): cut at at_s, restored for_s later, in time order.
+        # Outages and kills as (time, what, index): a cut at at_s, restored for_s later; a kill
+        # at at_s, its programs back back_s later; in time order.
         events = sorted([(t0 + o["at_s"], "cut", k) for k, o in enumerate(cell.outages)] +
-                        [(t0 + o["at_s"] + o["for_s"], "restore", k) for k, o in enumerate(cell.outages)])
+                        [(t0 + o["at_s"] + o["for_s"], "restore", k) for k, o in enumerate(cell.outages)] +
+                        [(t0 + o["at_s"], "kill", k) for k, o in enumerate(cell.kills)])
         outages = result["outages"] = [dict(o) for o in cell.outages]
+        kills = result["kills"] = []
+        down = {}  # kill index -> the processes it took down, until they are back
         # A process that fails ends the cell: the others (a center waiting for a dead worker)
-        # would otherwise sit until the deadline.
-        while not launcher.wait(waited, min(deadline, time.monotonic() + (0.1 if events else 0.5))):
+        # would otherwise sit until the deadline. A killed one is replaced by its restart.
+        while True:
+            waited = [p for p in processes if p.waited and not p.scheduled_kill]
+            if launcher.wait(waited, min(deadline, time.monotonic() + (0.1 if events else 0.5))) and not down:
+                break
             while events and time.monotonic() >= events[0][0]:
-                _, what, k = events.pop(0)
+                at, what, k = events.pop(0)
+                if what == "kill":
+                    o = cell.kills[k]
+                    if any(p.host == o["host"] for taken, _ in down.values() for p in taken):
+                        continue  # that host is down already: this kill is moot
+                    taken = kill_host(launcher, processes, o["host"])
+                    if not taken:
+                        continue  # nothing runs there any more (its programs ended)
+                    entry = {"host": o["host"], "at_s": round(time.monotonic() - t0, 3), "back_s": o["back_s"],
+                             "programs": [p.name for p in taken]}
+                    kills.append(entry)
+                    print(f"[{cell.name}] {o['host']} killed at {time.monotonic() - t0:.1f} s "
+                          f"({', '.join(p.name for p in taken)})", flush=True)
+                    if o["back_s"] is not None:
+                        down[k] = (taken, entry)
+                        events.append((at + o["back_s"], "back", k))
+                        events.sort()
+                    continue
+                if what == "back":
+                    taken, entry = down.pop(k)
+                    for p in taken:
+                        processes.append(start_program(launcher, cell, net, quotas, v, p.program, p.rank, p.restarts + 1))
+                    entry["back_at_s"] = round(time.monotonic() - t0, 3)
+                    print(f"[{cell.name}] {cell.kills[k]['host']} started again at {time.monotonic() - t0:.1f} s", flush=True)
+                    continue
                 port = net.hosts[cell.outages[k]["host"]].port
                 if what == "cut":
                     shaping.cut(net.bridge_ns, port)
@@ -173,8 +216,9 @@ def run_cell(cell, cell_dir, tag, netem, options):
                     outages[k]["restored_at_s"] = round(time.monotonic() - t0, 3)
                 print(f"[{cell.name}] {cell.outages[k]['host']}'s link {'cut' if what == 'cut' else 'restored'} "
                       f"at {time.monotonic() - t0:.1f} s", flush=True)
-            if time.monotonic() >= deadline or launcher.first_failure(processes):
+            if time.monotonic() >= deadline or launcher.first_failure([p for p in processes if not p.scheduled_kill]):
                 break
+        waited = [p for p in processes if p.waited and not p.scheduled_kill]
         timed_out = any(p.popen.poll() is None for p in waited) and time.monotonic() >= deadline
         launcher.stop()
         result["seconds"] = round(time.monotonic() - t0, 3)
@@ -199,7 +243,9 @@ def run_cell(cell, cell_dir, tag, netem, options):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         launcher.stop()
         result["processes"] = [{"name": p.name, "host": p.host, "pid": p.popen.pid, "exit": p.returncode, "killed": p.killed,
-                                "seconds": round(p.seconds, 3) if p.seconds else None} for p in processes]
+                                "seconds": round(p.seconds, 3) if p.seconds else None,
+                                **({"scheduled_kill": True} if getattr(p, "scheduled_kill", False) else {})}
+                               for p in processes]
         errors = net.teardown()
         for q in quotas.values():
             try:

@@ -46,6 +46,10 @@ std::string RankServer::successor(std::size_t k, const std::string& lost, const 
 std::string RankServer::take_over(std::size_t k, const PulledRange& pulled) {
     std::lock_guard<std::mutex> lock(takeover_mutex_);
     if (const auto it = taken_.find(k); it != taken_.end()) return it->second.address;
+    // Its rank came back since the silence began (a supervisor restarted it): its own server
+    // goes on there, from its checkpoint, and the sessions hear from it again. Serving the range
+    // here as well would split it in two.
+    if (directory_->entered_within(k, std::chrono::milliseconds(settings_.worker_timeout_ms))) return {};
     const ServerIdentity& server = identities_.at(k);
     if (pulled.x.size() != server.range.count)
         throw std::logic_error("RankServer::take_over: rank 0's worker kept " + std::to_string(pulled.x.size()) +

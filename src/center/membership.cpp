@@ -108,11 +108,14 @@ std::vector<CenterWorker*> Membership::release_held() {
 
 std::uint32_t Membership::free_worker_id(std::uint32_t preferred) const {
     // A worker coming back (after a restart of the center, or a loss) asks for its old id and
-    // so keeps its shard; otherwise the lowest id no live peer holds: a worker that replaces a
-    // lost one takes its shard.
+    // so keeps its shard; otherwise a lost worker's place (its untrained data waits for one:
+    // a restarted worker given a finished place instead would train nothing while the lost
+    // place stayed untrained), else the lowest id no live peer holds.
     std::set<std::uint32_t> held;
     for (const auto& [peer, w] : by_peer_) held.insert(w->id);
     if (preferred != 0 && preferred < std::uint32_t(options_.expected_workers) && !held.count(preferred)) return preferred;
+    for (std::uint32_t lost : lost_places_)
+        if (!held.count(lost)) return lost;
     std::uint32_t id = 0;
     while (held.count(id)) ++id;
     return id;

@@ -20,7 +20,7 @@ std::string hex(std::uint64_t value) {
 }  // namespace
 
 ServerDirectory::ServerDirectory(std::size_t servers, std::uint64_t initial_hash)
-    : initial_hash_(initial_hash), addresses_(servers), moved_(servers, false) {}
+    : initial_hash_(initial_hash), addresses_(servers), moved_(servers, false), entered_(servers) {}
 
 std::vector<std::size_t> ServerDirectory::missing_locked() const {
     std::vector<std::size_t> missing;
@@ -57,6 +57,7 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
         return answer;
     }
     addresses_[server] = address;
+    entered_[server] = std::chrono::steady_clock::now();
     answer.missing = missing_locked();
     if (answer.missing.empty()) {
         answer.addresses = addresses_;
@@ -79,6 +80,11 @@ void ServerDirectory::move(std::size_t server, const std::string& address) {
     std::lock_guard<std::mutex> lock(mutex_);
     addresses_.at(server) = address;
     moved_.at(server) = true;
+}
+
+bool ServerDirectory::entered_within(std::size_t server, std::chrono::milliseconds window) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::chrono::steady_clock::now() - entered_.at(server) < window;
 }
 
 std::vector<std::string> ServerDirectory::addresses(std::chrono::milliseconds timeout) const {

@@ -41,6 +41,8 @@ public:
     // A restarted rank k entering again is answered with the list as it is: it rejoins as a
     // worker, and its own server has no range to serve.
     void move(std::size_t server, const std::string& address);
+    // Whether server k registered within the last `window`: its rank is back, starting again.
+    bool entered_within(std::size_t server, std::chrono::milliseconds window) const;
     // Every server's address; waits for the last to register up to `timeout`, then throws
     // std::runtime_error naming the servers still missing.
     std::vector<std::string> addresses(std::chrono::milliseconds timeout) const;
@@ -59,6 +61,7 @@ private:
     mutable std::condition_variable complete_;
     std::vector<std::string> addresses_;  // "" until server k registers
     std::vector<bool> moved_;             // server k's range taken over (move())
+    std::vector<std::chrono::steady_clock::time_point> entered_;  // when server k last registered
 };
 
 // A hash of x~(0) that every rank computes alike from the same floats (FNV-1a over the bytes).

@@ -1,7 +1,8 @@
 """experiments/testbed: a center and two workers, each in its own network namespace at
 50 Mbit/s, run tether to the end; the self-check measures every link within 10% of the set
 rate; the same run with the center's link cut for 12 s ends complete; and the testbed leaves no namespace, link, cgroup or marker behind, neither after the
-run nor when stopped by SIGTERM in the middle of one. Exit 77 without root, ip netns or tc.
+run nor when stopped by SIGTERM in the middle of one; a kill schedule (kills, churn) kills the workers' hosts
+and starts them again, and the run ends complete. Exit 77 without root, ip netns or tc.
 
 Run by meson with Debian's python3; TETHER_BIN and TETHER_SOURCE_DIR come from the suite."""
 
@@ -148,6 +149,44 @@ def outage_run(work, before):
     print(f"outage: {outage}; the run took {seconds:.1f} s; trained_share {summary['trained_share']}")
 
 
+def churn_run(work, before):
+    """A churn schedule at small size: worker w1's host killed (SIGKILL) 3 s in and started again
+    2 s later with the same command (`tether worker`), then w0's, drawn by `churn`'s seed; the
+    workers take their places back and the run ends complete."""
+    config = json.loads(json.dumps(CONFIG))
+    config["training"]["epochs"] = 3
+    config["cluster"].update(worker_timeout_ms=3000, heartbeat_ms=500)
+    config_path = os.path.join(work, "churn.json")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    s = spec(TETHER_PROGRAMS)
+    s["vars"] = {"config": config_path}
+    s["kills"] = [{"host": "w1", "at_s": 3, "back_s": 2}]
+    s["churn"] = {"hosts": ["w0"], "every_s": 7, "back_s": 2, "seed": 1}
+    spec_path = os.path.join(work, "churn-spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(s, f)
+    out = os.path.join(work, "churn")
+    done = subprocess.run([sys.executable, TESTBED, "run", spec_path, "--out", out, "--no-check", "--tether", TETHER],
+                          capture_output=True, text=True, timeout=150)
+    print(done.stdout, done.stderr, sep="\n")
+    check_left_nothing(before, tag_of(done.stdout), "after the churn")
+    cell = os.path.join(out, "cells", "cell")
+    result = json.load(open(os.path.join(cell, "result.json")))
+    logs = {f: open(os.path.join(cell, "logs", f)).read()[-1500:] for f in sorted(os.listdir(os.path.join(cell, "logs")))}
+    assert done.returncode == 0 and result["status"] == "ok", (result.get("status"), logs)
+    kills = result["kills"]
+    assert [k["host"] for k in kills[:2]] == ["w1", "w0"], kills
+    for k in kills:
+        assert k["programs"] and 1.9 <= k["back_at_s"] - k["at_s"] <= 3, kills
+    assert "worker1.restart1.log" in logs and "worker0.restart1.log" in logs, sorted(logs)
+    killed = [p for p in result["processes"] if p.get("scheduled_kill")]
+    assert len(killed) == len(kills) and all(p["exit"] != 0 for p in killed), result["processes"]
+    summary = result["collected"]["run/summary.json"]
+    assert not summary.get("run_failed") and summary.get("workers_finished") == 2, summary
+    print(f"churn: {kills}; trained_share {summary.get('trained_share')}")
+
+
 def stopped_run(work, before):
     """SIGTERM while the programs run: exit 130, and everything made is gone."""
     s = spec([{"name": "sleeper", "hosts": ["center", "w0", "w1"], "argv": ["sleep", "300"]}])
@@ -190,6 +229,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="testbed-test-") as work:
         full_run(work, before)
         outage_run(work, before)
+        churn_run(work, before)
         stopped_run(work, before)
     print("ok")
     return 0

@@ -287,6 +287,8 @@ TEST_CASE("a lost rank's range moved in the directory: asked where with the lost
     tether::ServerDirectory directory(2, hash);
     directory.enter(0, "tcp://h0:1", hash);
     directory.enter(1, "tcp://h1:2", hash);
+    CHECK(directory.entered_within(1, std::chrono::seconds(60)));  // just (re)started: not taken over
+    CHECK_FALSE(directory.entered_within(1, std::chrono::milliseconds(0)));
     // Not moved yet: the asker asks again.
     CHECK(directory.where(1, "tcp://h1:2").missing == std::vector<std::size_t>{1});
     directory.move(1, "tcp://h0:7");

@@ -87,6 +87,20 @@ TEST_CASE_FIXTURE(TwoWelcomed, "a worker silent past worker_timeout_ms is lost, 
     CHECK(stats.total_samples == 40);  // counted once
 }
 
+TEST_CASE_FIXTURE(TwoWelcomed, "a worker that asks for no place takes a lost one before a finished one") {
+    // Worker 0 finished its shard; worker 1 was lost mid-run (a host killed). A worker started
+    // again without its id (a `tether worker` restarted by a supervisor) must train what place 1
+    // left, not place 0's finished shard.
+    m.finish(*a, 40);
+    b->accepted_sequence = 1;
+    CHECK(m.lose(*b, "killed") == Membership::Loss::lost);
+    m.prune();
+    const auto [back, joined] = m.join("restarted", hello(0));
+    CHECK(joined == Membership::Joined::joins_run);
+    CHECK(back->id == 1);
+    CHECK(stats.places_retaken == 1);
+}
+
 TEST_CASE("a welcomed worker lost before its first exchange is silent, and a peer never welcomed is dropped") {
     CenterStats stats;
     Membership m(two_workers(), stats, "test");
