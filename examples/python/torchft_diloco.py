@@ -22,6 +22,10 @@ def add_arguments(parser):
     parser.add_argument("--outer-momentum", type=float, default=0.9, help="torchft: the outer Nesterov SGD's momentum")
     parser.add_argument("--torchft-timeout-s", type=float, default=120.0,
                         help="torchft: the Manager's quorum, connect and operation timeouts")
+    parser.add_argument("--min-replicas", type=int, default=0,
+                        help="torchft: the quorum's minimum replicas (0: every rank). Fewer: the run goes on "
+                             "without a lost replica, and one that comes back heals from a peer over the process "
+                             "group (PGTransport, as torchft's own DiLoCo example does)")
 
 
 class TorchftDiLoCo:
@@ -40,8 +44,17 @@ class TorchftDiLoCo:
         # The replica group's store; torchrun would open it, a group of one opens its own.
         self.store = TCPStore(host, port, is_master=True, wait_for_workers=False)
         timeout = timedelta(seconds=args.torchft_timeout_s)
+        self.elastic = 0 < args.min_replicas < world
+        pg = ProcessGroupGloo(timeout=timeout)
+        recovery = {}
+        if self.elastic:
+            from torchft.checkpointing.pg_transport import PGTransport
+            # Live recovery over the replicas' own process group: the default HTTP transport
+            # advertises socket.gethostname(), which another testbed host cannot reach.
+            recovery["checkpoint_transport"] = PGTransport(pg, timeout=timeout, device=torch.device("cpu"))
         self.manager = Manager(
-            pg=ProcessGroupGloo(timeout=timeout), min_replica_size=world, use_async_quorum=False,
+            pg=pg, min_replica_size=args.min_replicas if self.elastic else world, use_async_quorum=False,
+            **recovery,
             load_state_dict=lambda state: (model.load_state_dict(state["model"]), inner.load_state_dict(state["inner"])),
             state_dict=lambda: {"model": model.state_dict(), "inner": inner.state_dict()},
             replica_id=f"replica{rank}", store_addr=host, store_port=port, rank=0, world_size=1, hostname=host,
@@ -73,7 +86,8 @@ class TorchftDiLoCo:
         self.diloco.__exit__(None, None, None)
         commits, due = self.manager.current_step(), steps // self.period
         self.manager.shutdown(wait=False)
-        if commits < due:
+        # Elastic: a round a lost replica broke is dropped and the run goes on, as it should.
+        if commits < due and not self.elastic:
             raise SystemExit(f"torchft committed {commits} of the {due} synchronizations due; see the errors above")
         return commits
 

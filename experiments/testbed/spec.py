@@ -46,7 +46,8 @@ class Cell:
         self.kills = list(spec.get("kills", []))
         self.churn = spec.get("churn")
         if self.churn:
-            draw = random.Random(self.churn["seed"])
+            seed = self.churn["seed"]  # a number, or "{seed}": the cell's vars.seed (a grid's axis)
+            draw = random.Random(int(substitute(seed, self.vars, "churn.seed")) if isinstance(seed, str) else seed)
             at = self.churn["every_s"]
             while at < self.timeout_s:
                 self.kills.append({"host": draw.choice(self.churn["hosts"]), "at_s": at, "back_s": self.churn["back_s"]})
@@ -122,8 +123,8 @@ def _check_kills(path, where, kills, churn, hosts):
     if churn["back_s"] >= churn["every_s"]:
         _fail(path, where + ".churn.back_s", f"{churn['back_s']}; expected less than every_s ({churn['every_s']}): "
               "one host down at a time")
-    if not isinstance(churn["seed"], int):
-        _fail(path, where + ".churn.seed", f"{json.dumps(churn['seed'])}; expected an integer")
+    if not isinstance(churn["seed"], int) and churn["seed"] != "{seed}":
+        _fail(path, where + ".churn.seed", f"{json.dumps(churn['seed'])}; expected an integer, or \"{{seed}}\" (vars.seed)")
 
 
 def _overlay(base, cell):
