@@ -21,7 +21,10 @@ def add_arguments(parser):
     parser.add_argument("--outer-lr", type=float, default=0.7, help="torchft: the outer Nesterov SGD's rate")
     parser.add_argument("--outer-momentum", type=float, default=0.9, help="torchft: the outer Nesterov SGD's momentum")
     parser.add_argument("--torchft-timeout-s", type=float, default=120.0,
-                        help="torchft: the Manager's quorum, connect and operation timeouts")
+                        help="torchft: the Manager's connect and operation timeouts (gloo's too)")
+    parser.add_argument("--torchft-quorum-timeout-s", type=float, default=0,
+                        help="torchft: the Manager's quorum timeout (0: --torchft-timeout-s); above the "
+                             "lighthouse's join timeout, or a replica whose quorum waits on a straggler fails")
     parser.add_argument("--min-replicas", type=int, default=0,
                         help="torchft: the quorum's minimum replicas (0: every rank). Fewer: the run goes on "
                              "without a lost replica, and one that comes back heals from a peer over the process "
@@ -58,7 +61,8 @@ class TorchftDiLoCo:
             load_state_dict=lambda state: (model.load_state_dict(state["model"]), inner.load_state_dict(state["inner"])),
             state_dict=lambda: {"model": model.state_dict(), "inner": inner.state_dict()},
             replica_id=f"replica{rank}", store_addr=host, store_port=port, rank=0, world_size=1, hostname=host,
-            timeout=timeout, quorum_timeout=timeout, connect_timeout=timeout,
+            timeout=timeout, connect_timeout=timeout,
+            quorum_timeout=timedelta(seconds=args.torchft_quorum_timeout_s) if args.torchft_quorum_timeout_s > 0 else timeout,
             # Every rank seeds the same initial model, so the first quorum need not copy it from
             # one replica (torchft's advice for seeded runs; that copy goes through an HTTP server
             # at socket.gethostname(), which a testbed host cannot reach).
