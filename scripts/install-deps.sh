@@ -24,6 +24,7 @@ if [[ "${1:-}" == "--peers" || "${1:-}" == "--tests" ]]; then
 fi
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(python3-venv python3-pip)  # the peers' venv, below
+  packages+=(bible-kjv)  # the language model's corpus, which the testbed's LM cells run from that venv
 fi
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3-mesonpy python3-venv python3-pip)  # tests/python/wheel_test.py

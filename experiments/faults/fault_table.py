@@ -3,7 +3,7 @@
 fault_rank.py's loop under torchrun's variables (set here), with run_dir and its optimizer
 registered. Each cell kills one rank (or every rank) with SIGKILL 3 s into training and maybe
 starts it again, as a supervisor (one rank, the same command; resume=True for a rank that hosts a
-server) or torchrun --max-restarts (every rank, TORCHELASTIC_RESTART_COUNT=1) would. Prints,
+server; "fresh": the same command without resume=True) or torchrun --max-restarts (every rank, TORCHELASTIC_RESTART_COUNT=1) would. Prints,
 per cell: whether the job finished (every process that was left exited 0), each process's exit
 code, the longest stall of the survivors (the longest time between two of their progress lines
 once the fault struck), the work lost (samples the ranks trained that the center does not
@@ -28,7 +28,8 @@ RANK = str(Path(__file__).with_name("fault_rank.py"))
 WORLD, STEPS, BATCH, KILL_AT = 4, 2000, 16, 3.0
 STRATEGIES = {"center": {"name": "adag", "communication_window": 5},
               "ranks": {"name": "diloco", "communication_window": 10}}
-# name: (placement, rank killed ("all": every rank), restart: None, "rank" or "job", seconds
+# name: (placement, rank killed ("all": every rank), restart: None, "rank", "fresh" (the rank
+# alone, without resume=True: the same command and nothing more) or "job", seconds
 # before it[, "standby": rank 1 a standby center])
 CELLS = {
     "center_none_standby": ("center", None, None, 0, "standby"),
@@ -43,6 +44,7 @@ CELLS = {
     "ranks_rank2": ("ranks", 2, None, 0),
     "ranks_rank2_back": ("ranks", 2, "rank", 2),
     "ranks_rank2_back_late": ("ranks", 2, "rank", 8),
+    "ranks_rank2_fresh": ("ranks", 2, "fresh", 2),
     "ranks_job_back": ("ranks", "all", "job", 1),
 }
 

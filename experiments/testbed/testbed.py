@@ -175,6 +175,9 @@ def run_cell(cell, cell_dir, tag, netem, options):
         outages = result["outages"] = [dict(o) for o in cell.outages]
         kills = result["kills"] = []
         down = {}  # kill index -> the processes it took down, until they are back
+        # The run's lead: the first waited program's first rank (rank 0, or the center). Once it
+        # has ended, the run is over: nothing is killed or started again after it.
+        lead = next((p for p in processes if p.waited), None)
         # A process that fails ends the cell: the others (a center waiting for a dead worker)
         # would otherwise sit until the deadline. A killed one is replaced by its restart.
         while True:
@@ -183,6 +186,9 @@ def run_cell(cell, cell_dir, tag, netem, options):
                 break
             while events and time.monotonic() >= events[0][0]:
                 at, what, k = events.pop(0)
+                if what in ("kill", "back") and lead is not None and lead.popen.poll() is not None:
+                    down.pop(k, None)
+                    continue
                 if what == "kill":
                     o = cell.kills[k]
                     if any(p.host == o["host"] for taken, _ in down.values() for p in taken):
@@ -244,6 +250,7 @@ def run_cell(cell, cell_dir, tag, netem, options):
         launcher.stop()
         result["processes"] = [{"name": p.name, "host": p.host, "pid": p.popen.pid, "exit": p.returncode, "killed": p.killed,
                                 "seconds": round(p.seconds, 3) if p.seconds else None,
+                                "started_s": round(p.started - processes[0].started, 3),
                                 **({"scheduled_kill": True} if getattr(p, "scheduled_kill", False) else {})}
                                for p in processes]
         errors = net.teardown()

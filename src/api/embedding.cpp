@@ -164,8 +164,12 @@ public:
         const std::size_t first = rank_ ? std::size_t(o.rank) : 0;
         // This rank's worker reaches its own server in-process (no socket, no handshake).
         if (rank_) own_ = "inproc://tether-rank-" + std::to_string(counter++);
+        // Back to a run under way without its state: rank 0 serves its range; its own server
+        // binds nowhere the others reach (x~(0) there would undo the run) and stops at connect.
+        const bool back = rank_ && rank_->comes_back();
         const std::vector<std::string> bind =
-            rank_ ? std::vector<std::string>{o.address}
+            back ? std::vector<std::string>{"inproc://tether-rank-idle-" + std::to_string(counter++)}
+            : rank_ ? std::vector<std::string>{o.address}
                   : settings.bind_addresses([] { return "inproc://tether-api-" + std::to_string(counter++); });
         group_ = make_servers(settings, *transport_, bind, first, identities, initial, [&](CenterOptions& c, std::size_t index) {
             // Its center ends when its workers are all gone, and the caller's wait() decides what

@@ -60,6 +60,19 @@ std::unique_ptr<RemoteRanges> RankServer::make_others() {
                                           [directory, timeout] { return directory->others(timeout); });
 }
 
+bool RankServer::comes_back() {
+    if (options_.rank == 0 || options_.resume) return false;
+    const std::string& server0 = options_.server0_address;
+    const auto list = come_back(*transport_, server0, settings_.worker_transport(server0), identities_.front().fingerprint,
+                                {std::size_t(options_.rank), options_.rank_address, initial_hash_},
+                                int(settings_.center_restart_ms));
+    if (!list) return false;
+    std::lock_guard<std::mutex> lock(addresses_mutex_);
+    addresses_ = *list;
+    moved_ = true;
+    return true;
+}
+
 std::string RankServer::addresses(const std::string& own) {
     std::lock_guard<std::mutex> lock(addresses_mutex_);
     if (!addresses_.empty()) return addresses_;

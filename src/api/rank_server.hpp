@@ -53,6 +53,11 @@ public:
     // After addresses(): a survivor serves this rank's range (it was lost and came back), and its
     // own server has none to serve.
     bool moved() const { return moved_; }
+    // Rank k > 0 before its server binds, unless it resumes: whether it comes back to a run
+    // under way (it was lost and restarted), and so waited for rank 0 to take its range over
+    // (worker/directory_request.hpp come_back). Then its server must not serve from x~(0), and
+    // addresses() is that list.
+    bool comes_back();
     // Rank 0: writes the other ranks' ranges of x~ into x (x~'s full size): now, or (`final`)
     // once their workers are done, which lets their servers leave; after the final fetch, its
     // ranges. Other ranks: throws, naming rank 0.

@@ -69,10 +69,16 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
 ServerDirectory::Answer ServerDirectory::where(std::size_t server, const std::string& lost) const {
     Answer answer;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (server >= addresses_.size() || !moved_[server] || addresses_[server] == lost)
+    if (server >= addresses_.size()) {
         answer.missing = {server};
-    else
+    } else if (!missing_locked().empty()) {
+        answer.missing = missing_locked();
+    } else if (!moved_[server] || addresses_[server] == lost) {
+        answer.missing = {server};
+        answer.under_way = true;
+    } else {
         answer.addresses = addresses_;
+    }
     return answer;
 }
 
@@ -135,7 +141,11 @@ DirectoryRequest parse_directory_request(const std::string& text, std::size_t se
 }
 
 std::string directory_answer(const ServerDirectory::Answer& answer) {
-    if (!answer.missing.empty()) return nlohmann::json{{"missing", answer.missing}}.dump();
+    if (!answer.missing.empty()) {
+        nlohmann::json j{{"missing", answer.missing}};
+        if (answer.under_way) j["under_way"] = true;
+        return j.dump();
+    }
     return nlohmann::json{{"addresses", answer.addresses}}.dump();
 }
 

@@ -29,13 +29,15 @@ public:
         std::string error;                   // a refusal, for the asker; empty otherwise
         std::vector<std::string> addresses;  // every server's, once all are known
         std::vector<std::size_t> missing;    // the servers not heard from yet
+        bool under_way = false;              // where(): every server known, k's range not moved yet
     };
     // Server k is at `address` and starts from the x~(0) of `initial_hash`. A server may
     // register again (its rank restarted); until every server is known its newest address
     // holds, and after that only the same address is taken (the ranks hold the list).
     Answer enter(std::size_t server, const std::string& address, std::uint64_t initial_hash);
     // A worker lost server k at `lost`: every server's address once k's range has moved from
-    // there (a survivor took it over: moved()), else missing = {k}: ask again.
+    // there (a survivor took it over: moved()), else missing = {k} and under_way (ask again);
+    // before every server is known, the servers missing (a rank starting, not coming back).
     Answer where(std::size_t server, const std::string& lost) const;
     // Server k's range is served at `address` now (its rank was lost; rank 0 took it over).
     // A restarted rank k entering again is answered with the list as it is: it rejoins as a

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -19,7 +20,8 @@ namespace {
 // missing (then `missing` names them). Throws on a refusal, naming `what` was asked.
 std::optional<std::vector<std::string>> ask_once(Channel& channel, const std::string& server0, std::uint64_t fingerprint,
                                                  const std::string& request, std::uint64_t sequence, std::size_t server,
-                                                 const std::string& what, std::string& missing) {
+                                                 const std::string& what, std::string& missing,
+                                                 bool* under_way = nullptr) {
     using Clock = std::chrono::steady_clock;
     Header h;
     h.type = MessageType::servers;
@@ -51,6 +53,7 @@ std::optional<std::vector<std::string>> ask_once(Channel& channel, const std::st
             throw std::runtime_error("server 0 at " + server0 + " answered where the servers are with: " + text);
         missing.clear();
         for (const auto& k : answer["missing"]) missing += (missing.empty() ? "" : ", ") + k.dump();
+        if (under_way) *under_way = answer.value("under_way", false);
         break;
     }
     return std::nullopt;
@@ -101,6 +104,49 @@ std::string moved_server(Channel& channel, const std::string& server0, std::uint
     const auto all = ask_once(channel, server0, fingerprint, directory_request(server, lost, initial_hash, /*lost=*/true),
                               sequence, server, "where server " + std::to_string(server) + "'s range went", missing);
     return all ? (*all)[server] : std::string();
+}
+
+std::optional<std::string> come_back(Transport& transport, const std::string& server0, const TransportOptions& options,
+                                     std::uint64_t fingerprint, const DirectoryEntry& entry, int wait_ms) {
+    using Clock = std::chrono::steady_clock;
+    auto channel = transport.connect(server0, unique_peer_identity("directory"), options);
+    const std::string request = directory_request(entry.server, entry.address, entry.initial_hash, /*lost=*/true);
+    const std::string what = "where server " + std::to_string(entry.server) + "'s range is";
+    std::string missing;
+    bool under_way = false, said = false;
+    int unanswered = 0;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+    for (std::uint64_t sequence = 1;; ++sequence) {
+        missing.clear();
+        under_way = false;
+        const auto all = ask_once(*channel, server0, fingerprint, request, sequence, entry.server, what, missing, &under_way);
+        if (all) {  // moved: the list, server 0 where this rank reached it
+            channel->abandon();
+            std::vector<std::string> list = *all;
+            list[0] = server0;
+            std::string joined;
+            for (const std::string& a : list) joined += (joined.empty() ? "" : ",") + a;
+            return joined;
+        }
+        // No answer within 0.5 s (server 0 not up yet), or servers missing: a run starting, not
+        // one to come back to.
+        if (!under_way && missing.empty() && ++unanswered < 5) continue;
+        if (!under_way) {
+            channel->abandon();
+            return std::nullopt;
+        }
+        if (!said)
+            std::fprintf(stderr, "rank %zu: the run is under way and this rank's server starts afresh (no resume); "
+                         "waiting up to %d ms for rank 0 to serve its range from its copy, to rejoin as a worker\n",
+                         entry.server, wait_ms);
+        said = true;
+        if (Clock::now() >= deadline)
+            throw std::runtime_error("rank " + std::to_string(entry.server) + " came back to a run under way, but rank 0 at " +
+                                     server0 + " did not take its range over within " + std::to_string(wait_ms) +
+                                     " ms (cluster.center_restart_ms); restart it with resume (run_dir= and resume=True, "
+                                     "tether worker --resume RUN_DIR) to serve its range from its checkpoint");
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
 }
 
 }  // namespace tether

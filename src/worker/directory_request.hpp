@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,14 @@ std::string join_directory(Transport& transport, const std::string& server0, con
 // yet or no answer came within 100 ms (ask again). `sequence`: one more than the last asked.
 std::string moved_server(Channel& channel, const std::string& server0, std::uint64_t fingerprint, std::size_t server,
                          const std::string& lost, std::uint64_t initial_hash, std::uint64_t sequence);
+
+// A rank k > 0 starting its server afresh (not resuming) asks server 0 first whether the run is
+// already under way without it (it was lost and is back): then its range is not served from
+// x~(0) beside the survivors' copies; it waits, asking every 200 ms up to `wait_ms`, until rank 0
+// has taken the range over, and returns every server's address as join_directory does, its
+// own range at rank 0. No run under way (server 0 not answering yet, or servers still
+// missing): nullopt, start as usual. Throws when the range has not moved within wait_ms.
+std::optional<std::string> come_back(Transport& transport, const std::string& server0, const TransportOptions& options,
+                                     std::uint64_t fingerprint, const DirectoryEntry& entry, int wait_ms);
 
 }  // namespace tether

@@ -164,7 +164,14 @@ def a_rank_killed_with_servers_on_the_ranks_rank_0_serves_its_range_on_and_the_r
         lose_a_rank_and_its_server(strategy)
 
 
-def lose_a_rank_and_its_server(strategy):
+@case
+def a_rank_with_a_server_restarted_without_resume_waits_for_rank_0_to_take_its_range_and_rejoins_as_a_worker():
+    # The same command again 1 s after the kill, as a supervisor restarts it, with no resume: its
+    # server must not serve x~(0) at the address the others hold.
+    lose_a_rank_and_its_server(json.dumps({"name": "diloco", "communication_window": 10}), restart_after=1)
+
+
+def lose_a_rank_and_its_server(strategy, restart_after=None):
     with tempfile.TemporaryDirectory() as run:
         port = free_ports(3)
         processes = start(run, port, 0, "ranks", (0, 1, 2), 3, steps=3 * STEPS, strategy=strategy)
@@ -175,16 +182,23 @@ def lose_a_rank_and_its_server(strategy):
         processes[1].send_signal(signal.SIGKILL)
         killed = time.monotonic()
         processes[1].communicate()
-        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in (processes[0], processes[2])]
+        survivors = [processes[0], processes[2]]
+        if restart_after is not None:
+            time.sleep(restart_after)
+            survivors += start(run, port, 0, "ranks", (1,), 3, steps=3 * STEPS, strategy=strategy)
+        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in survivors]
         for stdout, stderr, code in outputs:
             assert code == 0, (strategy, stdout, stderr[-3000:])
             assert lines(stdout)[-1]["steps"] == 3 * STEPS, stdout
+        if restart_after is not None:
+            assert "the run is under way and this rank's server starts afresh" in outputs[2][1], outputs[2][1][-3000:]
         assert "serving its range here at tcp://127.0.0.1:" in outputs[0][1], outputs[0][1][-3000:]
         assert "failing over to rank 0, serving server 1's range at tcp://127.0.0.1:" in outputs[1][1], outputs[1][1][-3000:]
         # Rank 0's worker.center.wait() gave the whole model, its lost range from rank 0 itself,
         # and the run's verdict holds one lost worker and no failure.
         rank0 = lines(outputs[0][0])[-1]
-        assert rank0["stats"]["workers_finished"] == 2 and rank0["stats"]["workers_lost"] == 1, rank0
+        finished = 2 if restart_after is None else 3  # the restarted rank took its place back
+        assert rank0["stats"]["workers_finished"] == finished and rank0["stats"]["workers_lost"] == 1, rank0
         summary = json.loads(Path(run, "summary.json").read_text())
         assert summary["run_failed"] is False, summary
         assert time.monotonic() - killed < 40, "the survivors took as long as a lost run"
