@@ -16,16 +16,10 @@ import json
 import os
 import re
 import statistics
+import sys
 
-
-def time_to(curve, target):
-    for a, b in zip(curve, curve[1:]):
-        if b["validation_loss"] <= target:
-            if a["validation_loss"] <= target:
-                return a["seconds"]
-            f = (a["validation_loss"] - target) / (a["validation_loss"] - b["validation_loss"])
-            return a["seconds"] + f * (b["seconds"] - a["seconds"])
-    return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import time_to  # noqa: E402  (the grid's own interpolation)
 
 
 def cells(directory, target):
@@ -48,8 +42,9 @@ def cells(directory, target):
             for name in k["programs"]:
                 base, _, n = name.partition(".restart")
                 started[f"{base}.restart{int(n or 0) + 1}"] = k.get("back_at_s")
-        failed = [p["name"] for p in r.get("processes", []) if not p.get("scheduled_kill") and p["exit"] not in (0, None)
-                  and not ((started.get(p["name"]) or 0) >= late)]
+        # (Killed by the testbed at the cell's end: a program it does not wait for, the lighthouse.)
+        failed = [p["name"] for p in r.get("processes", []) if not p.get("scheduled_kill") and not p.get("killed")
+                  and p["exit"] not in (0, None) and not ((started.get(p["name"]) or 0) >= late)]
         finished = rank0.get("exit") == 0 and "final_validation_loss" in lm and not failed
         yield {"peer": peer, "method": method, "seed": seed, "status": r["status"], "finished": finished,
                "kills": len([k for k in r.get("kills", []) if ended is None or k["at_s"] < ended]),

@@ -53,7 +53,7 @@ public:
     Worker(std::shared_ptr<Transport> transport, const std::string& address, const ServiceOptions& given,
            std::vector<ParameterSegment> parameters, Memory memory, std::vector<ParameterSegment> buffers = {},
            std::shared_ptr<RankServer> rank = nullptr)
-        : transport_(std::move(transport)) {
+        : transport_(std::move(transport)), rank_(std::move(rank)) {
         // Checked before joining: a refused buffer must not take one of the center's places.
         const std::size_t count = check_parameter_segments(parameters);
         const std::size_t buffer_count = check_buffer_segments(parameters, buffers);
@@ -72,9 +72,9 @@ public:
                 return Successor{transport->connect(to, identity, options), "the standby", to};
             };
         }
-        for (std::size_t k = 1; rank && k < links.size(); ++k) {
-            links[k].keep_pulled = rank->keeps_pulled();
-            links[k].successor = [rank, k, lost = links[k].address, transport = transport_, identity,
+        for (std::size_t k = 1; rank_ && k < links.size(); ++k) {
+            links[k].keep_pulled = rank_->keeps_pulled();
+            links[k].successor = [rank = rank_, k, lost = links[k].address, transport = transport_, identity,
                                   options = settings.worker_transport("tcp://")](const PulledRange& pulled) {
                 const std::string to = rank->successor(k, lost, pulled);
                 if (to.empty()) return Successor{};
@@ -107,6 +107,11 @@ public:
         if (finished_) throw std::runtime_error(after_finish("finish()"));
         finished_ = true;  // also when the final exchange fails: the worker has said or lost its goodbye
         const WorkerResult r = node_->finish();
+        // Rank 0's worker no longer exchanges, so no longer finds a lost server silent: what it
+        // last pulled of each range stays with the rank's server, which takes a range over when
+        // the others say it is lost (api/rank_server.hpp).
+        if (rank_ && rank_->keeps_pulled())
+            for (std::size_t k = 1; k < node_->servers(); ++k) rank_->keep_final_pulled(k, node_->pulled(k));
         return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting,
                 r.rejoins};
     }
@@ -132,6 +137,7 @@ private:
 
     bool finished_ = false;
     std::shared_ptr<Transport> transport_;
+    std::shared_ptr<RankServer> rank_;  // with a server on every rank
     std::unique_ptr<Backend> backend_;  // before node_: the rule's buffers live in its memory
     std::unique_ptr<WorkerNode> node_;
     unsigned id_ = 0;

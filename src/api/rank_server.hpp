@@ -11,6 +11,8 @@
 // gained since rank 0's last pull is lost (for a synchronous rule, at most the round under way;
 // for an asynchronous one, at most rank 0's window), and so is the outer optimizer's state of
 // that range (momentum restarts from zero). A lost rank that comes back rejoins as a worker.
+// Once rank 0's worker has finished, a worker asking server 0 where a lost range went has rank
+// 0 take it over from the copy its worker last pulled (older: the rounds since are lost too).
 #pragma once
 
 #include <atomic>
@@ -69,6 +71,9 @@ public:
     std::string successor(std::size_t k, const std::string& lost, const PulledRange& pulled);
     // Rank 0's worker keeps what it pulls of every range: a successor seeds from it.
     bool keeps_pulled() const { return options_.rank == 0; }
+    // Rank 0's worker, finished: what it last pulled of range k. A worker asking server 0 where
+    // a lost range went then has rank 0 take it over from this copy at once.
+    void keep_final_pulled(std::size_t k, PulledRange pulled);
 
 private:
     std::string take_over(std::size_t k, const PulledRange& pulled);
@@ -96,6 +101,7 @@ private:
     };
     std::mutex takeover_mutex_;                  // taken_, asks_
     std::map<std::size_t, TakenRange> taken_;    // rank 0: the ranges it serves for lost ranks
+    std::map<std::size_t, PulledRange> final_pulled_;  // rank 0, once its worker finished
     struct Ask {
         std::unique_ptr<Channel> channel;
         std::uint64_t sequence = 0;

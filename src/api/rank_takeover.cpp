@@ -26,10 +26,31 @@ std::string reachable(const std::string& rank_address, const std::string& bound)
 }  // namespace
 
 RankServer::~RankServer() {
+    if (directory_) directory_->on_under_way = nullptr;
     std::lock_guard<std::mutex> lock(takeover_mutex_);
     for (auto& [k, taken] : taken_) taken.group->stop();
     for (auto& [k, taken] : taken_)
         if (taken.thread.joinable()) taken.thread.join();
+}
+
+void RankServer::keep_final_pulled(std::size_t k, PulledRange pulled) {
+    std::lock_guard<std::mutex> lock(takeover_mutex_);
+    final_pulled_[k] = std::move(pulled);
+    if (directory_->on_under_way) return;
+    directory_->on_under_way = [this](std::size_t lost) {
+        PulledRange copy;
+        {
+            std::lock_guard<std::mutex> held(takeover_mutex_);
+            const auto it = final_pulled_.find(lost);
+            if (it == final_pulled_.end() || it->second.x.empty()) return;
+            copy = it->second;
+        }
+        try {
+            take_over(lost, copy);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "rank 0: could not take the range of server %zu over: %s\n", lost, e.what());
+        }
+    };
 }
 
 std::string RankServer::successor(std::size_t k, const std::string& lost, const PulledRange& pulled) {

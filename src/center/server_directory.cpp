@@ -66,7 +66,13 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
     return answer;
 }
 
-ServerDirectory::Answer ServerDirectory::where(std::size_t server, const std::string& lost) const {
+ServerDirectory::Answer ServerDirectory::where(std::size_t server, const std::string& lost) {
+    Answer answer = where_locked(server, lost);
+    if (answer.under_way && on_under_way) on_under_way(server);  // the asker asks again: moved by then, or not
+    return answer;
+}
+
+ServerDirectory::Answer ServerDirectory::where_locked(std::size_t server, const std::string& lost) const {
     Answer answer;
     std::lock_guard<std::mutex> lock(mutex_);
     if (server >= addresses_.size()) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -38,11 +39,15 @@ public:
     // A worker lost server k at `lost`: every server's address once k's range has moved from
     // there (a survivor took it over: moved()), else missing = {k} and under_way (ask again);
     // before every server is known, the servers missing (a rank starting, not coming back).
-    Answer where(std::size_t server, const std::string& lost) const;
+    Answer where(std::size_t server, const std::string& lost);
     // Server k's range is served at `address` now (its rank was lost; rank 0 took it over).
     // A restarted rank k entering again is answered with the list as it is: it rejoins as a
     // worker, and its own server has no range to serve.
     void move(std::size_t server, const std::string& address);
+    // Called (on server 0's thread, the directory unlocked) when where() answers under_way: a
+    // worker lost server k and its range has not moved. Set before the servers serve, or from
+    // rank 0's worker once it finished (api/rank_takeover.cpp); it may move() the range.
+    std::function<void(std::size_t server)> on_under_way;
     // Whether server k registered within the last `window`: its rank is back, starting again.
     bool entered_within(std::size_t server, std::chrono::milliseconds window) const;
     // Every server's address; waits for the last to register up to `timeout`, then throws
@@ -57,6 +62,7 @@ public:
 
 private:
     std::vector<std::size_t> missing_locked() const;
+    Answer where_locked(std::size_t server, const std::string& lost) const;  // locks the mutex itself
 
     const std::uint64_t initial_hash_;
     mutable std::mutex mutex_;

@@ -177,6 +177,11 @@ public:
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }
     std::size_t rejoins() const { return rejoins_; }
+    // What was last pulled (SessionOptions::keep_pulled; empty otherwise), for after finish().
+    PulledRange pulled() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return pulled_;
+    }
 
 private:
     using Clock = std::chrono::steady_clock;

@@ -79,6 +79,7 @@ public:
     void set_progress(const WorkerProgress& p);
 
     std::size_t servers() const { return sessions_.size(); }
+    PulledRange pulled(std::size_t k) { return sessions_.at(k)->pulled(); }
     std::uint32_t worker_id() const { return sessions_.front()->worker_id(); }
     std::uint64_t bytes_sent() const;
     std::uint64_t bytes_received() const;

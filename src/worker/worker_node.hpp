@@ -73,6 +73,9 @@ public:
     // Before join(): the place (worker id) to ask for, e.g. a launcher rank's, so that a restarted
     // rank takes its own place (and shard) back, with what that place trained (Welcome::trained).
     void ask_for_place(std::uint32_t id) { session_.ask_for(id); }
+    // What server k's session last pulled (kept with ServerLink::keep_pulled).
+    PulledRange pulled(std::size_t k) { return session_.pulled(k); }
+    std::size_t servers() const { return session_.servers(); }
     // Counts this worker's samples on from `samples` (the place's record in its welcome), as
     // the center counts them: a process that took its place back claims only what it trains.
     void count_from(std::uint64_t samples) {

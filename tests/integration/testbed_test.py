@@ -114,29 +114,39 @@ def full_run(work, before):
     print(f"center: {seconds:.2f} s; {max(center['sent'], center['received']) / 1e6:.1f} MB need {least:.2f} s at {RATE} Mbit/s")
 
 
+def run_tether_cell(work, before, name, config, spec_keys, what):
+    """Writes `config` and a spec of TETHER_PROGRAMS with `spec_keys` laid over it, runs its one
+    cell without the self-check, checks the testbed left nothing behind; returns (the testbed's
+    exit code, result.json, the cell's logs directory)."""
+    config_path = os.path.join(work, name + ".json")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    s = spec(TETHER_PROGRAMS)
+    s["vars"] = {"config": config_path}
+    s.update(spec_keys)
+    spec_path = os.path.join(work, name + "-spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(s, f)
+    out = os.path.join(work, name)
+    done = subprocess.run([sys.executable, TESTBED, "run", spec_path, "--out", out, "--no-check", "--tether", TETHER],
+                          capture_output=True, text=True, timeout=150)
+    print(done.stdout, done.stderr, sep="\n")
+    check_left_nothing(before, tag_of(done.stdout), what)
+    cell = os.path.join(out, "cells", "cell")
+    return done.returncode, json.load(open(os.path.join(cell, "result.json"))), os.path.join(cell, "logs")
+
+
 def outage_run(work, before):
     """The center's link cut for 12 s in the middle of a run (every frame dropped in the bridge,
     longer than cluster.worker_timeout_ms, 10 s): the workers wait for the center and the center
     for them, they take their places back when the link returns, and the run ends complete."""
     config = json.loads(json.dumps(CONFIG))
     config["training"]["epochs"] = 3
-    config_path = os.path.join(work, "outage.json")
-    with open(config_path, "w") as f:
-        json.dump(config, f)
-    s = spec(TETHER_PROGRAMS)
-    s["vars"], s["outages"] = {"config": config_path}, [{"host": "center", "at_s": 3, "for_s": 12}]
-    spec_path = os.path.join(work, "outage-spec.json")
-    with open(spec_path, "w") as f:
-        json.dump(s, f)
-    out = os.path.join(work, "outage")
-    done = subprocess.run([sys.executable, TESTBED, "run", spec_path, "--out", out, "--no-check", "--tether", TETHER],
-                          capture_output=True, text=True, timeout=150)
-    print(done.stdout, done.stderr, sep="\n")
-    check_left_nothing(before, tag_of(done.stdout), "after the outage")
-    result = json.load(open(os.path.join(out, "cells", "cell", "result.json")))
-    logs = {name: open(os.path.join(out, "cells", "cell", "logs", name + ".log")).read()
-            for name in ("center", "worker0", "worker1") if os.path.exists(os.path.join(out, "cells", "cell", "logs", name + ".log"))}
-    assert done.returncode == 0 and result["status"] == "ok", (result.get("status"), {k: v[-1500:] for k, v in logs.items()})
+    code, result, log_dir = run_tether_cell(work, before, "outage", config,
+                                            {"outages": [{"host": "center", "at_s": 3, "for_s": 12}]}, "after the outage")
+    logs = {name: open(os.path.join(log_dir, name + ".log")).read()
+            for name in ("center", "worker0", "worker1") if os.path.exists(os.path.join(log_dir, name + ".log"))}
+    assert code == 0 and result["status"] == "ok", (result.get("status"), {k: v[-1500:] for k, v in logs.items()})
     outage = result["outages"][0]
     assert outage["dropped_frames"] > 0 and 11.5 <= outage["restored_at_s"] - outage["cut_at_s"] <= 13, outage
     summary = result["collected"]["run/summary.json"]
@@ -156,25 +166,12 @@ def churn_run(work, before):
     config = json.loads(json.dumps(CONFIG))
     config["training"]["epochs"] = 3
     config["cluster"].update(worker_timeout_ms=3000, heartbeat_ms=500)
-    config_path = os.path.join(work, "churn.json")
-    with open(config_path, "w") as f:
-        json.dump(config, f)
-    s = spec(TETHER_PROGRAMS)
-    s["vars"] = {"config": config_path}
-    s["kills"] = [{"host": "w1", "at_s": 3, "back_s": 2}]
-    s["churn"] = {"hosts": ["w0"], "every_s": 7, "back_s": 2, "seed": 1}
-    spec_path = os.path.join(work, "churn-spec.json")
-    with open(spec_path, "w") as f:
-        json.dump(s, f)
-    out = os.path.join(work, "churn")
-    done = subprocess.run([sys.executable, TESTBED, "run", spec_path, "--out", out, "--no-check", "--tether", TETHER],
-                          capture_output=True, text=True, timeout=150)
-    print(done.stdout, done.stderr, sep="\n")
-    check_left_nothing(before, tag_of(done.stdout), "after the churn")
-    cell = os.path.join(out, "cells", "cell")
-    result = json.load(open(os.path.join(cell, "result.json")))
-    logs = {f: open(os.path.join(cell, "logs", f)).read()[-1500:] for f in sorted(os.listdir(os.path.join(cell, "logs")))}
-    assert done.returncode == 0 and result["status"] == "ok", (result.get("status"), logs)
+    code, result, log_dir = run_tether_cell(
+        work, before, "churn", config,
+        {"kills": [{"host": "w1", "at_s": 3, "back_s": 2}], "churn": {"hosts": ["w0"], "every_s": 7, "back_s": 2, "seed": 1}},
+        "after the churn")
+    logs = {f: open(os.path.join(log_dir, f)).read()[-1500:] for f in sorted(os.listdir(log_dir))}
+    assert code == 0 and result["status"] == "ok", (result.get("status"), logs)
     kills = result["kills"]
     assert [k["host"] for k in kills[:2]] == ["w1", "w0"], kills
     for k in kills:

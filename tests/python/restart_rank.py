@@ -5,7 +5,7 @@ own on restarts (the test sets torchrun's variables, TORCHELASTIC_RESTART_COUNT 
 argv: the run directory, the steps of the whole run, the placement ("center" or "ranks"), then
 the strategy (JSON; rank 0 only) and "standby=ADDRESS" (standby_address: rank 1 hosts a standby
 center there, and every worker fails over to it; "checkpoint=S": checkpoint_seconds, 1 by
-default).
+default; "steps0=N": rank 0 trains N steps only).
 Prints a JSON line once joined (where it starts: start_step, the optimizer's and scheduler's
 state) and one at the end (on rank 0 the center's final counters); an error as {"error": ...}
 with exit code 1."""
@@ -22,6 +22,8 @@ run_dir, steps, placement = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 strategy = next((json.loads(a) for a in sys.argv[4:] if a.startswith("{")), None)
 extra = {"standby_address": a.split("=", 1)[1] for a in sys.argv[4:] if a.startswith("standby=")}
 checkpoint_seconds = next((int(a.split("=", 1)[1]) for a in sys.argv[4:] if a.startswith("checkpoint=")), 1)
+# "steps0=N": rank 0 trains N steps only (it finishes first and waits in worker.center.wait()).
+steps0 = next((int(a.split("=", 1)[1]) for a in sys.argv[4:] if a.startswith("steps0=")), None)
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -38,6 +40,8 @@ print(json.dumps({"rank": worker.rank, "start_step": worker.start_step,
                   "adam_steps": [float(s["step"]) for s in optimizer.state_dict()["state"].values()],
                   "scheduler_epoch": scheduler.last_epoch}), flush=True)
 generator = torch.Generator().manual_seed(worker.rank)
+if steps0 is not None and worker.rank == 0:
+    steps = steps0
 for step in range(worker.start_step, steps):
     x = torch.randn(16, 4, generator=generator)
     torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True)).backward()
