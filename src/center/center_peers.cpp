@@ -21,7 +21,10 @@ void Center::handle_hello(const std::string& peer, const Header& h, const Frames
     if (membership_.peers() >= options_.membership.max_peers)
         return reject(peer, 0, ErrorCode::too_many_peers,
                       "the center holds " + std::to_string(membership_.peers()) + " peers (cluster.max_peers)");
-    if (membership_.full()) lose_disconnected();
+    // The free place is a finished one while a peer whose connection closed (its process died)
+    // may hold one untrained: that one is counted lost now, so that a restarted worker (a
+    // supervisor's) takes its place, before its silence would tell after worker_timeout_ms.
+    if (membership_.full() || membership_.would_give_finished(h.worker_id)) lose_disconnected();
     if (membership_.full())
         return reject(peer, 0, ErrorCode::run_full,
                       "all " + std::to_string(options_.membership.expected_workers) +

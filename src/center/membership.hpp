@@ -83,6 +83,10 @@ public:
     bool resumed() const { return resumed_; }
     // A lost worker that had trained, whose place nobody took back: it may still come back.
     bool awaits_lost() const { return !lost_places_.empty(); }
+    // Whether a hello asking for `preferred` would be given a place whose worker finished.
+    bool would_give_finished(std::uint32_t preferred) const {
+        return stats_.finished_at.count(free_worker_id(preferred)) > 0;
+    }
     // Goes on from a checkpoint's place records; each worker is welcomed as it comes back.
     void resume(std::map<std::uint32_t, std::uint64_t> places);
     const std::map<std::uint32_t, std::uint64_t>& places() const { return places_.all(); }
