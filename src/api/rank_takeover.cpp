@@ -26,7 +26,7 @@ std::string reachable(const std::string& rank_address, const std::string& bound)
 }  // namespace
 
 RankServer::~RankServer() {
-    if (directory_) directory_->on_under_way = nullptr;
+    if (directory_) directory_->set_on_under_way({});
     std::lock_guard<std::mutex> lock(takeover_mutex_);
     for (auto& [k, taken] : taken_) taken.group->stop();
     for (auto& [k, taken] : taken_)
@@ -35,9 +35,10 @@ RankServer::~RankServer() {
 
 void RankServer::keep_final_pulled(std::size_t k, PulledRange pulled) {
     std::lock_guard<std::mutex> lock(takeover_mutex_);
+    const bool first = final_pulled_.empty();
     final_pulled_[k] = std::move(pulled);
-    if (directory_->on_under_way) return;
-    directory_->on_under_way = [this](std::size_t lost) {
+    if (!first) return;
+    directory_->set_on_under_way([this](std::size_t lost) {
         PulledRange copy;
         {
             std::lock_guard<std::mutex> held(takeover_mutex_);
@@ -50,7 +51,7 @@ void RankServer::keep_final_pulled(std::size_t k, PulledRange pulled) {
         } catch (const std::exception& e) {
             std::fprintf(stderr, "rank 0: could not take the range of server %zu over: %s\n", lost, e.what());
         }
-    };
+    });
 }
 
 std::string RankServer::successor(std::size_t k, const std::string& lost, const PulledRange& pulled) {

@@ -68,8 +68,18 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
 
 ServerDirectory::Answer ServerDirectory::where(std::size_t server, const std::string& lost) {
     Answer answer = where_locked(server, lost);
-    if (answer.under_way && on_under_way) on_under_way(server);  // the asker asks again: moved by then, or not
+    std::function<void(std::size_t)> hook;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        hook = on_under_way_;
+    }
+    if (answer.under_way && hook) hook(server);  // the asker asks again: moved by then, or not
     return answer;
+}
+
+void ServerDirectory::set_on_under_way(std::function<void(std::size_t server)> hook) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_under_way_ = std::move(hook);
 }
 
 ServerDirectory::Answer ServerDirectory::where_locked(std::size_t server, const std::string& lost) const {

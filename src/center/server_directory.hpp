@@ -45,9 +45,9 @@ public:
     // worker, and its own server has no range to serve.
     void move(std::size_t server, const std::string& address);
     // Called (on server 0's thread, the directory unlocked) when where() answers under_way: a
-    // worker lost server k and its range has not moved. Set before the servers serve, or from
-    // rank 0's worker once it finished (api/rank_takeover.cpp); it may move() the range.
-    std::function<void(std::size_t server)> on_under_way;
+    // worker lost server k and its range has not moved. Set from rank 0's worker once it
+    // finished (api/rank_takeover.cpp), from any thread; it may move() the range. Empty: none.
+    void set_on_under_way(std::function<void(std::size_t server)> hook);
     // Whether server k registered within the last `window`: its rank is back, starting again.
     bool entered_within(std::size_t server, std::chrono::milliseconds window) const;
     // Every server's address; waits for the last to register up to `timeout`, then throws
@@ -69,6 +69,7 @@ private:
     mutable std::condition_variable complete_;
     std::vector<std::string> addresses_;  // "" until server k registers
     std::vector<bool> moved_;             // server k's range taken over (move())
+    std::function<void(std::size_t)> on_under_way_;
     std::vector<std::chrono::steady_clock::time_point> entered_;  // when server k last registered
 };
 
