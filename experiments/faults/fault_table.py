@@ -41,6 +41,7 @@ CELLS = {
     "center_rank0_back": ("center", 0, "rank", 2),
     "center_job_back": ("center", "all", "job", 1),
     "ranks_none": ("ranks", None, None, 0),
+    "ranks_rank0": ("ranks", 0, None, 0),
     "ranks_rank2": ("ranks", 2, None, 0),
     "ranks_rank2_back": ("ranks", 2, "rank", 2),
     "ranks_rank2_back_late": ("ranks", 2, "rank", 8),

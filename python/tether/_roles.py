@@ -131,6 +131,8 @@ class RankServer:
 
     def __init__(self, server, client, rank):
         self.server, self.client, self.rank = server, client, rank
+        # Rank 1 after a lost rank 0: it took range 0 over and ended the run in rank 0's stead.
+        self.ended_run = False
 
     @property
     def running(self):
@@ -142,8 +144,9 @@ class RankServer:
     def finish(self):
         """The worker's final exchange and goodbye; then, on a rank other than 0, the server's
         end: it outlives its worker, since the others still exchange with it, and leaves once
-        rank 0 confirmed that its final range arrived. (Rank 0's server is the center the user waits on.)"""
+        rank 0 confirmed that its final range arrived. (Rank 0's server is the center the user
+        waits on; rank 1's, when rank 0 was lost and rank 1 took range 0 over: ``ended_run``.)"""
         report = self.client.finish()
         if self.rank != 0:
-            self.server.service.wait()
+            self.ended_run = len(self.server.service.wait()) > 0
         return report

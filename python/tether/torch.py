@@ -503,12 +503,16 @@ class Worker:
         """The final exchange and goodbye; returns the worker's counters (tether.WorkerClient's
         finish(); None on a rank 0 that only hosts the center). In a replica group the leader's
         final state then goes to the whole group; a rank's server (other than rank 0's) is done
-        when it returns."""
+        when it returns. A rank that took over as center (a standby's rank 1, or with servers on
+        the ranks rank 1 after rank 0 was lost) has ``worker.center`` set: waiting on it gives
+        the final state and the verdict, as rank 0's would."""
         if self._kept is not None:
             self._kept.save(self.steps)
         report = self._role.finish()
         if self._standby is not None:  # the center now, if rank 0's was lost: this rank waits on it
             self.center = self._standby.end() or self.center
+        if getattr(self._role, "ended_run", False):  # rank 1 ended a ranks run in a lost rank 0's stead
+            self.center = self.server
         return report
 
     def log(self, **scalars):

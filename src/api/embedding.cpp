@@ -3,6 +3,7 @@
 #include <tether/tether.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -72,14 +73,16 @@ public:
                 return Successor{transport->connect(to, identity, options), "the standby", to};
             };
         }
-        for (std::size_t k = 1; rank_ && k < links.size(); ++k) {
-            links[k].keep_pulled = rank_->keeps_pulled();
+        for (std::size_t k = 0; rank_ && k < links.size(); ++k) {
+            if (k == std::size_t(o.rank)) continue;  // its own, in-process
+            links[k].keep_pulled = rank_->keeps_pulled(k);
             links[k].successor = [rank = rank_, k, lost = links[k].address, transport = transport_, identity,
                                   options = settings.worker_transport("tcp://")](const PulledRange& pulled) {
                 const std::string to = rank->successor(k, lost, pulled);
                 if (to.empty()) return Successor{};
                 return Successor{transport->connect(to, identity, options),
-                                 "rank 0, serving server " + std::to_string(k) + "'s range", to};
+                                 "rank " + std::string(k == 0 ? "1" : "0") + ", serving server " + std::to_string(k) +
+                                     "'s range", to};
             };
         }
         backend_ = make_backend({memory == Memory::cuda ? "cuda" : "cpu", 1, /*cuda_device=*/-1});
@@ -107,11 +110,11 @@ public:
         if (finished_) throw std::runtime_error(after_finish("finish()"));
         finished_ = true;  // also when the final exchange fails: the worker has said or lost its goodbye
         const WorkerResult r = node_->finish();
-        // Rank 0's worker no longer exchanges, so no longer finds a lost server silent: what it
-        // last pulled of each range stays with the rank's server, which takes a range over when
-        // the others say it is lost (api/rank_server.hpp).
-        if (rank_ && rank_->keeps_pulled())
-            for (std::size_t k = 1; k < node_->servers(); ++k) rank_->keep_final_pulled(k, node_->pulled(k));
+        // Rank 0's (and for range 0 rank 1's) worker no longer exchanges, so no longer finds a
+        // lost server silent: what it last pulled of each range it stands in for stays with the
+        // rank's server, which takes a range over when the others say it is lost (api/rank_server.hpp).
+        for (std::size_t k = 0; rank_ && k < node_->servers(); ++k)
+            if (rank_->keeps_pulled(k)) rank_->keep_final_pulled(k, node_->pulled(k));
         return {r.worker_id, r.steps, r.samples, r.exchanges, r.bytes_sent, r.bytes_received, r.seconds_waiting,
                 r.rejoins};
     }
@@ -166,7 +169,8 @@ public:
         const ClusterSettings& settings = settings_;
         const nlohmann::json model = api_model(initial_buffers.size());
         const std::vector<ServerIdentity> identities = settings.server_identities(count_, model);
-        if (settings.servers_on_ranks()) rank_ = std::make_shared<RankServer>(transport_, o, settings, identities, initial);
+        if (settings.servers_on_ranks())
+            rank_ = std::make_shared<RankServer>(transport_, o, settings, identities, initial, initial_buffers);
         const std::size_t first = rank_ ? std::size_t(o.rank) : 0;
         // This rank's worker reaches its own server in-process (no socket, no handshake).
         if (rank_) own_ = "inproc://tether-rank-" + std::to_string(counter++);
@@ -193,6 +197,19 @@ public:
                                                       settings, *group_, identities);
         else if (o.resume)
             throw ConfigError("ServiceOptions.resume: true without ServiceOptions.run_dir; name the run directory to resume");
+        // What moved when, in the summary; rank 1's, having ended the run for a lost rank 0, is
+        // also the run's own (run_dir/summary.json, where rank 0's would be).
+        if (record_ && rank_)
+            record_->amend_summary([rank = rank_, run_dir = o.run_dir](nlohmann::json& summary, const auto& seconds_at) {
+                nlohmann::json moves = nlohmann::json::array();
+                for (const RankServer::Move& m : rank->moves())
+                    moves.push_back({{"server", m.server}, {"from_version", m.version}, {"at_seconds", seconds_at(m.at)}});
+                if (moves.empty()) return std::string();
+                summary["ranges_taken_over"] = moves;
+                if (!rank->serves_center()) return std::string();
+                summary["ended_by_rank"] = 1;
+                return run_dir;
+            });
         thread_ = std::thread([this] {
             set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
             try {
@@ -201,6 +218,7 @@ public:
             } catch (...) {
                 failure_ = std::current_exception();
             }
+            served_ = true;
             if (!record_) return;
             try {
                 record_->finish(failure_, transport_->refused_handshakes());
@@ -231,6 +249,14 @@ public:
     CenterSnapshot snapshot() const override {
         // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
         CenterSnapshot s;
+        {
+            std::lock_guard<std::mutex> lock(ended_mutex_);
+            if (!ended_.empty()) {  // rank 1, having ended the run in a lost rank 0's stead
+                s.x = ended_;
+                s.buffers = ended_buffers_;
+                return s;
+            }
+        }
         s.x.resize(count_);
         s.version = group_->copy_ranges(s.x.data(), ~std::size_t(0), &s.buffers).front();
         if (rank_) rank_->fetch_others(s.x.data(), /*final=*/false);
@@ -238,8 +264,27 @@ public:
     }
     std::vector<float> wait() override {
         std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
+        // Rank 1 stands in for a lost rank 0: once it took range 0 over, its final fetch is the
+        // one every server (its own too) leaves on.
+        if (rank_ && options_.rank == 1 && thread_.joinable()) {
+            while (!served_ && !rank_->serves_center()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (rank_->serves_center()) {
+                try {
+                    std::vector<float> buffers;
+                    std::vector<float> x = rank_->end_as_center(record_directory(options_), buffers);
+                    std::lock_guard<std::mutex> ended(ended_mutex_);
+                    ended_ = std::move(x);
+                    ended_buffers_ = std::move(buffers);
+                } catch (...) {
+                    group_->stop();  // its own server would wait for the final request in vain
+                    thread_.join();
+                    throw;
+                }
+            }
+        }
         if (thread_.joinable()) thread_.join();
         if (failure_) std::rethrow_exception(failure_);
+        if (ended()) return judged(group_->stats_now(), snapshot().x);
         if (rank_ && options_.rank > 0) {  // rank 0's wait() gives x~ and the verdict
             if (rank_->moved()) return {};     // its range is served elsewhere
             // ... unless this rank's range never reached it: then no rank's run succeeded.
@@ -248,9 +293,12 @@ public:
             return {};
         }
         if (rank_) rank_->fetch_others(nullptr, /*final=*/true);  // once: the others leave on it
-        // The verdict of `tether run` and `tether server` (record/run_verdict.hpp), from the
-        // center's counters: a run that lost too many workers did not train what it was asked to.
-        const CenterStats stats = group_->stats_now();
+        return judged(group_->stats_now(), snapshot().x);
+    }
+    // The verdict of `tether run` and `tether server` (record/run_verdict.hpp), from the
+    // center's counters: a run that lost too many workers did not train what it was asked to.
+    // `x`: x~ whole, returned when the run succeeded.
+    std::vector<float> judged(const CenterStats& stats, std::vector<float> x) const {
         nlohmann::json summary = stats.to_json();
         // With a budget the plan is known: a run that stopped short of it fails, naming both figures.
         if (settings_.budget_samples > 0) {
@@ -261,11 +309,15 @@ public:
         if (summary.value("run_failed", false))
             throw RunFailedError("the run failed: " + summary.value("failure_reason", std::string()) +
                                  ". The final x~ is still there: snapshot(), and the counters: stats_json()");
-        return snapshot().x;
+        return x;
     }
     std::string stats_json() const override { return group_->stats_now().to_json().dump(); }
 
 private:
+    bool ended() const {
+        std::lock_guard<std::mutex> lock(ended_mutex_);
+        return !ended_.empty();
+    }
     ServiceOptions options_;
     std::shared_ptr<Transport> transport_;
     std::size_t count_;
@@ -276,6 +328,10 @@ private:
     std::string own_;                       // and where its worker reaches it (inproc://)
     std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;
+    mutable std::mutex ended_mutex_;       // ended_, ended_buffers_ (snapshot() reads them from any thread)
+    std::vector<float> ended_;             // rank 1, having ended the run in a lost rank 0's stead: x~ whole
+    std::vector<float> ended_buffers_;     // and b~
+    std::atomic<bool> served_{false};  // the servers' thread has ended
     std::thread thread_;
     std::exception_ptr failure_;  // written by the servers' thread before it ends; read after join
 };

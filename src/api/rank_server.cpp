@@ -1,5 +1,6 @@
 #include "api/rank_server.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -11,9 +12,10 @@
 namespace tether {
 
 RankServer::RankServer(std::shared_ptr<Transport> transport, const ServiceOptions& o, const ClusterSettings& settings,
-                       const std::vector<ServerIdentity>& identities, const std::vector<float>& initial)
+                       const std::vector<ServerIdentity>& identities, const std::vector<float>& initial,
+                       std::vector<float> buffers)
     : transport_(std::move(transport)), options_(o), settings_(settings), identities_(identities),
-      initial_hash_(initial_vector_hash(initial.data(), initial.size())) {
+      initial_hash_(initial_vector_hash(initial.data(), initial.size())), buffers_(std::move(buffers)) {
     const std::string ranks = "with ServiceOptions.server_placement \"ranks\"";
     if (o.rank < 0 || o.rank >= o.servers)
         throw ConfigError("ServiceOptions.rank: " + std::to_string(o.rank) + " " + ranks + " and " + std::to_string(o.servers) +
@@ -36,17 +38,20 @@ RankServer::RankServer(std::shared_ptr<Transport> transport, const ServiceOption
         // other ranks only.
         directory_->enter(0, o.rank_address, initial_hash_);
     }
+    // Rank 1's second directory, filled once it knows where every server is (addresses()):
+    // the others ask it where range 0 went when rank 0 is lost.
+    if (o.rank == 1) directory_ = std::make_shared<ServerDirectory>(std::size_t(o.servers), initial_hash_);
 }
 
 void RankServer::adjust(CenterOptions& center, std::size_t index) const {
-    if (index == 0) center.directory = directory_;
+    if (index == std::size_t(options_.rank)) center.directory = directory_;
     center.end.await_final_snapshot = index > 0;  // server 0, in rank 0's process, fetches it
 }
 
 void RankServer::attach(ServerGroup& group) {
     if (!directory_ || identities_.size() < 2) return;
     tokens_ = group.center(0).tokens();
-    others_ = make_others();
+    if (options_.rank == 0) others_ = make_others();
 }
 
 std::unique_ptr<RemoteRanges> RankServer::make_others() {
@@ -81,7 +86,24 @@ std::string RankServer::addresses(const std::string& own) {
                                 {std::size_t(options_.rank), options_.rank_address, initial_hash_}, own,
                                 int(settings_.join_timeout_ms));
     moved_ = addresses_.find(own) == std::string::npos;
+    if (options_.rank == 1) {  // the second directory: every server where the others reach it
+        const std::vector<std::string> all = reachable_list(addresses_);
+        for (std::size_t k = 0; k < all.size(); ++k) directory_->enter(k, all[k], initial_hash_);
+    }
     return addresses_;
+}
+
+std::vector<std::string> RankServer::reachable_list(const std::string& joined) const {
+    std::vector<std::string> all;
+    for (std::size_t at = 0; at <= joined.size();) {
+        const std::size_t comma = std::min(joined.find(',', at), joined.size());
+        all.push_back(joined.substr(at, comma - at));
+        at = comma + 1;
+    }
+    // This rank's own is in-process in the list its worker takes.
+    if (std::size_t(options_.rank) < all.size() && all[std::size_t(options_.rank)].rfind("inproc://", 0) == 0)
+        all[std::size_t(options_.rank)] = options_.rank_address;
+    return all;
 }
 
 void RankServer::fetch_others(float* x, bool final) {

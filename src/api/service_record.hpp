@@ -13,6 +13,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -51,6 +53,13 @@ public:
     // run failed when `failure` is set, with its message as the reason).
     void finish(std::exception_ptr failure, std::uint64_t refused_handshakes);
 
+    // What else the summary says, given how many seconds into the run a moment was: with a
+    // server on every rank, the ranges this rank took over and whether it ended the run
+    // (api/rank_server.hpp). Returns a second directory to write summary.json into too, or "".
+    using Amend = std::function<std::string(nlohmann::json& summary,
+                                            const std::function<double(std::chrono::steady_clock::time_point)>& seconds_at)>;
+    void amend_summary(Amend amend) { amend_ = std::move(amend); }
+
 private:
     using Clock = std::chrono::steady_clock;
     void loop();            // the metrics thread: a row when one is due
@@ -76,6 +85,7 @@ private:
     std::uint64_t previous_version_ = 0, next_samples_ = 0;
     bool wrote_row_ = false;
     nlohmann::json last_test_ = nlohmann::json::object();  // the last test_accuracy / test_loss a worker logged
+    Amend amend_;  // set before the group serves
     std::thread thread_;  // last: it starts once the fields above exist
 };
 

@@ -35,8 +35,10 @@ def three_ranks_each_a_server_average_in_closed_form():
     by_rank = {result["rank"]: result for _, result, _ in ranks}
     # Round e: ranks hold 1 + e, 2 + e, 3 + e; every range of x~ becomes their mean, 2 + e, and
     # every rank takes it back from all three servers.
+    # (Each server's rule adds the mean difference to x~, so float32 rounds the closed form.)
     for r in range(3):
-        assert by_rank[r]["after"] == [[2.0], [3.0]], by_rank[r]
+        after = by_rank[r]["after"]
+        assert len(after) == 2 and all(math.isclose(v, 2.0 + e, rel_tol=1e-6) for e in range(2) for v in after[e]), after
     assert [by_rank[r]["has_center"] for r in range(3)] == [True, False, False], by_rank
     # Rank 0's worker.center.state_dict() before its finish(): the last round's mean in every
     # range, two of them fetched from ranks 1 and 2 while they still trained or waited.
@@ -91,8 +93,10 @@ def an_asynchronous_rule_and_streaming_diloco_run_with_a_server_on_every_rank():
         assert stats["workers_finished"] == 3 and stats["workers_lost"] == 0, (strategy, stats)
         assert stats["updates_applied"] > 0, (strategy, stats)
         # Rank 0's final x~, gathered from the three servers: finite, and moved by the ranks'
-        # pushes (every parameter was set to 1 or more each step; x~(0) is torch's small init).
-        assert all(math.isfinite(v) and v > 0.9 for v in by_rank[0]["center"]), (strategy, by_rank[0])
+        # pushes out of torch's init (|v| < 1/sqrt(3) for Linear(3, 2)). Not its sign: ADAG's
+        # pushes are the ranks' moves from what they pulled, and a rank set to 1 after pulling 4 pushes -3.
+        center = by_rank[0]["center"]
+        assert all(math.isfinite(v) for v in center) and max(abs(v) for v in center) > 0.9, (strategy, by_rank[0])
 
 
 @case
@@ -144,4 +148,4 @@ def workers_other_than_the_ranks_a_rank_that_only_serves_or_replica_groups_are_r
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -178,6 +178,45 @@ def a_rank_with_a_server_killed_after_rank_0_finished_rank_0_still_serves_its_ra
     lose_a_rank_and_its_server(json.dumps({"name": "diloco", "communication_window": 10}), rank0_steps=300)
 
 
+@case
+def rank_0_killed_with_servers_on_the_ranks_rank_1_serves_range_0_and_ends_the_run():
+    # Rank 0 hosts server 0 and the directory and would end the run: rank 1 stands in, from what
+    # its worker last pulled of range 0, and its worker.center.wait() gives x~ and the verdict.
+    for strategy in (STRATEGY, json.dumps({"name": "diloco", "communication_window": 10})):
+        lose_rank_0(strategy)
+
+
+def lose_rank_0(strategy):
+    with tempfile.TemporaryDirectory() as run:
+        port = free_ports(3)
+        processes = start(run, port, 0, "ranks", (0, 1, 2), 3, steps=3 * STEPS, strategy=strategy)
+        deadline = time.monotonic() + 30
+        while not Path(run, "config.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(4)
+        processes[0].send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        processes[0].communicate()
+        outputs = [p.communicate(timeout=120) + (p.returncode,) for p in processes[1:]]
+        for stdout, stderr, code in outputs:
+            assert code == 0, (strategy, stdout, stderr[-3000:])
+            assert lines(stdout)[-1]["steps"] == 3 * STEPS, stdout
+        assert "server 0 (rank 0) is silent; serving its range here at tcp://127.0.0.1:" in outputs[0][1], outputs[0][1][-3000:]
+        assert "failing over to rank 1, serving server 0's range at tcp://127.0.0.1:" in outputs[1][1], outputs[1][1][-3000:]
+        rank1 = lines(outputs[0][0])[-1]
+        assert rank1["has_center"], rank1  # the model loaded strictly from its worker.center.wait()
+        assert rank1["stats"]["workers_finished"] == 2 and rank1["stats"]["workers_lost"] == 1, rank1
+        assert not lines(outputs[1][0])[-1]["has_center"], outputs[1][0]
+        summary = json.loads(Path(run, "server-1", "summary.json").read_text())
+        assert summary["run_failed"] is False, summary
+        # The run's own summary, where rank 0's would be, says who ended it and what moved.
+        top = json.loads(Path(run, "summary.json").read_text())
+        assert top["ended_by_rank"] == 1 and [m["server"] for m in top["ranges_taken_over"]] == [0], top
+        for k in (0, 2):  # the final ranges it took, kept as rank 0 keeps them
+            assert Path(run, "server-1", f"final-server-{k}.bin").exists(), k
+        assert time.monotonic() - killed < 40, "the survivors took as long as a lost run"
+
+
 def lose_a_rank_and_its_server(strategy, restart_after=None, rank0_steps=None):
     with tempfile.TemporaryDirectory() as run:
         port = free_ports(3)
@@ -228,4 +267,4 @@ def killed_before_its_first_checkpoint_the_next_attempt_starts_from_the_initial_
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
