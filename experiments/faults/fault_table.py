@@ -44,7 +44,7 @@ CELLS = {
     "ranks_rank0": ("ranks", 0, None, 0),
     "ranks_rank2": ("ranks", 2, None, 0),
     "ranks_rank2_back": ("ranks", 2, "rank", 2),
-    "ranks_rank2_back_late": ("ranks", 2, "rank", 8),
+    "ranks_rank2_back_late": ("ranks", 2, "rank", 5),
     "ranks_rank2_fresh": ("ranks", 2, "fresh", 2),
     "ranks_job_back": ("ranks", "all", "job", 1),
 }

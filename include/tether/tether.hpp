@@ -75,7 +75,9 @@ struct ParameterSpan {
 // Worker.from_env(server_placement="ranks") sets all four from the launcher. x~ is rank 0's:
 // there snapshot() and wait() gather every range (wait() lets the other servers leave, so call
 // it soon after the workers finish: they wait join_timeout_ms); on another rank wait() returns
-// an empty vector once its server is done, and snapshot() throws.
+// an empty vector once its server is done, and snapshot() throws. Rank 0 lost, rank 1 takes its
+// range over (docs/python.md, "Servers on the ranks"): then rank 1's is_center() turns true,
+// and its wait() and snapshot() are rank 0's.
 //
 // `rank` is also a worker's: a WorkerClient with rank r > 0 asks for place (worker id) r mod
 // workers, as a launched `tether worker` does, so that under a launcher a worker's id is its
@@ -290,6 +292,9 @@ public:
     // The center's statistics as JSON (updates, staleness, bytes, rejected messages, losses),
     // as they are now.
     virtual std::string stats_json() const = 0;
+    // Whether wait() gives the run's x~ whole and its verdict: a center, rank 0's server, and
+    // with servers on the ranks rank 1's once it took a lost rank 0's range over.
+    virtual bool is_center() const = 0;
 };
 
 // A center in waiting for the center at `center` (one server): it asks that center for x~

@@ -302,6 +302,12 @@ class CenterService:
         """The center's counters now: updates, staleness, bytes, rejected messages, lost workers."""
         return json.loads(self._service.stats_json())
 
+    @property
+    def is_center(self):
+        """Whether wait() gives the run's x~ whole and its verdict: a center, rank 0's server,
+        and with servers on the ranks rank 1's once it took a lost rank 0's range over."""
+        return self._service.is_center
+
 
 def load_checkpoint(path):
     """A run directory's checkpoint (or one checkpoint file) as a Snapshot: x~, its version and

@@ -148,5 +148,11 @@ class RankServer:
         waits on; rank 1's, when rank 0 was lost and rank 1 took range 0 over: ``ended_run``.)"""
         report = self.client.finish()
         if self.rank != 0:
-            self.ended_run = len(self.server.service.wait()) > 0
+            try:
+                self.server.service.wait()
+            except tether.RunFailedError:
+                # Rank 1 that ended the run: its worker.center.wait() gives the verdict, as rank 0's does.
+                if not self.server.service.is_center:
+                    raise
+            self.ended_run = self.server.service.is_center
         return report

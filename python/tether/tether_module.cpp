@@ -280,6 +280,7 @@ PYBIND11_MODULE(_tether, m) {
 
     py::class_<tether::CenterService>(m, "CenterService")
         .def_property_readonly("address", &tether::CenterService::address)
+        .def_property_readonly("is_center", &tether::CenterService::is_center)
         .def("wait",
              [](tether::CenterService& s) {
                  std::vector<float> x;

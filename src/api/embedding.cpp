@@ -197,18 +197,13 @@ public:
                                                       settings, *group_, identities);
         else if (o.resume)
             throw ConfigError("ServiceOptions.resume: true without ServiceOptions.run_dir; name the run directory to resume");
-        // What moved when, in the summary; rank 1's, having ended the run for a lost rank 0, is
-        // also the run's own (run_dir/summary.json, where rank 0's would be).
+        // What moved when, in the summary.
         if (record_ && rank_)
-            record_->amend_summary([rank = rank_, run_dir = o.run_dir](nlohmann::json& summary, const auto& seconds_at) {
+            record_->amend_summary([rank = rank_](nlohmann::json& summary, const auto& seconds_at) {
                 nlohmann::json moves = nlohmann::json::array();
                 for (const RankServer::Move& m : rank->moves())
                     moves.push_back({{"server", m.server}, {"from_version", m.version}, {"at_seconds", seconds_at(m.at)}});
-                if (moves.empty()) return std::string();
-                summary["ranges_taken_over"] = moves;
-                if (!rank->serves_center()) return std::string();
-                summary["ended_by_rank"] = 1;
-                return run_dir;
+                if (!moves.empty()) summary["ranges_taken_over"] = moves;
             });
         thread_ = std::thread([this] {
             set_flush_denormals(options_.flush_denormals);  // the servers' own threads, not the caller's
@@ -248,15 +243,11 @@ public:
     }
     CenterSnapshot snapshot() const override {
         // Each range between two of its server's updates (center/server_group.hpp); the version is server 0's.
-        CenterSnapshot s;
         {
             std::lock_guard<std::mutex> lock(ended_mutex_);
-            if (!ended_.empty()) {  // rank 1, having ended the run in a lost rank 0's stead
-                s.x = ended_;
-                s.buffers = ended_buffers_;
-                return s;
-            }
+            if (!ended_.x.empty()) return ended_;  // rank 1, having ended the run in a lost rank 0's stead
         }
+        CenterSnapshot s;
         s.x.resize(count_);
         s.version = group_->copy_ranges(s.x.data(), ~std::size_t(0), &s.buffers).front();
         if (rank_) rank_->fetch_others(s.x.data(), /*final=*/false);
@@ -264,27 +255,11 @@ public:
     }
     std::vector<float> wait() override {
         std::lock_guard<std::mutex> lock(wait_mutex_);  // one joins, the others find it joined
-        // Rank 1 stands in for a lost rank 0: once it took range 0 over, its final fetch is the
-        // one every server (its own too) leaves on.
-        if (rank_ && options_.rank == 1 && thread_.joinable()) {
-            while (!served_ && !rank_->serves_center()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            if (rank_->serves_center()) {
-                try {
-                    std::vector<float> buffers;
-                    std::vector<float> x = rank_->end_as_center(record_directory(options_), buffers);
-                    std::lock_guard<std::mutex> ended(ended_mutex_);
-                    ended_ = std::move(x);
-                    ended_buffers_ = std::move(buffers);
-                } catch (...) {
-                    group_->stop();  // its own server would wait for the final request in vain
-                    thread_.join();
-                    throw;
-                }
-            }
-        }
+        if (rank_ && options_.rank == 1 && thread_.joinable()) end_for_rank0();
         if (thread_.joinable()) thread_.join();
+        if (ended_failure_) std::rethrow_exception(ended_failure_);
         if (failure_) std::rethrow_exception(failure_);
-        if (ended()) return judged(group_->stats_now(), snapshot().x);
+        if (ended()) return judged(group_->stats_now(), snapshot().x);  // rank 1 for a lost rank 0
         if (rank_ && options_.rank > 0) {  // rank 0's wait() gives x~ and the verdict
             if (rank_->moved()) return {};     // its range is served elsewhere
             // ... unless this rank's range never reached it: then no rank's run succeeded.
@@ -312,11 +287,42 @@ public:
         return x;
     }
     std::string stats_json() const override { return group_->stats_now().to_json().dump(); }
+    bool is_center() const override { return !rank_ || options_.rank == 0 || rank_->serves_center(); }
 
 private:
+    // Rank 1 standing in for a lost rank 0 (api/rank_server.hpp): once it took range 0 over and
+    // the workers are all done (its own server sees every one), its final fetch is the one every
+    // server, its own too, leaves on, and the run's summary.json is its own. Returns at once
+    // when its server ends first (rank 0's final fetch took its range).
+    void end_for_rank0() {
+        while (!served_ && !(rank_->serves_center() && group_->stats_now().live_workers() <= 0))
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (served_) return;
+        try {
+            CenterSnapshot s = rank_->end_as_center(record_directory(options_));
+            std::lock_guard<std::mutex> ended(ended_mutex_);
+            ended_ = std::move(s);
+        } catch (...) {
+            ended_failure_ = std::current_exception();
+            group_->stop();  // the workers are done; its server would wait for the final request in vain
+        }
+        thread_.join();
+        if (!record_) return;
+        nlohmann::json changes = {{"ended_by_rank", 1}};
+        if (ended_failure_) {
+            try {
+                std::rethrow_exception(ended_failure_);
+            } catch (const std::exception& e) {
+                changes["run_failed"] = true;
+                changes["failure_reason"] = "rank 1 took a lost rank 0's range over, but its final fetch of the ranges failed: " +
+                                            std::string(e.what());
+            }
+        }
+        record_->copy_summary(options_.run_dir, changes);
+    }
     bool ended() const {
         std::lock_guard<std::mutex> lock(ended_mutex_);
-        return !ended_.empty();
+        return !ended_.x.empty();
     }
     ServiceOptions options_;
     std::shared_ptr<Transport> transport_;
@@ -328,9 +334,9 @@ private:
     std::string own_;                       // and where its worker reaches it (inproc://)
     std::unique_ptr<ServiceRecord> record_;  // the run directory, with ServiceOptions::run_dir
     std::mutex wait_mutex_;
-    mutable std::mutex ended_mutex_;       // ended_, ended_buffers_ (snapshot() reads them from any thread)
-    std::vector<float> ended_;             // rank 1, having ended the run in a lost rank 0's stead: x~ whole
-    std::vector<float> ended_buffers_;     // and b~
+    mutable std::mutex ended_mutex_;  // ended_ (snapshot() reads it from any thread)
+    CenterSnapshot ended_;            // rank 1, having ended the run in a lost rank 0's stead: the final state
+    std::exception_ptr ended_failure_;  // its final fetch's failure (wait()'s thread alone)
     std::atomic<bool> served_{false};  // the servers' thread has ended
     std::thread thread_;
     std::exception_ptr failure_;  // written by the servers' thread before it ends; read after join

@@ -86,10 +86,7 @@ std::string RankServer::addresses(const std::string& own) {
                                 {std::size_t(options_.rank), options_.rank_address, initial_hash_}, own,
                                 int(settings_.join_timeout_ms));
     moved_ = addresses_.find(own) == std::string::npos;
-    if (options_.rank == 1) {  // the second directory: every server where the others reach it
-        const std::vector<std::string> all = reachable_list(addresses_);
-        for (std::size_t k = 0; k < all.size(); ++k) directory_->enter(k, all[k], initial_hash_);
-    }
+    if (options_.rank == 1) directory_->copy(reachable_list(addresses_));  // every server where the others reach it
     return addresses_;
 }
 

@@ -98,10 +98,10 @@ public:
     }
     // Rank 1, once it took range 0 over (rank 0 was lost): it ends the run in rank 0's stead.
     bool serves_center() const { return serves_center_.load(); }
-    // Rank 1, serving range 0: the final fetch of every range (also its own server's, which
-    // leaves on it), kept in `record_directory` as rank 0 keeps it; returns x~ whole, and b~
-    // into `buffers`. Once.
-    std::vector<float> end_as_center(const std::string& record_directory, std::vector<float>& buffers);
+    // Rank 1, serving range 0, once the workers are done: the final fetch of every range (also
+    // its own server's, which leaves on it), kept in `record_directory` as rank 0 keeps it;
+    // returns x~ whole, range 0's version and b~. Once.
+    CenterSnapshot end_as_center(const std::string& record_directory);
 
 private:
     // Who serves a lost range on: rank 0 the others', rank 1 rank 0's.

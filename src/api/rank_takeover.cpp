@@ -80,8 +80,8 @@ std::string RankServer::take_over(std::size_t k, const PulledRange& pulled) {
     // Its rank came back since the silence began (a supervisor restarted it): its own server
     // goes on there, from its checkpoint, and the sessions hear from it again. Serving the range
     // here as well would split it in two.
-    // (Rank 1's second directory has no entries of its own: only rank 0 hears a rank come back.)
-    if (options_.rank == 0 && directory_->entered_within(k, std::chrono::milliseconds(settings_.worker_timeout_ms))) return {};
+    // (Rank 1's copy of the directory takes no entries: it never hears rank 0 come back.)
+    if (directory_->entered_within(k, std::chrono::milliseconds(settings_.worker_timeout_ms))) return {};
     const ServerIdentity& server = identities_.at(k);
     if (pulled.x.size() != server.range.count)
         throw std::logic_error("RankServer::take_over: rank " + std::to_string(options_.rank) + "'s worker kept " +
@@ -126,7 +126,7 @@ std::string RankServer::take_over(std::size_t k, const PulledRange& pulled) {
     return taken_.emplace(k, std::move(taken)).first->second.address;
 }
 
-std::vector<float> RankServer::end_as_center(const std::string& record_directory, std::vector<float>& buffers) {
+CenterSnapshot RankServer::end_as_center(const std::string& record_directory) {
     std::vector<std::string> where;
     {
         std::lock_guard<std::mutex> lock(addresses_mutex_);
@@ -140,15 +140,17 @@ std::vector<float> RankServer::end_as_center(const std::string& record_directory
     std::vector<RemoteServer> remote;
     for (std::size_t i = 0; i < identities_.size(); ++i)
         remote.push_back({identities_[i].index, identities_[i].range, where.at(i), identities_[i].fingerprint});
-    std::vector<float> x(identities_.back().range.first + identities_.back().range.count);
+    CenterSnapshot s;
+    s.x.resize(identities_.back().range.first + identities_.back().range.count);
     std::lock_guard<std::mutex> lock(fetch_mutex_);
     ended_ = std::make_unique<RemoteRanges>(*transport_, std::move(remote), settings_.worker_transport("tcp://"),
                                             std::size_t(settings_.chunk_elements), int(settings_.join_timeout_ms), tokens_);
-    ended_->fetch(x.data(), /*final=*/true);
-    if (!record_directory.empty()) write_final_ranges(record_directory, *ended_, x.data());
+    ended_->fetch(s.x.data(), /*final=*/true);
+    if (!record_directory.empty()) write_final_ranges(record_directory, *ended_, s.x.data());
+    s.version = ended_->answered().front().version;  // server 0's, as rank 0's snapshot() gives it
     std::lock_guard<std::mutex> held(takeover_mutex_);
-    taken_.at(0).group->copy_ranges(x.data(), /*skip=*/0, &buffers);  // b~ alone: range 0 is in x
-    return x;
+    taken_.at(0).group->center(0).snapshot_now(&s.buffers);  // b~: server 0 holds it
+    return s;
 }
 
 }  // namespace tether

@@ -155,19 +155,27 @@ void ServiceRecord::finish(std::exception_ptr failure, std::uint64_t refused_han
             summary["failure_reason"] = e.what();
         }
     }
-    std::string copy_to;
     if (amend_) {
         Clock::time_point start;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             start = start_;
         }
-        copy_to = amend_(summary, [start](Clock::time_point at) {
-            return std::chrono::duration<double>(at - start).count();
-        });
+        amend_(summary, [start](Clock::time_point at) { return std::chrono::duration<double>(at - start).count(); });
     }
     write_json_file(recorder_->directory() + "/summary.json", summary);
-    if (!copy_to.empty() && copy_to != recorder_->directory()) write_json_file(copy_to + "/summary.json", summary);
+    std::lock_guard<std::mutex> lock(mutex_);
+    summary_ = std::move(summary);
+}
+
+void ServiceRecord::copy_summary(const std::string& directory, const nlohmann::json& changes) const {
+    nlohmann::json summary;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        summary = summary_;
+    }
+    summary.update(changes);
+    write_json_file(directory + "/summary.json", summary);
 }
 
 }  // namespace tether

@@ -54,11 +54,13 @@ public:
     void finish(std::exception_ptr failure, std::uint64_t refused_handshakes);
 
     // What else the summary says, given how many seconds into the run a moment was: with a
-    // server on every rank, the ranges this rank took over and whether it ended the run
-    // (api/rank_server.hpp). Returns a second directory to write summary.json into too, or "".
-    using Amend = std::function<std::string(nlohmann::json& summary,
-                                            const std::function<double(std::chrono::steady_clock::time_point)>& seconds_at)>;
+    // server on every rank, the ranges this rank took over (api/rank_server.hpp). Before serve().
+    using Amend = std::function<void(nlohmann::json& summary,
+                                     const std::function<double(std::chrono::steady_clock::time_point)>& seconds_at)>;
     void amend_summary(Amend amend) { amend_ = std::move(amend); }
+    // After finish(): its summary.json, with `changes` merged in, written into `directory` too
+    // (rank 1 having ended the run for a lost rank 0: the run's own summary, where rank 0's is).
+    void copy_summary(const std::string& directory, const nlohmann::json& changes) const;
 
 private:
     using Clock = std::chrono::steady_clock;
@@ -75,7 +77,7 @@ private:
     std::unique_ptr<ServerRecords> records_;  // first: a refused resume leaves the directory as it was
     std::unique_ptr<RunRecorder> recorder_;
 
-    std::mutex mutex_;  // the fields below
+    mutable std::mutex mutex_;  // the fields below
     std::condition_variable wake_;
     bool stop_ = false;
     bool started_ = false;  // training started: all workers joined (or a resumed center serves)
@@ -86,6 +88,7 @@ private:
     bool wrote_row_ = false;
     nlohmann::json last_test_ = nlohmann::json::object();  // the last test_accuracy / test_loss a worker logged
     Amend amend_;  // set before the group serves
+    nlohmann::json summary_;  // as finish() wrote it
     std::thread thread_;  // last: it starts once the fields above exist
 };
 

@@ -55,6 +55,7 @@ bool Center::tick() {
     }
     end_.check_started(membership_.started(), stats_, Clock::now(), address());
     check_liveness(Clock::now());
+    probe_round(Clock::now());
     membership_.prune();
     for (Worker* w : membership_.release_held()) welcome(*w);
     if (rounds_.open()) maybe_close_round(rounds_.past_deadline(Clock::now()));

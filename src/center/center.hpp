@@ -169,7 +169,14 @@ private:
     // A hello that finds every place held: holders whose connection is closed (their process
     // ended; a restarted worker is a new peer) are lost now, not after worker_timeout_ms, so the
     // restarted worker takes its place back at once. A live connection keeps its place.
-    void lose_disconnected();
+    // `waited_on_only`: only the workers an open round waits on (probe_round).
+    void lose_disconnected(bool waited_on_only = false);
+    // A synchronous round open for a while: the members it waits on whose connection closed
+    // (a killed process) are lost now, not after worker_timeout_ms (lose_disconnected), asked
+    // every kRoundProbeMs.
+    void probe_round(Clock::time_point now);
+    static constexpr int kRoundProbeMs = 250;
+    Clock::time_point round_probed_;
     void lose(Worker& w, const std::string& why);
     void maybe_snapshot(bool final);
     // The workers have trained the run's budget (cluster.budget_samples) between them. Once

@@ -139,12 +139,13 @@ void Center::send_text(const std::string& peer, Header h, const std::string& tex
     }
 }
 
-void Center::lose_disconnected() {
+void Center::lose_disconnected(bool waited_on_only) {
     Header h;
     h.type = MessageType::heartbeat;
     h.fingerprint = options_.fingerprint;
+    std::vector<Worker*> closed;
     for (const auto& w : membership_.workers()) {
-        if (w->state != Worker::State::active) continue;
+        if (w->state != Worker::State::active || (waited_on_only && w->in_round)) continue;
         h.worker_id = w->id;
         h.center_version = updates_.version();
         try {
@@ -152,10 +153,22 @@ void Center::lose_disconnected() {
             endpoint_->send(w->peer, header, nullptr, 0);  // a heartbeat answer: harmless to a live worker
             stats_.bytes_sent += header.size();
         } catch (const DeliveryError& e) {
-            if (e.gone()) lose(*w, "its connection is closed, and a new worker asks for a place");
+            if (e.gone()) closed.push_back(w.get());
             else ++stats_.replies_dropped;
         }
     }
+    // After the loop: losing a worker may close the round, and with it change the workers.
+    for (Worker* w : closed)
+        lose(*w, waited_on_only ? "its connection closed while a synchronous round waited on it"
+                                : "its connection is closed, and a new worker asks for a place");
+}
+
+void Center::probe_round(Clock::time_point now) {
+    const auto opened = rounds_.opened();
+    const auto every = std::chrono::milliseconds(kRoundProbeMs);
+    if (!opened || now - *opened < every || now - round_probed_ < every) return;
+    round_probed_ = now;
+    lose_disconnected(/*waited_on_only=*/true);
 }
 
 void Center::check_liveness(Clock::time_point now) {

@@ -44,6 +44,11 @@ ServerDirectory::Answer ServerDirectory::enter(std::size_t server, const std::st
         return answer;
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    if (copy_) {
+        answer.error = "this server keeps a copy of the directory, to say where a lost rank 0's range went; tell server 0 "
+                       "where server " + std::to_string(server) + " listens";
+        return answer;
+    }
     if (moved_[server]) {  // a survivor serves its range: the restarted rank is a worker now
         answer.addresses = addresses_;
         return answer;
@@ -96,6 +101,16 @@ ServerDirectory::Answer ServerDirectory::where_locked(std::size_t server, const 
         answer.addresses = addresses_;
     }
     return answer;
+}
+
+void ServerDirectory::copy(const std::vector<std::string>& addresses) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (addresses.size() != addresses_.size())
+        throw std::logic_error("ServerDirectory::copy: " + std::to_string(addresses.size()) + " addresses for " +
+                               std::to_string(addresses_.size()) + " servers");
+    addresses_ = addresses;
+    copy_ = true;
+    complete_.notify_all();
 }
 
 void ServerDirectory::move(std::size_t server, const std::string& address) {

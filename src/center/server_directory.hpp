@@ -40,6 +40,9 @@ public:
     // there (a survivor took it over: moved()), else missing = {k} and under_way (ask again);
     // before every server is known, the servers missing (a rank starting, not coming back).
     Answer where(std::size_t server, const std::string& lost);
+    // A copy of a complete directory's list (rank 1's, api/rank_server.hpp): it answers where()
+    // and move() as the original does, and refuses enter(): a rank tells server 0 where it is.
+    void copy(const std::vector<std::string>& addresses);
     // Server k's range is served at `address` now (its rank was lost; rank 0 took it over).
     // A restarted rank k entering again is answered with the list as it is: it rejoins as a
     // worker, and its own server has no range to serve.
@@ -69,6 +72,7 @@ private:
     mutable std::condition_variable complete_;
     std::vector<std::string> addresses_;  // "" until server k registers
     std::vector<bool> moved_;             // server k's range taken over (move())
+    bool copy_ = false;                   // copy(): no entries of its own
     std::function<void(std::size_t)> on_under_way_;
     std::vector<std::chrono::steady_clock::time_point> entered_;  // when server k last registered
 };

@@ -5,6 +5,7 @@
 // own) and curve_keys.cpp (zmq_curve_keypair, from <zmq.h>).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -53,6 +54,12 @@ public:
     // Drops whatever is still queued when the channel closes (normally kept for a while, so
     // that a last bye leaves).
     virtual void abandon() = 0;
+    // How long ago the peer's side closed the connection (its host closed the socket: the
+    // process ended) without it being made again, as seen by receive(); zero while it is up, and
+    // where the transport cannot tell (the ZeroMQ transport tells with CURVE, whose monitor it
+    // reads). A link that goes down closes nothing until the connection's heartbeat times out
+    // (heartbeat_timeout_ms), so a closed connection well before that is a process gone.
+    virtual std::chrono::milliseconds closed_for() const { return {}; }
 };
 
 class Endpoint {

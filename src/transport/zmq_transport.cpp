@@ -160,6 +160,11 @@ public:
         }
     }
 
+    std::chrono::milliseconds closed_for() const override {
+        if (!closed_) return {};
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - closed_since_);
+    }
+
     bool receive(Frames& frames, int timeout_ms) override {
         if (monitor_) {
             // An event is no message: wait on until data or the deadline (false means timed out).
@@ -186,11 +191,16 @@ private:
         if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             handshake_done_ = true;
             dropped_handshakes_ = 0;
+            closed_ = false;
             return;
         }
         if (id == ZMQ_EVENT_DISCONNECTED) {
             const bool mid_handshake = !handshake_done_;
             handshake_done_ = false;
+            if (!mid_handshake && !closed_) {  // an open connection closed: ZeroMQ reconnects, if anyone listens
+                closed_ = true;
+                closed_since_ = std::chrono::steady_clock::now();
+            }
             if (!mid_handshake || ++dropped_handshakes_ < kDroppedHandshakes) return;
         }
         // A failure from here on: what this channel queued cannot reach that center, so closing
@@ -229,6 +239,8 @@ private:
     static constexpr int kDroppedHandshakes = 3;  // ZMQ reconnects after 100-200 ms: about 0.4 s
     bool handshake_done_ = false;                  // the current connection completed its handshake
     int dropped_handshakes_ = 0;                   // connections dropped mid-handshake since the last completed one
+    bool closed_ = false;                          // a completed connection closed, and none completed since
+    std::chrono::steady_clock::time_point closed_since_;
 };
 
 class ZmqTransport final : public Transport, public std::enable_shared_from_this<ZmqTransport> {

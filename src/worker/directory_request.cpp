@@ -122,6 +122,8 @@ std::optional<std::string> come_back(Transport& transport, const std::string& se
         const auto all = ask_once(*channel, server0, fingerprint, request, sequence, entry.server, what, missing, &under_way);
         if (all) {  // moved: the list, server 0 where this rank reached it
             channel->abandon();
+            std::fprintf(stderr, "rank %zu: this rank was lost and its range is served at %s now; it rejoins the run as "
+                         "a worker\n", entry.server, (*all)[entry.server].c_str());
             std::vector<std::string> list = *all;
             list[0] = server0;
             std::string joined;

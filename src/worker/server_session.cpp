@@ -103,8 +103,13 @@ Header ServerSession::receive_vector(MessageType type, ChunkAssembler& in, Paylo
         if (left <= 0 || !receive(frames, slice)) {
             const auto now = Clock::now();
             const auto silent = silence();
-            if (outage_.lost(silent) && options_.successor && !failed_over_ && type != MessageType::welcome &&
-                fail_over(silent))
+            const auto closed = channel_->closed_for();
+            if ((outage_.lost(silent) || closed > kClosedLost) && options_.successor && !failed_over_ &&
+                type != MessageType::welcome &&
+                fail_over(outage_.lost(silent)
+                              ? "has been silent for " + std::to_string(silent.count()) + " ms (cluster.worker_timeout_ms)"
+                              : "closed its connection " + std::to_string(closed.count()) +
+                                    " ms ago and is not listening again (its process ended)"))
                 continue;
             if (outage_.give_up(silent))
                 throw std::runtime_error("the server at " + address() + " has been silent for " +
@@ -299,11 +304,10 @@ void ServerSession::keep_pulled(const float* x, std::uint64_t version) {
     pulled_.version = version;
 }
 
-bool ServerSession::fail_over(std::chrono::milliseconds silent) {
+bool ServerSession::fail_over(const std::string& why) {
     if (!asked_successor_)
-        std::fprintf(stderr, "worker %u: the server at %s has been silent for %lld ms (cluster.worker_timeout_ms); "
-                     "looking for its successor\n", unsigned(worker_id_), options_.server_address.c_str(),
-                     static_cast<long long>(silent.count()));
+        std::fprintf(stderr, "worker %u: the server at %s %s; looking for its successor\n", unsigned(worker_id_),
+                     options_.server_address.c_str(), why.c_str());
     asked_successor_ = true;
     Successor next = options_.successor(pulled_);
     if (!next.channel) return false;

@@ -198,7 +198,12 @@ private:
     std::string address() const;
     // Swaps the channel for one to the successor (SessionOptions::successor), once it is known:
     // whether it is.
-    bool fail_over(std::chrono::milliseconds silent);
+    // `why`: what made the server count as lost (its silence, or its closed connection).
+    bool fail_over(const std::string& why);
+    // A server whose connection its host closed this long ago, and which no one took up again
+    // (ZeroMQ reconnects every 100-200 ms: a server restarted at once is back within that), is
+    // a process gone: its successor is sought without waiting out worker_timeout_ms.
+    static constexpr std::chrono::milliseconds kClosedLost{1000};
     void keep_pulled(const float* x, std::uint64_t version);
     void flush_logs_locked();  // session_log.cpp: the queued logs, in order, then a lease ask
     // Whether `frames` answer a lease ask: then kept for take_lease, and true.

@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -140,11 +141,16 @@ inline void send_raw(Channel& channel, const std::vector<std::uint8_t>& header_b
 }
 
 // Receives one message and checks its type; returns its decoded header and fills `payload`.
+// Heartbeats are skipped unless expected, as a worker does: the center also sends them to the
+// members a synchronous round waits on, to find a closed connection (docs/protocol.md).
 inline Header receive(Channel& channel, MessageType expected, Frames& frames, int timeout_ms = 3000) {
-    REQUIRE_MESSAGE(channel.receive(frames, timeout_ms), ("no answer from the center within " + std::to_string(timeout_ms) + " ms"));
+    std::optional<Header> h;
     tether::ErrorCode reason = tether::ErrorCode::none;
-    const auto h = decode(frames.header.data(), frames.header.size(), reason);
-    REQUIRE_MESSAGE(h.has_value(), tether::to_string(reason));
+    do {
+        REQUIRE_MESSAGE(channel.receive(frames, timeout_ms), ("no answer from the center within " + std::to_string(timeout_ms) + " ms"));
+        h = decode(frames.header.data(), frames.header.size(), reason);
+        REQUIRE_MESSAGE(h.has_value(), tether::to_string(reason));
+    } while (h->type == MessageType::heartbeat && expected != MessageType::heartbeat);
     if (h->type != expected && h->type == MessageType::error)
         FAIL(("the center answered error: " + std::string(frames.payload.begin(), frames.payload.end())));
     REQUIRE(h->type == expected);
