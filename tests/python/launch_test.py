@@ -20,7 +20,7 @@ import numpy as np
 
 import tether
 from harness import case, main, run_threads
-from launch_support import LAUNCHER_VARIABLES, SECRET, free_port, results, torchrun_env
+from launch_support import LAUNCHER_VARIABLES, SECRET, free_port, free_ports, results, torchrun_env
 
 RANK_SCRIPT = str(Path(__file__).with_name("launch_rank.py"))
 def start_ranks(envs, strategy="-", workers="-", *more):
@@ -319,7 +319,8 @@ def replica_group_job(world, size, strategy, slurm=False, dies=None, servers=1):
     Under torchrun's variables, or srun's (no MASTER_ADDR / MASTER_PORT: torch.distributed's
     store then goes after the center's port)."""
     envs = []
-    store_port, center_port = free_port(), free_port()
+    # Under srun the store takes the port after the center's: both must be free.
+    store_port, center_port = free_port(), free_ports(2) if slurm else free_port()
     for rank in range(world):
         if slurm:
             env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
